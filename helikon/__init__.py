@@ -1,0 +1,1 @@
+"""helikon: agents as a pure state machine with swappable interpreters."""

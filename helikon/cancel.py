@@ -1,0 +1,97 @@
+"""Cooperative cancellation.
+
+A :class:`CancellationToken` is a flag with callbacks. ``cancel()`` may be
+called from any task of the run's event loop; interpreters register a
+callback that cancels the effect in flight (a tool, a model stream), and
+model adapters poll :attr:`~CancellationToken.cancelled` between chunks or
+wrap their network waits in :meth:`CancellationToken.scope`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, final
+
+if TYPE_CHECKING:
+    import anyio
+
+
+@final
+class CancellationToken:
+    """A one-shot cancellation signal shared by a run and its sub-runs."""
+
+    __slots__ = ("_callbacks", "_cancelled")
+
+    def __init__(self) -> None:
+        self._cancelled = False
+        self._callbacks: list[Callable[[], object]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` has been called."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Fire the token. Idempotent; runs every registered callback once."""
+        if self._cancelled:
+            return
+        self._cancelled = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Call ``callback`` when the token fires (at once if it has).
+
+        Returns a function that unregisters the callback.
+        """
+        if self._cancelled:
+            callback()
+            return _noop
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            try:
+                self._callbacks.remove(callback)
+            except ValueError:
+                pass
+
+        return remove
+
+    def child(self) -> CancellationToken:
+        """A token that fires when this one does (and can fire on its own)."""
+        child = CancellationToken()
+        self.on_cancel(child.cancel)
+        return child
+
+    @contextmanager
+    def scope(self) -> Iterator[anyio.CancelScope]:
+        """An anyio cancel scope, cancelled when this token fires.
+
+        Use it around a network wait inside a model adapter::
+
+            with cancel.scope():
+                chunk = await stream.receive()
+
+        Exit it before yielding from an async generator (a cancel scope must
+        not stay open across a ``yield``).
+        """
+        import anyio
+
+        with anyio.CancelScope() as scope:
+            remove = self.on_cancel(scope.cancel)
+            try:
+                yield scope
+            finally:
+                remove()
+
+    def __repr__(self) -> str:
+        return f"CancellationToken(cancelled={self._cancelled})"
+
+
+def _noop() -> None:
+    return None
+
+
+__all__ = ["CancellationToken"]

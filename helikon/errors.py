@@ -1,0 +1,371 @@
+"""Failures as data, and the exceptions that carry them at the edges.
+
+Inside the core, a failure is a value: a :data:`ModelFailure` in a
+``ModelCallFailed`` result, a :data:`ToolFailure` in a tool outcome, an
+:data:`AgentError` in a ``RunFailed`` event. At the edges the same values
+travel inside exceptions of one hierarchy rooted at :class:`HelikonError`:
+adapters raise :class:`ModelError`, tools raise :class:`ToolError`, and
+``collect`` raises :class:`RunError`. Any other exception escaping helikon is
+a bug.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import attrs
+
+# -- model failures ----------------------------------------------------------
+
+
+@attrs.frozen
+class Unavailable:
+    """The provider is down or overloaded (HTTP 5xx, 529)."""
+
+    message: str
+
+
+@attrs.frozen
+class RateLimited:
+    """The provider throttled the call; ``retry_after_ms`` is its hint."""
+
+    message: str
+    retry_after_ms: int | None = None
+
+
+@attrs.frozen
+class ContextLengthExceeded:
+    """The request does not fit the model's context window."""
+
+    message: str
+
+
+@attrs.frozen
+class Refused:
+    """The provider refused to answer (safety, policy)."""
+
+    message: str
+
+
+@attrs.frozen
+class TransportFailure:
+    """The connection failed or the stream was cut."""
+
+    message: str
+
+
+@attrs.frozen
+class OtherModelFailure:
+    """Anything else: bad request, unknown model, malformed response."""
+
+    message: str
+    status: int | None = None
+
+
+#: Why a model call failed.
+ModelFailure: TypeAlias = (
+    Unavailable | RateLimited | ContextLengthExceeded | Refused | TransportFailure | OtherModelFailure
+)
+
+#: Model failures worth retrying.
+TRANSIENT_MODEL_FAILURES = (Unavailable, RateLimited, TransportFailure)
+
+
+# -- tool failures -----------------------------------------------------------
+
+
+@attrs.frozen
+class InvalidArgs:
+    """The arguments did not match the tool's schema (fed back once)."""
+
+    schema_errors: tuple[str, ...]
+
+
+@attrs.frozen
+class Denied:
+    """The tool (or a permission) refused the call."""
+
+    reason: str
+
+
+@attrs.frozen
+class ToolCrashed:
+    """The tool failed for any other reason."""
+
+    message: str
+
+
+#: Why a tool call failed.
+ToolFailure: TypeAlias = InvalidArgs | Denied | ToolCrashed
+
+
+# -- agent errors ------------------------------------------------------------
+
+
+@attrs.frozen
+class MaxTurnsExceeded:
+    """The run used ``max_turns`` model turns and the model still wanted tools."""
+
+    max_turns: int
+
+
+@attrs.frozen
+class MaxAgentDepthExceeded:
+    """Handoffs or agent-as-tool calls nested deeper than ``max_depth``."""
+
+    max_depth: int
+
+
+@attrs.frozen
+class MaxIterationsExceeded:
+    """A loop agent ran ``max_iterations`` without an exit."""
+
+    max_iterations: int
+
+
+@attrs.frozen
+class MaxHandoffsExceeded:
+    """A swarm handed off more than ``max_handoffs`` times."""
+
+    max_handoffs: int
+
+
+@attrs.frozen
+class InvalidStructuredOutput:
+    """The final answer did not match the output schema, even after repair."""
+
+    schema_errors: tuple[str, ...]
+    text: str
+
+
+@attrs.frozen
+class InvalidToolArgs:
+    """The model sent invalid arguments again after being told once."""
+
+    tool: str
+    schema_errors: tuple[str, ...]
+
+
+@attrs.frozen
+class GuardrailTripped:
+    """A guardrail's tripwire halted the run."""
+
+    kind: str
+    info: str
+
+
+@attrs.frozen
+class Cancelled:
+    """The run's cancellation token fired."""
+
+
+@attrs.frozen
+class TimedOut:
+    """The run's wall-clock ``timeout`` passed."""
+
+    timeout_s: float
+
+
+@attrs.frozen
+class ModelFailed:
+    """A model call failed."""
+
+    failure: ModelFailure
+
+
+@attrs.frozen
+class OtherError:
+    """Anything else."""
+
+    message: str
+
+
+#: Why a run failed.
+AgentError: TypeAlias = (
+    MaxTurnsExceeded
+    | MaxAgentDepthExceeded
+    | MaxIterationsExceeded
+    | MaxHandoffsExceeded
+    | InvalidStructuredOutput
+    | InvalidToolArgs
+    | GuardrailTripped
+    | Cancelled
+    | TimedOut
+    | ModelFailed
+    | OtherError
+)
+
+
+def describe(error: AgentError | ModelFailure | ToolFailure) -> str:
+    """A one-line human description of a failure value.
+
+    >>> describe(MaxTurnsExceeded(3))
+    'maximum turns exceeded (3)'
+    >>> describe(ModelFailed(RateLimited("slow down", 500)))
+    'model call failed: rate limited: slow down (retry after 500 ms)'
+    """
+    match error:
+        case MaxTurnsExceeded(n):
+            return f"maximum turns exceeded ({n})"
+        case MaxAgentDepthExceeded(n):
+            return f"maximum agent depth exceeded ({n})"
+        case MaxIterationsExceeded(n):
+            return f"maximum iterations exceeded ({n})"
+        case MaxHandoffsExceeded(n):
+            return f"maximum handoffs exceeded ({n})"
+        case InvalidStructuredOutput(errs, _):
+            return "invalid structured output: " + "; ".join(errs)
+        case InvalidToolArgs(tool, errs):
+            return f"invalid arguments for tool {tool!r}: " + "; ".join(errs)
+        case GuardrailTripped(kind, info):
+            return f"guardrail tripped ({kind}): {info}"
+        case Cancelled():
+            return "cancelled"
+        case TimedOut(s):
+            return f"timed out after {s:g} s"
+        case ModelFailed(failure):
+            return "model call failed: " + describe(failure)
+        case OtherError(message):
+            return message
+        case Unavailable(message):
+            return f"model unavailable: {message}"
+        case RateLimited(message, None):
+            return f"rate limited: {message}"
+        case RateLimited(message, ms):
+            return f"rate limited: {message} (retry after {ms} ms)"
+        case ContextLengthExceeded(message):
+            return f"context length exceeded: {message}"
+        case Refused(message):
+            return f"refused: {message}"
+        case TransportFailure(message):
+            return f"transport error: {message}"
+        case OtherModelFailure(message, status):
+            return message if status is None else f"HTTP {status}: {message}"
+        case InvalidArgs(errs):
+            return "invalid arguments: " + "; ".join(errs)
+        case Denied(reason):
+            return f"denied: {reason}"
+        case ToolCrashed(message):
+            return message
+
+
+# -- exceptions --------------------------------------------------------------
+
+
+class HelikonError(Exception):
+    """Base of every exception helikon raises on purpose."""
+
+
+class ModelError(HelikonError):
+    """A model adapter failed; ``failure`` says how.
+
+    Adapters raise it from ``invoke`` (before or during the stream). Build it
+    with the class methods: ``ModelError.rate_limited("...", retry_after_ms=500)``.
+    """
+
+    def __init__(self, failure: ModelFailure) -> None:
+        super().__init__(describe(failure))
+        self.failure = failure
+
+    @classmethod
+    def unavailable(cls, message: str) -> ModelError:
+        return cls(Unavailable(message))
+
+    @classmethod
+    def rate_limited(cls, message: str, retry_after_ms: int | None = None) -> ModelError:
+        return cls(RateLimited(message, retry_after_ms))
+
+    @classmethod
+    def context_length_exceeded(cls, message: str) -> ModelError:
+        return cls(ContextLengthExceeded(message))
+
+    @classmethod
+    def refused(cls, message: str) -> ModelError:
+        return cls(Refused(message))
+
+    @classmethod
+    def transport(cls, message: str) -> ModelError:
+        return cls(TransportFailure(message))
+
+    @classmethod
+    def other(cls, message: str, status: int | None = None) -> ModelError:
+        return cls(OtherModelFailure(message, status))
+
+
+class ToolError(HelikonError):
+    """A tool failed; ``failure`` says how. The model sees the message.
+
+    ``raise ToolError("no such account")`` reports an ordinary failure;
+    ``ToolError.denied(...)`` a refusal and ``ToolError.invalid_args(...)``
+    argument errors (which the loop feeds back to the model once).
+    """
+
+    def __init__(self, message_or_failure: str | ToolFailure) -> None:
+        failure = (
+            ToolCrashed(message_or_failure)
+            if isinstance(message_or_failure, str)
+            else message_or_failure
+        )
+        super().__init__(describe(failure))
+        self.failure: ToolFailure = failure
+
+    @classmethod
+    def invalid_args(cls, *schema_errors: str) -> ToolError:
+        return cls(InvalidArgs(tuple(schema_errors)))
+
+    @classmethod
+    def denied(cls, reason: str) -> ToolError:
+        return cls(Denied(reason))
+
+
+class RunError(HelikonError):
+    """A run ended with ``RunFailed``; ``error`` is the :data:`AgentError`."""
+
+    def __init__(self, error: AgentError) -> None:
+        super().__init__(describe(error))
+        self.error = error
+
+
+class StepError(HelikonError):
+    """The step API was misused: a result that does not answer the pending
+    effect, or a step on a terminal state. Raised by interpreters from the
+    core's ``Failure(StepError)``; always a bug in the caller."""
+
+
+class ConfigError(HelikonError, ValueError):
+    """An agent, tool or run was configured with invalid values."""
+
+
+__all__ = [
+    "AgentError",
+    "Cancelled",
+    "ConfigError",
+    "ContextLengthExceeded",
+    "Denied",
+    "GuardrailTripped",
+    "HelikonError",
+    "InvalidArgs",
+    "InvalidStructuredOutput",
+    "InvalidToolArgs",
+    "MaxAgentDepthExceeded",
+    "MaxHandoffsExceeded",
+    "MaxIterationsExceeded",
+    "MaxTurnsExceeded",
+    "ModelError",
+    "ModelFailed",
+    "ModelFailure",
+    "OtherError",
+    "OtherModelFailure",
+    "RateLimited",
+    "Refused",
+    "RunError",
+    "StepError",
+    "TRANSIENT_MODEL_FAILURES",
+    "TimedOut",
+    "ToolCrashed",
+    "ToolError",
+    "ToolFailure",
+    "TransportFailure",
+    "Unavailable",
+    "describe",
+]

@@ -1,0 +1,200 @@
+"""Agent events: the one stream every agent run emits.
+
+Lifecycle (:class:`RunStarted`, :class:`TurnStarted`), raw deltas as the model
+streams them (:class:`TokenDelta`, :class:`ReasoningDelta`,
+:class:`ToolCallDelta`), semantic items once a turn settles
+(:class:`MessageOutput`, :class:`ToolCallItem`, :class:`ToolOutputItem`,
+:class:`HandoffItem`), transitions (:class:`AgentUpdated`), control signals,
+and exactly one terminal event last: :class:`RunCompleted` or
+:class:`RunFailed`. All are frozen and serializable, so a stream can be
+recorded and compared.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import attrs
+
+from helikon._json import JsonValue
+from helikon.errors import AgentError
+from helikon.ids import CallId, RunId
+from helikon.items import AssistantMessage, ToolCall, ToolResult
+from helikon.model import Usage
+
+
+@attrs.frozen
+class RunStarted:
+    """The run of ``agent`` began."""
+
+    agent: str
+    run_id: RunId
+
+
+@attrs.frozen
+class TurnStarted:
+    """Model turn ``turn`` (1-based) began."""
+
+    turn: int
+
+
+@attrs.frozen
+class TokenDelta:
+    """Answer text as the model streams it."""
+
+    text: str
+
+
+@attrs.frozen
+class ReasoningDelta:
+    """Reasoning text as the model streams it."""
+
+    text: str
+
+
+@attrs.frozen
+class ToolCallDelta:
+    """A tool-call fragment as the model streams it."""
+
+    call_id: str | None
+    name: str | None
+    args_delta: str
+    index: int | None = None
+
+
+@attrs.frozen
+class MessageOutput:
+    """A complete assistant message."""
+
+    item: AssistantMessage
+
+
+@attrs.frozen
+class ToolCallItem:
+    """A complete tool call the model requested."""
+
+    item: ToolCall
+
+
+@attrs.frozen
+class ToolOutputItem:
+    """The result of a tool call, as the model will see it."""
+
+    item: ToolResult
+
+
+@attrs.frozen
+class HandoffItem:
+    """Control passed from agent ``from_agent`` to ``to_agent``."""
+
+    from_agent: str
+    to_agent: str
+
+
+@attrs.frozen
+class AgentUpdated:
+    """``agent`` is now the one speaking."""
+
+    agent: str
+
+
+@attrs.frozen
+class GuardrailTriggered:
+    """A guardrail tripped (``kind`` is input or output or the guardrail's kind)."""
+
+    kind: str
+    info: str
+
+
+@attrs.frozen
+class ApprovalRequested:
+    """A tool call waits for approval."""
+
+    call_id: CallId
+    tool: str
+    args: JsonValue
+
+
+@attrs.frozen
+class PermissionDenied:
+    """A tool call was denied by the permission pipeline."""
+
+    tool: str
+    reason: str
+
+
+@attrs.frozen
+class RepairStarted:
+    """The structured-output repair turn ``attempt`` began."""
+
+    attempt: int
+
+
+@attrs.frozen
+class StructuredOutputFailed:
+    """The final answer did not validate against the output schema."""
+
+    schema_errors: tuple[str, ...]
+    final_text: str
+
+
+@attrs.frozen
+class RunCompleted:
+    """Terminal: the run succeeded; ``usage`` sums every model call."""
+
+    usage: Usage
+
+
+@attrs.frozen
+class RunFailed:
+    """Terminal: the run failed with ``error``."""
+
+    error: AgentError
+    usage: Usage = Usage()
+
+
+#: Every event an agent run emits.
+AgentEvent: TypeAlias = (
+    RunStarted
+    | TurnStarted
+    | TokenDelta
+    | ReasoningDelta
+    | ToolCallDelta
+    | MessageOutput
+    | ToolCallItem
+    | ToolOutputItem
+    | HandoffItem
+    | AgentUpdated
+    | GuardrailTriggered
+    | ApprovalRequested
+    | PermissionDenied
+    | RepairStarted
+    | StructuredOutputFailed
+    | RunCompleted
+    | RunFailed
+)
+
+#: The terminal event types.
+TERMINAL_EVENTS = (RunCompleted, RunFailed)
+
+__all__ = [
+    "TERMINAL_EVENTS",
+    "AgentEvent",
+    "AgentUpdated",
+    "ApprovalRequested",
+    "GuardrailTriggered",
+    "HandoffItem",
+    "MessageOutput",
+    "PermissionDenied",
+    "ReasoningDelta",
+    "RepairStarted",
+    "RunCompleted",
+    "RunFailed",
+    "RunStarted",
+    "StructuredOutputFailed",
+    "TokenDelta",
+    "ToolCallDelta",
+    "ToolCallItem",
+    "ToolOutputItem",
+    "TurnStarted",
+]

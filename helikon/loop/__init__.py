@@ -1,0 +1,57 @@
+"""The pure agent-loop machine.
+
+``start(spec, input, run_id)`` gives the first :class:`Outcome`;
+``transition(state, result, spec)`` feeds the pending effect's result and
+gives the next. Nothing here does IO, reads the clock or draws random
+numbers: interpreters do that and feed the results back.
+"""
+
+from helikon.loop._aggregate import Response, aggregate
+from helikon.loop._deltas import delta_event
+from helikon.loop._outcome import Outcome
+from helikon.loop._spec import AgentSpec, OutputSchema
+from helikon.loop._states import (
+    TERMINAL,
+    ApplyingHandoff,
+    CallingModel,
+    Compacting,
+    Done,
+    ExecutingTools,
+    Failed,
+    Finalizing,
+    LoopState,
+    NeedsApproval,
+    RepairingOutput,
+    RunState,
+)
+from helikon.loop._table import TABLE, transition
+from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, start
+from helikon.loop._validate import parse_json, schema_errors
+
+__all__ = [
+    "FINALIZE_PROMPT",
+    "REPAIR_PROMPT",
+    "TABLE",
+    "TERMINAL",
+    "AgentSpec",
+    "ApplyingHandoff",
+    "CallingModel",
+    "Compacting",
+    "Done",
+    "ExecutingTools",
+    "Failed",
+    "Finalizing",
+    "LoopState",
+    "NeedsApproval",
+    "Outcome",
+    "OutputSchema",
+    "RepairingOutput",
+    "Response",
+    "RunState",
+    "aggregate",
+    "delta_event",
+    "parse_json",
+    "schema_errors",
+    "start",
+    "transition",
+]

@@ -1,0 +1,114 @@
+"""Fold a model's event stream into one response.
+
+Text chunks concatenate; reasoning chunks concatenate into reasoning parts (a
+chunk with a signature closes its part); tool-call chunks are grouped by
+``index`` when the provider gives one, else by ``call_id``, else they extend
+the latest call, so interleaved parallel calls reassemble correctly. Calls
+keep the order in which they first appeared; a call with no id gets one
+derived from ``(run id, turn, position)``. Usage adds up; the last
+:class:`~helikon.model.Finish` wins.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from helikon.ids import CallId, RunId, derive_call_id
+from helikon.items import ReasoningPart, ToolCall
+from helikon.model import (
+    Finish,
+    FinishReason,
+    ModelEvent,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallChunk,
+    Usage,
+)
+
+
+@attrs.frozen
+class Response:
+    """One model turn, aggregated."""
+
+    text: str = ""
+    reasoning: tuple[ReasoningPart, ...] = ()
+    calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    finish: FinishReason | None = None
+    response_id: str | None = None
+
+
+@attrs.define
+class _PartialCall:
+    call_id: str | None
+    name: str
+    arguments: list[str]
+
+
+def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Response:
+    """Fold ``events`` into a :class:`Response`.
+
+    >>> from helikon.model import TextChunk, ToolCallChunk
+    >>> r = aggregate((TextChunk("Hi "), TextChunk("there"),
+    ...                ToolCallChunk(index=0, name="add", arguments='{"a":'),
+    ...                ToolCallChunk(index=0, arguments='1}')), RunId("r"), 1)
+    >>> r.text, r.calls
+    ('Hi there', (ToolCall(call_id='call_r_1_0', name='add', arguments='{"a":1}'),))
+    """
+    texts: list[str] = []
+    reasoning: list[ReasoningPart] = []
+    open_reasoning: list[str] = []
+    calls: dict[tuple[str, int | str], _PartialCall] = {}
+    last_key: tuple[str, int | str] | None = None
+    usage = Usage()
+    finish: FinishReason | None = None
+    response_id: str | None = None
+    for event in events:
+        match event:
+            case TextChunk(text=text):
+                texts.append(text)
+            case ToolCallChunk(index=index, call_id=call_id, name=name, arguments=arguments):
+                if index is not None:
+                    key: tuple[str, int | str] = ("i", index)
+                elif call_id is not None:
+                    key = ("c", call_id)
+                elif last_key is not None:
+                    key = last_key
+                else:
+                    key = ("i", 0)
+                partial = calls.get(key)
+                if partial is None:
+                    partial = calls[key] = _PartialCall(call_id, name or "", [])
+                else:
+                    if partial.call_id is None and call_id is not None:
+                        partial.call_id = call_id
+                    if name and not partial.name:
+                        partial.name = name
+                if arguments:
+                    partial.arguments.append(arguments)
+                last_key = key
+            case ReasoningChunk(text=text, signature=signature):
+                open_reasoning.append(text)
+                if signature is not None:
+                    reasoning.append(ReasoningPart("".join(open_reasoning), signature))
+                    open_reasoning = []
+            case Usage():
+                usage = usage + event
+            case Finish(reason=reason, response_id=rid):
+                finish = reason
+                if rid is not None:
+                    response_id = rid
+    if open_reasoning:
+        reasoning.append(ReasoningPart("".join(open_reasoning)))
+    tool_calls = tuple(
+        ToolCall(
+            CallId(p.call_id) if p.call_id else derive_call_id(run_id, turn, position),
+            p.name,
+            "".join(p.arguments),
+        )
+        for position, p in enumerate(calls.values())
+    )
+    return Response("".join(texts), tuple(reasoning), tool_calls, usage, finish, response_id)
+
+
+__all__ = ["Response", "aggregate"]

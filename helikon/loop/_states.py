@@ -1,0 +1,158 @@
+"""The agent loop's states.
+
+A run's state is a :class:`RunState`: the phase it is in (one of the
+:data:`LoopState` classes, named after the book's phases), the conversation
+so far, the usage so far, and the few counters the rules need. Everything is
+frozen; every step returns a new state. Phases are data only, so a state can
+be dumped at any effect boundary and resumed elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import attrs
+
+from helikon.errors import AgentError
+from helikon.ids import RunId
+from helikon.items import Item, ToolCall, ToolResult
+from helikon.model import Usage
+
+
+@attrs.frozen
+class CallingModel:
+    """About to call the model for ``turn``.
+
+    ``rendered`` is False while dynamic instructions are being rendered.
+    """
+
+    turn: int
+    rendered: bool = True
+
+
+@attrs.frozen
+class ExecutingTools:
+    """The model asked for ``calls`` on ``turn``; the valid ones are running.
+
+    ``prefilled`` is aligned with ``calls``: the result the loop decided itself
+    (unknown tool, invalid arguments) or None for a call that is running.
+    ``invalid_args`` says whether any call of the round had invalid arguments.
+    """
+
+    turn: int
+    calls: tuple[ToolCall, ...]
+    prefilled: tuple[ToolResult | None, ...]
+    invalid_args: bool = False
+
+
+@attrs.frozen
+class ApplyingHandoff:
+    """Delegating to agent ``target`` with the transcript so far."""
+
+    target: str
+    transcript: tuple[Item, ...]
+
+
+@attrs.frozen
+class Finalizing:
+    """A constrained turn asking the model for the output type's JSON."""
+
+    turn: int
+
+
+@attrs.frozen
+class RepairingOutput:
+    """The one repair turn after the final answer failed validation."""
+
+    turn: int
+    attempt: int = 1
+
+
+@attrs.frozen
+class NeedsApproval:
+    """Waiting for approval of tool calls (driven by the governance layer)."""
+
+    turn: int
+    pending: tuple[ToolCall, ...]
+
+
+@attrs.frozen
+class Compacting:
+    """Compacting the conversation (driven by compacting sessions)."""
+
+    turn: int
+
+
+@attrs.frozen
+class Done:
+    """Terminal success; ``output`` is the final answer's text."""
+
+    output: str
+
+
+@attrs.frozen
+class Failed:
+    """Terminal failure."""
+
+    error: AgentError
+
+
+#: The phase a run is in.
+LoopState: TypeAlias = (
+    CallingModel
+    | ExecutingTools
+    | ApplyingHandoff
+    | Finalizing
+    | RepairingOutput
+    | NeedsApproval
+    | Compacting
+    | Done
+    | Failed
+)
+
+#: The terminal phases.
+TERMINAL = (Done, Failed)
+
+
+@attrs.frozen
+class RunState:
+    """Everything the loop knows about a run, between two steps.
+
+    Args:
+        run_id: the run's id, given by the interpreter at start.
+        agent: the name of the agent running.
+        phase: the phase the run is in.
+        conversation: every item so far, input included, in order.
+        usage: token usage summed over every model call so far.
+        instructions: the system instructions of the current turn.
+        strikes: consecutive tool rounds with invalid arguments so far.
+    """
+
+    run_id: RunId
+    agent: str
+    phase: LoopState
+    conversation: tuple[Item, ...] = ()
+    usage: Usage = Usage()
+    instructions: str | None = None
+    strikes: int = 0
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the run is over."""
+        return isinstance(self.phase, TERMINAL)
+
+
+__all__ = [
+    "TERMINAL",
+    "ApplyingHandoff",
+    "CallingModel",
+    "Compacting",
+    "Done",
+    "ExecutingTools",
+    "Failed",
+    "Finalizing",
+    "LoopState",
+    "NeedsApproval",
+    "RepairingOutput",
+    "RunState",
+]

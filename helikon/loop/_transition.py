@@ -1,0 +1,365 @@
+"""The agent loop's rules: how each phase answers each effect result.
+
+Each handler takes the current state, the result of the pending effect and
+the agent's spec, and returns the next :class:`Outcome`. Handlers are pure:
+the same arguments always give the same outcome. They are wired to
+``(phase, result)`` pairs in :mod:`helikon.loop._table`, which is the only
+place that decides which handler runs.
+
+The rules, after the book:
+
+- each model turn emits ``TurnStarted``; a turn that asks for tools runs them
+  and starts the next turn; a turn that asks for none ends the run (or, with
+  an output schema, moves to the finalizing turn);
+- asking for tools on the last allowed turn (``turn == max_turns``) fails
+  with ``MaxTurnsExceeded`` without running them;
+- a call to an unknown tool is answered with an error result;
+- arguments that are not JSON or break the tool's schema are answered with
+  the schema errors; a second round in a row with invalid arguments fails
+  the run with ``InvalidToolArgs``;
+- tool results join the conversation in call order;
+- a structured-output run validates the finalizing turn's text against the
+  schema, repairs once, then fails with ``InvalidStructuredOutput``;
+- a failed model call fails the run; an interruption (cancel, timeout) fails
+  it from any phase.
+"""
+
+from __future__ import annotations
+
+import attrs
+from returns.result import Failure, Result, Success
+
+from helikon.effects import (
+    CallModel,
+    Effect,
+    ExecuteTools,
+    InstructionsRendered,
+    ModelCallFailed,
+    ModelResponded,
+    RenderInstructions,
+    RunInterrupted,
+    Terminate,
+    ToolRaised,
+    ToolReturned,
+    ToolsExecuted,
+)
+from helikon.errors import (
+    AgentError,
+    InvalidArgs,
+    InvalidStructuredOutput,
+    InvalidToolArgs,
+    MaxTurnsExceeded,
+    ModelFailed,
+    StepError,
+    describe,
+)
+from helikon.events import (
+    AgentEvent,
+    MessageOutput,
+    RepairStarted,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StructuredOutputFailed,
+    ToolCallItem,
+    ToolOutputItem,
+    TurnStarted,
+)
+from helikon.ids import RunId
+from helikon.items import (
+    AgentInput,
+    AssistantMessage,
+    ContentPart,
+    Item,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    system_text,
+    user_text,
+)
+from helikon.loop._aggregate import Response, aggregate
+from helikon.loop._outcome import Outcome
+from helikon.loop._spec import AgentSpec
+from helikon.loop._states import (
+    CallingModel,
+    Done,
+    ExecutingTools,
+    Failed,
+    Finalizing,
+    RepairingOutput,
+    RunState,
+)
+from helikon.loop._validate import parse_json, schema_errors
+from helikon.model import JsonSchema, ModelRequest, ModelSettings, Usage
+
+#: Asked after a plain-text answer when the agent has an output schema.
+FINALIZE_PROMPT = (
+    "Now give your final answer as a single JSON value matching the `{name}` schema, with no other text."
+)
+#: Asked once when the final answer failed validation.
+REPAIR_PROMPT = (
+    "Your previous answer did not match the `{name}` schema:\n{errors}\n"
+    "Reply again with only a JSON value that matches the schema."
+)
+
+Step = Result[Outcome, StepError]
+
+
+def start(spec: AgentSpec, input: AgentInput, run_id: RunId) -> Outcome:
+    """Begin a run: the first state, events and effect.
+
+    >>> out = start(AgentSpec("a"), AgentInput.from_user_text("hi"), RunId("r"))
+    >>> out.events
+    (RunStarted(agent='a', run_id='r'), TurnStarted(turn=1))
+    >>> type(out.effect).__name__
+    'CallModel'
+    """
+    phase = Finalizing(1) if spec.output is not None and not spec.tools else CallingModel(1)
+    state = RunState(run_id, spec.name, phase, input.items, instructions=spec.instructions)
+    return _begin_turn(state, spec, [RunStarted(spec.name, run_id)], list(input.items))
+
+
+# -- helpers -----------------------------------------------------------------
+
+
+def _request(state: RunState, spec: AgentSpec) -> ModelRequest:
+    messages: tuple[Item, ...] = state.conversation
+    if state.instructions is not None:
+        messages = (system_text(state.instructions), *messages)
+    if type(state.phase) is CallingModel or spec.output is None:
+        return ModelRequest(messages, spec.tools, spec.settings)
+    output = spec.output
+    settings = attrs.evolve(
+        spec.settings,
+        response_format=JsonSchema(output.name, output.schema, strict=True),
+        tool_choice=None,
+    )
+    return ModelRequest(messages, (), settings)
+
+
+def _begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appended: list[Item]) -> Outcome:
+    """Emit TurnStarted and ask for the turn's first effect."""
+    phase = state.phase
+    assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
+    events.append(TurnStarted(phase.turn))
+    effect: Effect
+    if type(phase) is CallingModel and spec.dynamic_instructions:
+        state = attrs.evolve(state, phase=CallingModel(phase.turn, rendered=False))
+        effect = RenderInstructions(phase.turn)
+    else:
+        effect = CallModel(_request(state, spec), phase.turn)
+    return Outcome(state, tuple(events), effect, tuple(appended))
+
+
+def _fail(
+    state: RunState, error: AgentError, events: list[AgentEvent], appended: list[Item], usage: Usage
+) -> Outcome:
+    events.append(RunFailed(error, usage))
+    conversation = (*state.conversation, *appended) if appended else state.conversation
+    final = attrs.evolve(state, phase=Failed(error), conversation=conversation, usage=usage)
+    return Outcome(final, tuple(events), Terminate(), tuple(appended))
+
+
+def _assistant_message(response: Response, spec: AgentSpec) -> AssistantMessage | None:
+    content: tuple[ContentPart, ...] = response.reasoning
+    if response.text:
+        content = (*content, TextPart(response.text))
+    return AssistantMessage(content, spec.name) if content else None
+
+
+def _check_call(call: ToolCall, spec: AgentSpec) -> tuple[ToolResult | None, tuple[str, ...]]:
+    """Answer a call the loop rejects itself: ``(error result, schema errors)``.
+
+    A runnable call gives ``(None, ())``; an unknown tool an error result and
+    no schema errors; invalid arguments an error result and their errors.
+    """
+    tool = spec.tool(call.name)
+    if tool is None:
+        available = ", ".join(t.name for t in spec.tools) or "none"
+        message = f"unknown tool {call.name!r}; available tools: {available}"
+        return ToolResult(call.call_id, call.name, message, is_error=True), ()
+    value, error = parse_json(call.arguments or "{}")
+    errors = (error,) if error is not None else schema_errors(value, tool.parameters)
+    if not errors:
+        return None, ()
+    return ToolResult(call.call_id, call.name, describe(InvalidArgs(errors)), is_error=True), errors
+
+
+def _next_turn(
+    state: RunState, spec: AgentSpec, turn: int, events: list[AgentEvent], appended: list[Item]
+) -> Outcome:
+    state = attrs.evolve(
+        state, phase=CallingModel(turn + 1), conversation=(*state.conversation, *appended)
+    )
+    return _begin_turn(state, spec, events, appended)
+
+
+# -- handlers ------------------------------------------------------------------
+
+
+def on_instructions_rendered(state: RunState, result: InstructionsRendered, spec: AgentSpec) -> Step:
+    phase = state.phase
+    if type(phase) is not CallingModel or phase.rendered:
+        return Failure(StepError("instructions were not asked for"))
+    state = attrs.evolve(state, phase=CallingModel(phase.turn), instructions=result.text)
+    return Success(Outcome(state, (), CallModel(_request(state, spec), phase.turn)))
+
+
+def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec) -> Step:
+    phase = state.phase
+    if type(phase) is not CallingModel or not phase.rendered:
+        return Failure(StepError("the model was not called"))
+    turn = phase.turn
+    response = aggregate(result.events, state.run_id, turn)
+    usage = state.usage + response.usage
+    events: list[AgentEvent] = []
+    appended: list[Item] = []
+    message = _assistant_message(response, spec)
+    if message is not None:
+        appended.append(message)
+        events.append(MessageOutput(message))
+    if not response.calls:
+        if spec.output is not None:
+            output = spec.output
+            appended.append(user_text(FINALIZE_PROMPT.format(name=output.name)))
+            state = attrs.evolve(
+                state,
+                phase=Finalizing(turn + 1),
+                conversation=(*state.conversation, *appended),
+                usage=usage,
+            )
+            return Success(_begin_turn(state, spec, events, appended))
+        events.append(RunCompleted(usage))
+        final = attrs.evolve(
+            state,
+            phase=Done(response.text),
+            conversation=(*state.conversation, *appended),
+            usage=usage,
+        )
+        return Success(Outcome(final, tuple(events), Terminate(), tuple(appended)))
+
+    for call in response.calls:
+        appended.append(call)
+        events.append(ToolCallItem(call))
+    if turn >= spec.config.max_turns:
+        return Success(_fail(state, MaxTurnsExceeded(spec.config.max_turns), events, appended, usage))
+
+    prefilled: list[ToolResult | None] = []
+    runnable: list[ToolCall] = []
+    invalid = False
+    for call in response.calls:
+        rejected, arg_errors = _check_call(call, spec)
+        prefilled.append(rejected)
+        if rejected is None:
+            runnable.append(call)
+        elif arg_errors:
+            if state.strikes >= 1:
+                return Success(_fail(state, InvalidToolArgs(call.name, arg_errors), events, appended, usage))
+            invalid = True
+    state = attrs.evolve(state, usage=usage)
+    if not runnable:
+        for res in prefilled:
+            assert res is not None
+            appended.append(res)
+            events.append(ToolOutputItem(res))
+        state = attrs.evolve(state, strikes=state.strikes + 1 if invalid else 0)
+        return Success(_next_turn(state, spec, turn, events, appended))
+    state = attrs.evolve(
+        state,
+        phase=ExecutingTools(turn, response.calls, tuple(prefilled), invalid),
+        conversation=(*state.conversation, *appended),
+    )
+    return Success(Outcome(state, tuple(events), ExecuteTools(tuple(runnable)), tuple(appended)))
+
+
+def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -> Step:
+    phase = state.phase
+    if type(phase) is not ExecutingTools:
+        return Failure(StepError("no tools were running"))
+    outcomes = iter(result.outcomes)
+    events: list[AgentEvent] = []
+    appended: list[Item] = []
+    invalid = phase.invalid_args
+    failed: AgentError | None = None
+    for call, ready in zip(phase.calls, phase.prefilled, strict=True):
+        if ready is None:
+            outcome = next(outcomes, None)
+            if outcome is None or outcome.call_id != call.call_id:
+                return Failure(StepError(f"expected the outcome of tool call {call.call_id!r} next"))
+            match outcome:
+                case ToolReturned(content=content):
+                    ready = ToolResult(call.call_id, call.name, content)
+                case ToolRaised(failure=failure):
+                    ready = ToolResult(call.call_id, call.name, describe(failure), is_error=True)
+                    if type(failure) is InvalidArgs:
+                        invalid = True
+                        if state.strikes >= 1 and failed is None:
+                            failed = InvalidToolArgs(call.name, failure.schema_errors)
+        appended.append(ready)
+        events.append(ToolOutputItem(ready))
+    if next(outcomes, None) is not None:
+        return Failure(StepError("more tool outcomes than tool calls"))
+    if failed is not None:
+        return Success(_fail(state, failed, events, appended, state.usage))
+    state = attrs.evolve(state, strikes=state.strikes + 1 if invalid else 0)
+    return Success(_next_turn(state, spec, phase.turn, events, appended))
+
+
+def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) -> Step:
+    phase = state.phase
+    if type(phase) is not Finalizing and type(phase) is not RepairingOutput:
+        return Failure(StepError("no final answer was asked for"))
+    output = spec.output
+    if output is None:
+        return Failure(StepError("the agent has no output schema"))
+    response = aggregate(result.events, state.run_id, phase.turn)
+    usage = state.usage + response.usage
+    events: list[AgentEvent] = []
+    appended: list[Item] = []
+    message = _assistant_message(response, spec)
+    if message is not None:
+        appended.append(message)
+        events.append(MessageOutput(message))
+    value, error = parse_json(response.text)
+    errors = (error,) if error is not None else schema_errors(value, output.schema)
+    conversation = (*state.conversation, *appended)
+    if not errors:
+        events.append(RunCompleted(usage))
+        final = attrs.evolve(state, phase=Done(response.text), conversation=conversation, usage=usage)
+        return Success(Outcome(final, tuple(events), Terminate(), tuple(appended)))
+    if type(phase) is Finalizing:
+        prompt = user_text(REPAIR_PROMPT.format(name=output.name, errors="\n".join(errors)))
+        appended.append(prompt)
+        events.append(RepairStarted(1))
+        state = attrs.evolve(
+            state,
+            phase=RepairingOutput(phase.turn + 1, 1),
+            conversation=(*conversation, prompt),
+            usage=usage,
+        )
+        return Success(_begin_turn(state, spec, events, appended))
+    events.append(StructuredOutputFailed(errors, response.text))
+    error_value = InvalidStructuredOutput(errors, response.text)
+    return Success(_fail(state, error_value, events, appended, usage))
+
+
+def on_model_call_failed(state: RunState, result: ModelCallFailed, spec: AgentSpec) -> Step:
+    partial = aggregate(result.events, state.run_id, 0)
+    return Success(_fail(state, ModelFailed(result.failure), [], [], state.usage + partial.usage))
+
+
+def on_interrupted(state: RunState, result: RunInterrupted, spec: AgentSpec) -> Step:
+    return Success(_fail(state, result.reason, [], [], state.usage))
+
+
+__all__ = [
+    "FINALIZE_PROMPT",
+    "REPAIR_PROMPT",
+    "on_final_response",
+    "on_instructions_rendered",
+    "on_interrupted",
+    "on_model_call_failed",
+    "on_model_responded",
+    "on_tools_executed",
+    "start",
+]

@@ -1,0 +1,147 @@
+"""JSON parsing and JSON Schema validation for the loop: pure.
+
+Errors are short strings of the form ``"$.path: message"``, in the order the
+validator reports them (deterministic for a given schema), so they can be fed
+back to the model and compared in traces. Compiled validators are memoised by
+the schema's canonical JSON; the memo changes speed, never results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TypeAlias
+
+import msgspec
+
+from helikon._json import JsonObject, JsonValue
+
+#: A compiled check: instance -> schema errors (empty when valid).
+Check: TypeAlias = Callable[[JsonValue], tuple[str, ...]]
+
+_decoder = msgspec.json.Decoder()
+
+
+def parse_json(text: str) -> tuple[JsonValue, str | None]:
+    """Parse ``text`` as JSON: ``(value, None)`` or ``(None, error)``.
+
+    >>> parse_json('{"a": 1}')
+    ({'a': 1}, None)
+    >>> parse_json('{"a":')[1]
+    'invalid JSON: Input data was truncated'
+    """
+    try:
+        value: JsonValue = _decoder.decode(text)
+    except msgspec.DecodeError as exc:
+        return None, f"invalid JSON: {exc}"
+    return value, None
+
+
+def schema_errors(instance: JsonValue, schema: JsonObject) -> tuple[str, ...]:
+    """The ways ``instance`` fails ``schema`` (empty when it is valid).
+
+    >>> schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    >>> schema_errors({"a": 1}, schema)
+    ()
+    >>> schema_errors({"a": "x"}, schema)
+    ("$.a: 'x' is not of type 'integer'",)
+    """
+    return _compile(msgspec.json.encode(schema, order="sorted"))(instance)
+
+
+@lru_cache(maxsize=1024)
+def _compile(canonical: bytes) -> Check:
+    schema = msgspec.json.decode(canonical)
+    fast = _fast_check(schema)
+    full = _jsonschema_check(schema)
+    if fast is None:
+        return full
+
+    def check(instance: JsonValue) -> tuple[str, ...]:
+        # The fast path only ever says "valid"; anything else gets the full
+        # validator so messages are always jsonschema's.
+        if fast(instance):
+            return ()
+        return full(instance)
+
+    return check
+
+
+def _jsonschema_check(schema: JsonObject) -> Check:
+    import jsonschema
+
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+
+    def check(instance: JsonValue) -> tuple[str, ...]:
+        return tuple(f"{error.json_path}: {error.message}" for error in validator.iter_errors(instance))
+
+    return check
+
+
+# -- fast path ---------------------------------------------------------------
+#
+# Tool argument schemas are overwhelmingly flat objects of scalars. For those
+# a hand-compiled check answers "valid" in about a microsecond, where
+# jsonschema takes about ten. It covers a closed set of keywords; a schema
+# with any other keyword gets no fast path.
+
+_SCALARS: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int or (isinstance(v, float) and v.is_integer()),
+    "number": lambda v: type(v) in (int, float),
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+}
+_LEAF_KEYS = frozenset({"type", "description", "title", "default", "examples"})
+_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "description", "title"})
+
+
+def _fast_leaf(schema: JsonValue) -> Callable[[object], bool] | None:
+    if not isinstance(schema, dict) or not set(schema) <= _LEAF_KEYS:
+        return None
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return _SCALARS.get(kind)
+    if isinstance(kind, list) and kind and all(isinstance(k, str) and k in _SCALARS for k in kind):
+        checks = tuple(_SCALARS[k] for k in kind)
+        return lambda v: any(c(v) for c in checks)
+    return None
+
+
+def _fast_check(schema: JsonValue) -> Callable[[JsonValue], bool] | None:
+    if not isinstance(schema, dict) or schema.get("type") != "object" or not set(schema) <= _OBJECT_KEYS:
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(properties, dict) or not isinstance(required, list) or extra not in (True, False):
+        return None
+    leaves: dict[str, Callable[[object], bool]] = {}
+    for name, sub in properties.items():
+        leaf = _fast_leaf(sub)
+        if leaf is None:
+            return None
+        leaves[name] = leaf
+    required_names = tuple(required)
+    closed = extra is False
+
+    def fast(instance: JsonValue) -> bool:
+        if type(instance) is not dict:
+            return False
+        for name in required_names:
+            if name not in instance:
+                return False
+        for key, value in instance.items():
+            leaf = leaves.get(key)
+            if leaf is None:
+                if closed:
+                    return False
+            elif not leaf(value):
+                return False
+        return True
+
+    return fast
+
+
+__all__ = ["parse_json", "schema_errors"]

@@ -1,0 +1,246 @@
+"""Carriers that cross the model boundary.
+
+A model is asked with a :class:`ModelRequest` and answers with a stream of
+:data:`ModelEvent`: text, reasoning and tool-call chunks, usage and a
+:class:`Finish`. The chunk names differ from the agent events the loop emits
+(``TokenDelta`` and friends in :mod:`helikon.events`) so a ``match`` never
+picks up the wrong one.
+
+Usage reported within one stream is summed: adapters report increments.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeAlias
+
+import attrs
+
+from helikon._json import JsonObject
+from helikon.items import Item
+
+
+class ToolEffect(enum.Enum):
+    """What a tool does to the world; permission modes decide by it."""
+
+    #: Only reads; allowed even in plan mode.
+    READ_ONLY = "read_only"
+    #: Writes files or records; auto-approved under accept-edits.
+    WRITE = "write"
+    #: Anything else (network, processes, money). The default.
+    SIDE_EFFECT = "side_effect"
+
+
+@attrs.frozen
+class ToolDef:
+    """A tool as the model sees it: name, description and argument schema."""
+
+    name: str
+    description: str
+    parameters: JsonObject
+    output_schema: JsonObject | None = None
+    effect: ToolEffect = ToolEffect.SIDE_EFFECT
+
+
+# -- response format ---------------------------------------------------------
+
+
+@attrs.frozen
+class Text:
+    """Free text (the default)."""
+
+
+@attrs.frozen
+class JsonObjectFormat:
+    """Any JSON object."""
+
+
+@attrs.frozen
+class JsonSchema:
+    """JSON matching ``schema``; ``strict`` asks the provider to enforce it."""
+
+    name: str
+    schema: JsonObject
+    strict: bool = True
+
+
+#: How the model must shape its answer.
+ResponseFormat: TypeAlias = Text | JsonObjectFormat | JsonSchema
+
+
+# -- tool choice -------------------------------------------------------------
+
+
+@attrs.frozen
+class ToolChoiceAuto:
+    """The model decides whether to call tools."""
+
+
+@attrs.frozen
+class ToolChoiceNone:
+    """The model must not call tools."""
+
+
+@attrs.frozen
+class ToolChoiceRequired:
+    """The model must call at least one tool."""
+
+
+@attrs.frozen
+class ToolChoiceNamed:
+    """The model must call the tool ``name``."""
+
+    name: str
+
+
+#: Whether and which tools the model may call.
+ToolChoice: TypeAlias = ToolChoiceAuto | ToolChoiceNone | ToolChoiceRequired | ToolChoiceNamed
+
+
+@attrs.frozen
+class ModelSettings:
+    """Provider-tuning knobs; ``None`` leaves the provider's default."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_output_tokens: int | None = None
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
+    previous_response_id: str | None = None
+
+
+@attrs.frozen
+class ModelRequest:
+    """One model call: the messages so far, the tools it may call, settings."""
+
+    messages: tuple[Item, ...]
+    tools: tuple[ToolDef, ...] = ()
+    settings: ModelSettings = ModelSettings()
+
+
+@attrs.frozen
+class ModelCapabilities:
+    """What a model instance can do. Stable per instance."""
+
+    streaming: bool = False
+    tools: bool = False
+    parallel_tool_calls: bool = False
+    structured_output: bool = False
+    server_managed_state: bool = False
+    reasoning: bool = False
+    vision: bool = False
+    audio: bool = False
+    prompt_caching: bool = False
+
+    @classmethod
+    def all(cls) -> ModelCapabilities:
+        """Every flag set (what a scripted test model claims)."""
+        return cls(*([True] * len(attrs.fields(cls))))
+
+
+class FinishReason(enum.Enum):
+    """Why the model stopped."""
+
+    #: A natural end of the answer.
+    STOP = "stop"
+    #: The output token limit was hit.
+    LENGTH = "length"
+    #: The model asked for tool calls.
+    TOOL_CALLS = "tool_calls"
+    #: The provider's content filter stopped it.
+    CONTENT_FILTER = "content_filter"
+    #: Anything the adapter could not map.
+    OTHER = "other"
+
+
+@attrs.frozen
+class Usage:
+    """Token counts. Adds up with ``+`` across events, turns and runs."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+# -- the model event stream --------------------------------------------------
+
+
+@attrs.frozen
+class TextChunk:
+    """A piece of the answer's text."""
+
+    text: str
+
+
+@attrs.frozen
+class ReasoningChunk:
+    """A piece of reasoning text (``signature`` closes a reasoning block)."""
+
+    text: str
+    signature: str | None = None
+
+
+@attrs.frozen
+class ToolCallChunk:
+    """A fragment of a tool call.
+
+    Fragments of one call share ``index`` (or, when the provider gives no
+    index, ``call_id``); ``name`` and ``call_id`` usually come with the first
+    fragment and ``arguments`` accumulate.
+    """
+
+    index: int | None = None
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@attrs.frozen
+class Finish:
+    """The stream ended for ``reason``."""
+
+    reason: FinishReason
+    response_id: str | None = None
+
+
+#: One event of a model's stream.
+ModelEvent: TypeAlias = TextChunk | ReasoningChunk | ToolCallChunk | Usage | Finish
+
+
+__all__ = [
+    "Finish",
+    "FinishReason",
+    "JsonObjectFormat",
+    "JsonSchema",
+    "ModelCapabilities",
+    "ModelEvent",
+    "ModelRequest",
+    "ModelSettings",
+    "ReasoningChunk",
+    "ResponseFormat",
+    "Text",
+    "TextChunk",
+    "ToolCallChunk",
+    "ToolChoice",
+    "ToolChoiceAuto",
+    "ToolChoiceNamed",
+    "ToolChoiceNone",
+    "ToolChoiceRequired",
+    "ToolDef",
+    "ToolEffect",
+    "Usage",
+]

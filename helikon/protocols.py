@@ -1,0 +1,81 @@
+"""The protocols user code implements: :class:`Model`, :class:`Tool`,
+:class:`Session`.
+
+They are structural (``typing.Protocol``): any object with the right methods
+fits, no base class needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from helikon._json import JsonObject, JsonValue
+from helikon.cancel import CancellationToken
+from helikon.context import ToolContext
+from helikon.items import Item
+from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect
+
+
+@runtime_checkable
+class Model(Protocol):
+    """An LLM behind one interface.
+
+    ``invoke`` returns an async iterator of :data:`~helikon.model.ModelEvent`
+    and raises :class:`~helikon.errors.ModelError` (before or during the
+    stream) on failure. It should stop promptly when ``cancel`` fires.
+    """
+
+    @property
+    def capabilities(self) -> ModelCapabilities: ...
+
+    @property
+    def provider(self) -> str:
+        """GenAI ``gen_ai.provider.name``, e.g. ``"openai"``."""
+        ...
+
+    @property
+    def model_id(self) -> str:
+        """GenAI ``gen_ai.request.model``, e.g. ``"gpt-4o"``."""
+        ...
+
+    def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]: ...
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A callable the model can invoke.
+
+    ``invoke`` returns the tool's output (any JSON-compatible value; a string
+    is passed to the model as is) and raises :class:`~helikon.errors.ToolError`
+    on failure. Arguments have already been validated against ``parameters``.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> JsonObject: ...
+
+    @property
+    def output_schema(self) -> JsonObject | None: ...
+
+    @property
+    def effect(self) -> ToolEffect: ...
+
+    async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue: ...
+
+
+@runtime_checkable
+class Session(Protocol):
+    """Conversation persistence (see the sessions docs)."""
+
+    async def items(self) -> Sequence[Item]: ...
+
+    async def append(self, items: Sequence[Item]) -> None: ...
+
+
+__all__ = ["Model", "Session", "Tool"]
