@@ -9,12 +9,19 @@ attrs carrier. The aliases use read-only ``Mapping``/``Sequence`` so a plain
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias, Union
+from typing import TYPE_CHECKING, ForwardRef, TypeAlias, Union
 
-#: Any JSON-compatible value.
-JsonValue: TypeAlias = Union[  # noqa: UP007 - a runtime object cattrs can see
-    None, bool, int, float, str, Sequence["JsonValue"], Mapping[str, "JsonValue"]
-]
+if TYPE_CHECKING:
+    #: Any JSON-compatible value.
+    JsonValue: TypeAlias = Union[  # noqa: UP007
+        None, bool, int, float, str, Sequence["JsonValue"], Mapping[str, "JsonValue"]
+    ]
+else:
+    # At run time the recursive reference names its module, so resolving the
+    # hints of a class in another module (cattrs does) finds it.
+    _self = ForwardRef("JsonValue", module=__name__)
+    JsonValue = Union[None, bool, int, float, str, Sequence[_self], Mapping[str, _self]]
+
 #: A JSON object, such as a JSON Schema or a tool's arguments.
 JsonObject: TypeAlias = Mapping[str, JsonValue]
 

@@ -66,7 +66,7 @@ class CancellationToken:
         return child
 
     @contextmanager
-    def scope(self) -> Iterator[anyio.CancelScope]:
+    def scope(self, deadline: float | None = None) -> Iterator[anyio.CancelScope]:
         """An anyio cancel scope, cancelled when this token fires.
 
         Use it around a network wait inside a model adapter::
@@ -75,11 +75,14 @@ class CancellationToken:
                 chunk = await stream.receive()
 
         Exit it before yielding from an async generator (a cancel scope must
-        not stay open across a ``yield``).
+        not stay open across a ``yield``). ``deadline`` (in
+        ``anyio.current_time()`` terms) also cancels it when reached.
         """
+        import math
+
         import anyio
 
-        with anyio.CancelScope() as scope:
+        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
             remove = self.on_cancel(scope.cancel)
             try:
                 yield scope

@@ -3,8 +3,31 @@ uses to stream deltas, live or replayed, so both streams are identical."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Final
+
 from helikon.events import AgentEvent, ReasoningDelta, TokenDelta, ToolCallDelta
 from helikon.model import ModelEvent, ReasoningChunk, TextChunk, ToolCallChunk
+
+
+def _text(event: TextChunk) -> AgentEvent | None:
+    return TokenDelta(event.text)
+
+
+def _reasoning(event: ReasoningChunk) -> AgentEvent | None:
+    return ReasoningDelta(event.text) if event.text else None
+
+
+def _tool_call(event: ToolCallChunk) -> AgentEvent | None:
+    return ToolCallDelta(event.call_id, event.name, event.arguments, event.index)
+
+
+# A type-keyed table rather than a match: this runs once per streamed chunk.
+_MAKERS: Final[dict[type, Callable[[ModelEvent], AgentEvent | None]]] = {
+    TextChunk: _text,  # type: ignore[dict-item]
+    ReasoningChunk: _reasoning,  # type: ignore[dict-item]
+    ToolCallChunk: _tool_call,  # type: ignore[dict-item]
+}
 
 
 def delta_event(event: ModelEvent) -> AgentEvent | None:
@@ -12,16 +35,12 @@ def delta_event(event: ModelEvent) -> AgentEvent | None:
 
     >>> delta_event(TextChunk("hi"))
     TokenDelta(text='hi')
+    >>> from helikon.model import Usage
+    >>> delta_event(Usage(1, 2)) is None
+    True
     """
-    match event:
-        case TextChunk(text=text):
-            return TokenDelta(text)
-        case ReasoningChunk(text=text):
-            return ReasoningDelta(text) if text else None
-        case ToolCallChunk(index=index, call_id=call_id, name=name, arguments=arguments):
-            return ToolCallDelta(call_id, name, arguments, index)
-        case _:
-            return None
+    make = _MAKERS.get(type(event))
+    return None if make is None else make(event)
 
 
 __all__ = ["delta_event"]

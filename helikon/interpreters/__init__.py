@@ -1,0 +1,26 @@
+"""Interpreters: what performs the pure machine's effects.
+
+- :class:`LiveInterpreter` — real models and tools, under trio or asyncio.
+- :class:`TestInterpreter` — synchronous, scripted, in memory.
+- :func:`drive` and the :class:`Interpreter` protocol — write your own.
+"""
+
+from helikon.interpreters._drive import RESULT_TYPES, Interpreter, drive, interruption
+from helikon.interpreters._env import InstructionsFn, RunEnv
+from helikon.interpreters._live import LiveInterpreter, tool_output_text
+from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter, ToolFn
+
+__all__ = [
+    "RESULT_TYPES",
+    "InstructionsFn",
+    "Interpreter",
+    "LiveInterpreter",
+    "RunEnv",
+    "ScriptedRun",
+    "Step",
+    "TestInterpreter",
+    "ToolFn",
+    "drive",
+    "interruption",
+    "tool_output_text",
+]

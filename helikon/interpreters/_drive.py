@@ -1,0 +1,100 @@
+"""The loop every async interpreter shares: start, perform, transition.
+
+:func:`drive` owns the order of things: it emits each outcome's events,
+checks cancellation and the deadline before each effect (a run that already
+reached a terminal state is never interrupted), asks the interpreter to
+perform the effect — streaming whatever live events it yields — and feeds
+the result back to the pure machine. Interpreters differ only in how they
+perform effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from returns.result import Failure, Success
+
+from helikon.effects import (
+    EffectResult,
+    InstructionsRendered,
+    ModelCallFailed,
+    ModelResponded,
+    RunInterrupted,
+    Terminate,
+    ToolsExecuted,
+)
+from helikon.effects import Effect as Effect
+from helikon.errors import Cancelled, StepError, TimedOut
+from helikon.events import AgentEvent
+from helikon.ids import RunId
+from helikon.interpreters._env import RunEnv
+from helikon.items import AgentInput
+from helikon.loop import Outcome, start, transition
+
+#: The result types, to tell them apart from live events in a perform stream.
+RESULT_TYPES: frozenset[type] = frozenset(
+    {InstructionsRendered, ModelResponded, ModelCallFailed, ToolsExecuted, RunInterrupted}
+)
+
+
+class Interpreter(Protocol):
+    """Performs effects. Implement it to run helikon on your own scheduler.
+
+    ``perform`` yields any live events (the model's raw deltas, made with
+    :func:`helikon.loop.delta_event`) and then, last, the effect's result.
+    """
+
+    def new_run_id(self) -> RunId:
+        """The id of a run about to start."""
+        ...
+
+    def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        """Perform ``effect``: live events first, the result last."""
+        ...
+
+
+def interruption(env: RunEnv) -> RunInterrupted | None:
+    """The interruption due now (cancelled, or past the deadline), if any."""
+    if env.ctx.cancel.cancelled:
+        return RunInterrupted(Cancelled())
+    if env.deadline is not None:
+        import anyio
+
+        if anyio.current_time() >= env.deadline:
+            return RunInterrupted(TimedOut(env.spec.config.timeout or 0.0))
+    return None
+
+
+async def drive(
+    interpreter: Interpreter, env: RunEnv, input: AgentInput, first: Outcome | None = None
+) -> AsyncIterator[AgentEvent]:
+    """Run ``env``'s agent on ``input`` to a terminal state, yielding events.
+
+    ``first`` resumes from an outcome instead of starting afresh.
+    """
+    spec = env.spec
+    outcome = first if first is not None else start(spec, input, env.run_id)
+    while True:
+        for event in outcome.events:
+            yield event
+        effect = outcome.effect
+        if type(effect) is Terminate:
+            return
+        result = interruption(env)
+        if result is None:
+            async for item in interpreter.perform(effect, env):
+                if type(item) in RESULT_TYPES:
+                    result = item  # type: ignore[assignment]
+                else:
+                    yield item  # type: ignore[misc]
+            if result is None:
+                raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
+        match transition(outcome.state, result, spec):
+            case Success(nxt):
+                outcome = nxt
+            case Failure(error):
+                raise error
+
+
+__all__ = ["RESULT_TYPES", "Interpreter", "drive", "interruption"]

@@ -1,0 +1,51 @@
+"""What an interpreter needs to perform a run's effects.
+
+The pure machine sees an agent as an :class:`~helikon.loop.AgentSpec`; an
+interpreter also needs the objects with behaviour it names: the model, the
+tool implementations, an instructions function, the run context. A
+:class:`RunEnv` bundles them for one run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, final
+
+import attrs
+
+from helikon.context import Actions, RunContext
+from helikon.ids import RunId
+from helikon.loop import AgentSpec
+from helikon.protocols import Model, Tool
+
+#: Dynamic instructions: a function of the run context, sync or async.
+InstructionsFn = Callable[[RunContext[Any]], "str | Awaitable[str]"]
+
+
+@final
+@attrs.frozen
+class RunEnv:
+    """One run's world.
+
+    Args:
+        spec: the agent as data.
+        model: the model to call.
+        tools: tool implementations by name.
+        instructions: the dynamic instructions function, if any.
+        ctx: the run context.
+        run_id: the run's id.
+        deadline: ``anyio.current_time()`` at which the run times out.
+        actions: signals tools raised during the run.
+    """
+
+    spec: AgentSpec
+    model: Model
+    tools: Mapping[str, Tool]
+    instructions: InstructionsFn | None
+    ctx: RunContext[Any]
+    run_id: RunId
+    deadline: float | None = None
+    actions: Actions = attrs.field(factory=Actions)
+
+
+__all__ = ["InstructionsFn", "RunEnv"]

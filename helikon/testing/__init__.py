@@ -1,0 +1,8 @@
+"""Helpers for testing agents: a scripted model, turn builders, an in-memory
+interpreter. Hypothesis strategies live in :mod:`helikon.testing.strategies`
+(import it explicitly; it needs the ``hypothesis`` package)."""
+
+from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter
+from helikon.testing._mock import MockModel, Pause, ScriptItem, call_tools, say
+
+__all__ = ["MockModel", "Pause", "ScriptItem", "ScriptedRun", "Step", "TestInterpreter", "call_tools", "say"]
