@@ -1,1 +1,111 @@
-"""helikon: agents as a pure state machine with swappable interpreters."""
+"""helikon: agents as a pure state machine with swappable interpreters.
+
+Everything a user needs is importable from here::
+
+    from helikon import LlmAgent, RunContext, AgentInput, collect, tool
+
+Model adapters live in ``helikon.providers.*``, testing helpers in
+``helikon.testing``, the pure machine in ``helikon.loop``.
+"""
+
+from helikon.agent import LlmAgent
+from helikon.cancel import CancellationToken
+from helikon.config import PermissionMode, RunConfig
+from helikon.context import RunContext, SessionState, ToolContext
+from helikon.errors import (
+    AgentError,
+    ConfigError,
+    HelikonError,
+    ModelError,
+    RunError,
+    StepError,
+    ToolError,
+)
+from helikon.events import (
+    AgentEvent,
+    AgentUpdated,
+    ApprovalRequested,
+    GuardrailTriggered,
+    HandoffItem,
+    MessageOutput,
+    PermissionDenied,
+    ReasoningDelta,
+    RepairStarted,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StructuredOutputFailed,
+    TokenDelta,
+    ToolCallDelta,
+    ToolCallItem,
+    ToolOutputItem,
+    TurnStarted,
+)
+from helikon.items import AgentInput, AssistantMessage, Item, SystemMessage, ToolCall, ToolResult, UserMessage
+from helikon.model import ModelCapabilities, ModelRequest, ModelSettings, ToolEffect, Usage
+from helikon.protocols import Model, Session, Tool
+from helikon.results import RunResult, collect, collect_typed, run_sync
+from helikon.steps import advance, start
+from helikon.tools import FunctionTool, tool, tools
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentError",
+    "AgentEvent",
+    "AgentInput",
+    "AgentUpdated",
+    "ApprovalRequested",
+    "AssistantMessage",
+    "CancellationToken",
+    "ConfigError",
+    "FunctionTool",
+    "GuardrailTriggered",
+    "HandoffItem",
+    "HelikonError",
+    "Item",
+    "LlmAgent",
+    "MessageOutput",
+    "Model",
+    "ModelCapabilities",
+    "ModelError",
+    "ModelRequest",
+    "ModelSettings",
+    "PermissionDenied",
+    "PermissionMode",
+    "ReasoningDelta",
+    "RepairStarted",
+    "RunCompleted",
+    "RunConfig",
+    "RunContext",
+    "RunError",
+    "RunFailed",
+    "RunResult",
+    "RunStarted",
+    "Session",
+    "SessionState",
+    "StepError",
+    "StructuredOutputFailed",
+    "SystemMessage",
+    "TokenDelta",
+    "Tool",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallItem",
+    "ToolContext",
+    "ToolEffect",
+    "ToolError",
+    "ToolOutputItem",
+    "ToolResult",
+    "TurnStarted",
+    "Usage",
+    "UserMessage",
+    "__version__",
+    "advance",
+    "collect",
+    "collect_typed",
+    "run_sync",
+    "start",
+    "tool",
+    "tools",
+]

@@ -319,11 +319,15 @@ class ToolError(HelikonError):
 
 
 class RunError(HelikonError):
-    """A run ended with ``RunFailed``; ``error`` is the :data:`AgentError`."""
+    """A run ended with ``RunFailed``; ``error`` is the :data:`AgentError`.
 
-    def __init__(self, error: AgentError) -> None:
+    ``events`` holds the run's events, when the error came from a run.
+    """
+
+    def __init__(self, error: AgentError, events: tuple[object, ...] = ()) -> None:
         super().__init__(describe(error))
         self.error = error
+        self.events = events
 
 
 class StepError(HelikonError):

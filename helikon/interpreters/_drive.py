@@ -1,11 +1,12 @@
 """The loop every async interpreter shares: start, perform, transition.
 
 :func:`drive` owns the order of things: it emits each outcome's events,
-checks cancellation and the deadline before each effect (a run that already
-reached a terminal state is never interrupted), asks the interpreter to
-perform the effect — streaming whatever live events it yields — and feeds
-the result back to the pure machine. Interpreters differ only in how they
-perform effects.
+asks the interpreter to perform the pending effect — streaming whatever live
+events it yields — and feeds the result back to the pure machine, until the
+effect is ``Terminate`` (so a run that reached a terminal state is never
+interrupted). Interpreters differ only in how they perform effects; a live
+one answers with :func:`interruption`'s result instead of performing when
+the run is cancelled or past its deadline.
 """
 
 from __future__ import annotations
@@ -81,15 +82,14 @@ async def drive(
         effect = outcome.effect
         if type(effect) is Terminate:
             return
-        result = interruption(env)
+        result: EffectResult | None = None
+        async for item in interpreter.perform(effect, env):
+            if type(item) in RESULT_TYPES:
+                result = item  # type: ignore[assignment]
+            else:
+                yield item  # type: ignore[misc]
         if result is None:
-            async for item in interpreter.perform(effect, env):
-                if type(item) in RESULT_TYPES:
-                    result = item  # type: ignore[assignment]
-                else:
-                    yield item  # type: ignore[misc]
-            if result is None:
-                raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
+            raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         match transition(outcome.state, result, spec):
             case Success(nxt):
                 outcome = nxt

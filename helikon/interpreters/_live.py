@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from typing import final
 
 import msgspec
@@ -73,19 +73,32 @@ def tool_output_text(value: object) -> str:
 
 @final
 class LiveInterpreter:
-    """Performs effects for real. The default interpreter of ``agent.run``."""
+    """Performs effects for real. The default interpreter of ``agent.run``.
+
+    Args:
+        run_id: use this id for every run (tests); by default each run gets
+            a fresh random one.
+    """
+
+    def __init__(self, run_id: str | None = None) -> None:
+        self._run_id = run_id
 
     def new_run_id(self) -> RunId:
-        return RunId(uuid.uuid4().hex)
+        return RunId(self._run_id if self._run_id is not None else uuid.uuid4().hex)
 
-    def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+    async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        stopped = interruption(env)
+        if stopped is not None:
+            yield stopped
+            return
         match effect:
             case CallModel():
-                return self._call_model(effect, env)
+                async for item in self._call_model(effect, env):
+                    yield item
             case ExecuteTools(calls=calls):
-                return _once(self._execute_tools(calls, env))
+                yield await self._execute_tools(calls, env)
             case RenderInstructions():
-                return _once(self._render_instructions(env))
+                yield await self._render_instructions(env)
             case Handoff() | Terminate():
                 raise StepError(f"the live interpreter cannot perform {type(effect).__name__} yet")
 
@@ -162,10 +175,6 @@ def _cancelled() -> EffectResult:
     from helikon.errors import Cancelled
 
     return RunInterrupted(Cancelled())
-
-
-async def _once(result: Awaitable[EffectResult]) -> AsyncIterator[AgentEvent | EffectResult]:
-    yield await result
 
 
 async def _run_tool(call: ToolCall, env: RunEnv) -> ToolOutcome:

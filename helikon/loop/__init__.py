@@ -25,7 +25,7 @@ from helikon.loop._states import (
     RunState,
 )
 from helikon.loop._table import TABLE, transition
-from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, start
+from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, start
 from helikon.loop._validate import parse_json, schema_errors
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "aggregate",
     "delta_event",
     "parse_json",
+    "resume",
     "schema_errors",
     "start",
     "transition",

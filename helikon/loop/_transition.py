@@ -26,6 +26,8 @@ The rules, after the book:
 
 from __future__ import annotations
 
+from typing import Final
+
 import attrs
 from returns.result import Failure, Result, Success
 
@@ -82,6 +84,7 @@ from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
     CallingModel,
+    LoopState,
     Done,
     ExecutingTools,
     Failed,
@@ -119,7 +122,57 @@ def start(spec: AgentSpec, input: AgentInput, run_id: RunId) -> Outcome:
     return _begin_turn(state, spec, [RunStarted(spec.name, run_id)], list(input.items))
 
 
+def resume(state: RunState, spec: AgentSpec) -> Step:
+    """The outcome to continue a run from a stored ``state``: its pending effect.
+
+    The pending effect is a function of the state, so a state saved at any
+    effect boundary is all it takes to pick the run up again (with the same
+    agent definition). Resuming emits no events.
+
+    >>> out = start(AgentSpec("a"), AgentInput.from_user_text("hi"), RunId("r"))
+    >>> resume(out.state, AgentSpec("a")).unwrap().effect == out.effect
+    True
+    """
+    effect: Effect
+    match state.phase:
+        case CallingModel(turn=turn, rendered=False):
+            effect = RenderInstructions(turn)
+        case CallingModel(turn=turn) | Finalizing(turn=turn) | RepairingOutput(turn=turn):
+            effect = CallModel(_request(state, spec), turn)
+        case ExecutingTools(calls=calls, prefilled=prefilled):
+            effect = ExecuteTools(tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None))
+        case Done() | Failed():
+            effect = Terminate()
+        case _:
+            return Failure(StepError(f"cannot resume a run in phase {type(state.phase).__name__}"))
+    return Success(Outcome(state, (), effect))
+
+
 # -- helpers -----------------------------------------------------------------
+
+_KEEP: Final = object()
+
+
+def _evolve(
+    state: RunState,
+    *,
+    phase: LoopState | None = None,
+    conversation: tuple[Item, ...] | None = None,
+    usage: Usage | None = None,
+    instructions: str | None | object = _KEEP,
+    strikes: int | None = None,
+) -> RunState:
+    """``attrs.evolve`` for the hot path: a direct constructor call (about
+    four times faster, and the loop makes several per turn)."""
+    return RunState(
+        state.run_id,
+        state.agent,
+        state.phase if phase is None else phase,
+        state.conversation if conversation is None else conversation,
+        state.usage if usage is None else usage,
+        state.instructions if instructions is _KEEP else instructions,  # type: ignore[arg-type]
+        state.strikes if strikes is None else strikes,
+    )
 
 
 def _request(state: RunState, spec: AgentSpec) -> ModelRequest:
@@ -144,7 +197,7 @@ def _begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appe
     events.append(TurnStarted(phase.turn))
     effect: Effect
     if type(phase) is CallingModel and spec.dynamic_instructions:
-        state = attrs.evolve(state, phase=CallingModel(phase.turn, rendered=False))
+        state = _evolve(state, phase=CallingModel(phase.turn, rendered=False))
         effect = RenderInstructions(phase.turn)
     else:
         effect = CallModel(_request(state, spec), phase.turn)
@@ -156,7 +209,7 @@ def _fail(
 ) -> Outcome:
     events.append(RunFailed(error, usage))
     conversation = (*state.conversation, *appended) if appended else state.conversation
-    final = attrs.evolve(state, phase=Failed(error), conversation=conversation, usage=usage)
+    final = _evolve(state, phase=Failed(error), conversation=conversation, usage=usage)
     return Outcome(final, tuple(events), Terminate(), tuple(appended))
 
 
@@ -188,7 +241,7 @@ def _check_call(call: ToolCall, spec: AgentSpec) -> tuple[ToolResult | None, tup
 def _next_turn(
     state: RunState, spec: AgentSpec, turn: int, events: list[AgentEvent], appended: list[Item]
 ) -> Outcome:
-    state = attrs.evolve(
+    state = _evolve(
         state, phase=CallingModel(turn + 1), conversation=(*state.conversation, *appended)
     )
     return _begin_turn(state, spec, events, appended)
@@ -201,7 +254,7 @@ def on_instructions_rendered(state: RunState, result: InstructionsRendered, spec
     phase = state.phase
     if type(phase) is not CallingModel or phase.rendered:
         return Failure(StepError("instructions were not asked for"))
-    state = attrs.evolve(state, phase=CallingModel(phase.turn), instructions=result.text)
+    state = _evolve(state, phase=CallingModel(phase.turn), instructions=result.text)
     return Success(Outcome(state, (), CallModel(_request(state, spec), phase.turn)))
 
 
@@ -222,7 +275,7 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         if spec.output is not None:
             output = spec.output
             appended.append(user_text(FINALIZE_PROMPT.format(name=output.name)))
-            state = attrs.evolve(
+            state = _evolve(
                 state,
                 phase=Finalizing(turn + 1),
                 conversation=(*state.conversation, *appended),
@@ -230,7 +283,7 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             )
             return Success(_begin_turn(state, spec, events, appended))
         events.append(RunCompleted(usage))
-        final = attrs.evolve(
+        final = _evolve(
             state,
             phase=Done(response.text),
             conversation=(*state.conversation, *appended),
@@ -256,15 +309,15 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             if state.strikes >= 1:
                 return Success(_fail(state, InvalidToolArgs(call.name, arg_errors), events, appended, usage))
             invalid = True
-    state = attrs.evolve(state, usage=usage)
+    state = _evolve(state, usage=usage)
     if not runnable:
         for res in prefilled:
             assert res is not None
             appended.append(res)
             events.append(ToolOutputItem(res))
-        state = attrs.evolve(state, strikes=state.strikes + 1 if invalid else 0)
+        state = _evolve(state, strikes=state.strikes + 1 if invalid else 0)
         return Success(_next_turn(state, spec, turn, events, appended))
-    state = attrs.evolve(
+    state = _evolve(
         state,
         phase=ExecutingTools(turn, response.calls, tuple(prefilled), invalid),
         conversation=(*state.conversation, *appended),
@@ -301,7 +354,7 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
         return Failure(StepError("more tool outcomes than tool calls"))
     if failed is not None:
         return Success(_fail(state, failed, events, appended, state.usage))
-    state = attrs.evolve(state, strikes=state.strikes + 1 if invalid else 0)
+    state = _evolve(state, strikes=state.strikes + 1 if invalid else 0)
     return Success(_next_turn(state, spec, phase.turn, events, appended))
 
 
@@ -325,13 +378,13 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
     conversation = (*state.conversation, *appended)
     if not errors:
         events.append(RunCompleted(usage))
-        final = attrs.evolve(state, phase=Done(response.text), conversation=conversation, usage=usage)
+        final = _evolve(state, phase=Done(response.text), conversation=conversation, usage=usage)
         return Success(Outcome(final, tuple(events), Terminate(), tuple(appended)))
     if type(phase) is Finalizing:
         prompt = user_text(REPAIR_PROMPT.format(name=output.name, errors="\n".join(errors)))
         appended.append(prompt)
         events.append(RepairStarted(1))
-        state = attrs.evolve(
+        state = _evolve(
             state,
             phase=RepairingOutput(phase.turn + 1, 1),
             conversation=(*conversation, prompt),
@@ -361,5 +414,6 @@ __all__ = [
     "on_model_call_failed",
     "on_model_responded",
     "on_tools_executed",
+    "resume",
     "start",
 ]

@@ -1,0 +1,412 @@
+"""The ``@tool`` decorator and :class:`FunctionTool`.
+
+``@tool`` reads a function once, at decoration time: the docstring gives the
+description (its summary) and the parameter descriptions (its ``Args:``
+section), the type hints give the parameter and output schemas, and a small
+call plan is compiled so that :meth:`FunctionTool.invoke` does no inspection
+on the hot path.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Generic, ParamSpec, TypeVar, final, overload
+
+import attrs
+
+from helikon._json import JsonObject, JsonValue
+from helikon.context import ToolContext
+from helikon.errors import ConfigError, ToolError
+from helikon.model import ToolEffect
+from helikon.protocols import Tool
+from helikon.tools._convert import (
+    ConversionError,
+    Converter,
+    accepts_none,
+    compile_converter,
+    is_plain,
+    to_json,
+)
+from helikon.tools._schema import (
+    FieldSpec,
+    SchemaBuilder,
+    is_any,
+    json_default,
+    model_kind,
+    parse_docstring,
+    type_schema,
+    unwrap_newtype,
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_JSON_SCALAR_TYPES: Final[frozenset[type]] = frozenset({str, int, float, bool, type(None)})
+
+
+@attrs.frozen
+class _Plan:
+    """How to call the function with a JSON object of arguments."""
+
+    #: The function, typed loosely for calls with ``**args``.
+    target: Callable[..., Any]
+    is_async: bool
+    takes_ctx: bool
+    #: Async, keyword style, every parameter plain: call ``target(**args)`` as is.
+    direct: bool
+    #: Keyword style: parameter name -> converter (``None`` passes the value through).
+    converters: Mapping[str, Converter | None]
+    required: tuple[str, ...]
+    #: Optional parameters that cannot be ``None``: a ``null`` means "use the default".
+    drop_null: frozenset[str]
+    #: Args-class style: builds the one argument from the whole object.
+    args_converter: Converter | None
+
+    async def call(self, ctx: ToolContext[Any], args: JsonObject) -> object:
+        """Convert ``args`` and call the function (in a worker thread when it is sync)."""
+        positional, keywords = self.bind(ctx, args)
+        if self.is_async:
+            return await self.target(*positional, **keywords)
+        from anyio import to_thread
+
+        return await to_thread.run_sync(functools.partial(self.target, *positional, **keywords))
+
+    def bind(self, ctx: ToolContext[Any], args: JsonObject) -> tuple[tuple[object, ...], dict[str, Any]]:
+        """The positional and keyword arguments for the function.
+
+        Raises:
+            ToolError: an ``InvalidArgs`` failure listing every problem found.
+        """
+        positional: tuple[object, ...] = (ctx,) if self.takes_ctx else ()
+        if self.args_converter is not None:
+            try:
+                return (*positional, self.args_converter(args)), {}
+            except ConversionError as exc:
+                raise ToolError.invalid_args(str(exc)) from None
+        errors: list[str] = []
+        keywords: dict[str, Any] = {}
+        for key, value in args.items():
+            if key not in self.converters:
+                errors.append(f"unexpected argument {key!r}")
+                continue
+            if value is None and key in self.drop_null:
+                continue
+            convert = self.converters[key]
+            try:
+                keywords[key] = value if convert is None else convert(value)
+            except ConversionError as exc:
+                exc.segments.append(f".{key}")
+                errors.append(str(exc))
+        errors.extend(f"missing required argument {name!r}" for name in self.required if name not in args)
+        if errors:
+            raise ToolError.invalid_args(*errors)
+        return positional, keywords
+
+
+@final
+@attrs.frozen(eq=False, repr=False)
+class FunctionTool(Generic[P, R]):
+    """A Python function the model can call; made by :func:`tool`.
+
+    It implements the :class:`~helikon.protocols.Tool` protocol and stays
+    callable like the function it wraps, so ``add(1, 2)`` still works in
+    your unit tests after ``add`` was decorated.
+    """
+
+    #: The decorated function.
+    fn: Callable[P, R]
+    #: The tool's name as the model sees it.
+    name: str
+    #: What the tool does, for the model.
+    description: str
+    #: The JSON Schema (an object schema) of the arguments.
+    parameters: JsonObject
+    #: The JSON Schema of the result, ``None`` when the function does not say.
+    output_schema: JsonObject | None
+    #: What the tool does to the world; permission modes decide by it.
+    effect: ToolEffect
+    _plan: _Plan
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the wrapped function directly."""
+        return self.fn(*args, **kwargs)
+
+    async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue:
+        """Run the tool with schema-validated JSON arguments; return its JSON output.
+
+        Raises:
+            ToolError: the arguments do not convert (``InvalidArgs``) or the
+                function raised one. Other exceptions propagate unchanged.
+        """
+        plan = self._plan
+        if plan.direct and not (plan.drop_null and None in args.values()):
+            try:
+                pending = plan.target(ctx, **args) if plan.takes_ctx else plan.target(**args)
+            except TypeError as exc:  # an async def only binds here: the arguments do not fit
+                raise ToolError.invalid_args(str(exc)) from None
+            result = await pending
+        else:
+            result = await plan.call(ctx, args)
+        if type(result) in _JSON_SCALAR_TYPES:
+            return typing.cast(JsonValue, result)
+        return to_json(result)
+
+    @property
+    def __wrapped__(self) -> Callable[P, R]:
+        """The decorated function (lets :func:`inspect.signature` see through)."""
+        return self.fn
+
+    def __repr__(self) -> str:
+        return f"FunctionTool(name={self.name!r}, effect={self.effect})"
+
+
+@overload
+def tool(
+    fn: Callable[P, R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+) -> FunctionTool[P, R]: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
+    """Turn a function into a :class:`FunctionTool`.
+
+    Use it bare (``@tool``) or with options
+    (``@tool(name="lookup", effect=ToolEffect.READ_ONLY)``). The function may
+    be ``async def`` (awaited) or plain ``def`` (run in a worker thread). Its
+    parameters are either plain keyword parameters described in the
+    docstring's ``Args:`` section, or one args class (attrs, msgspec Struct,
+    dataclass or TypedDict) whose fields are the arguments. A first
+    parameter named ``ctx`` or annotated ``ToolContext[...]`` receives the
+    tool context and is not part of the schema.
+
+    >>> @tool(effect=ToolEffect.READ_ONLY)
+    ... async def add(a: int, b: int = 0) -> int:
+    ...     '''Add two numbers.
+    ...
+    ...     Args:
+    ...         a: The first addend.
+    ...         b: The second addend.
+    ...     '''
+    ...     return a + b
+    >>> add.name, add.description, add.effect
+    ('add', 'Add two numbers.', <ToolEffect.READ_ONLY: 'read_only'>)
+    >>> add.parameters["properties"]["b"]
+    {'type': 'integer', 'description': 'The second addend.', 'default': 0}
+    >>> add.parameters["required"], add.output_schema
+    (['a'], {'type': 'integer'})
+
+    Args:
+        fn: The function (when used bare).
+        name: The tool name; the function's name by default.
+        description: The description; the docstring's summary by default.
+        effect: What the tool does to the world (``SIDE_EFFECT`` by default).
+
+    Raises:
+        ConfigError: a parameter or the return type has an unsupported
+            annotation, or the name is not 1-64 letters, digits, ``_`` or ``-``.
+    """
+
+    def decorate(func: Callable[P, R]) -> FunctionTool[P, R]:
+        return _build(func, name, description, effect)
+
+    return decorate if fn is None else decorate(fn)
+
+
+def tools(*items: Tool | Callable[..., Any]) -> tuple[Tool, ...]:
+    """Collect tools for an agent: tool objects as they are, functions via :func:`tool`.
+
+    >>> def ping() -> str:
+    ...     '''Answer pong.'''
+    ...     return "pong"
+    >>> [t.name for t in tools(ping)]
+    ['ping']
+
+    Raises:
+        ConfigError: an item is neither a tool nor a function, or two tools
+            share a name.
+    """
+    out: list[Tool] = []
+    for item in items:
+        if isinstance(item, (FunctionTool, Tool)):
+            out.append(item)
+        elif callable(item):
+            out.append(tool(item))
+        else:
+            raise ConfigError(f"not a tool or a function: {item!r}")
+    seen: set[str] = set()
+    for each in out:
+        if each.name in seen:
+            raise ConfigError(f"two tools are named {each.name!r}")
+        seen.add(each.name)
+    return tuple(out)
+
+
+# -- decoration --------------------------------------------------------------
+
+
+@attrs.frozen
+class _Unresolved:
+    """An annotation that could not be evaluated."""
+
+    text: str
+    error: str
+
+
+def _build(
+    fn: Callable[P, R], name: str | None, description: str | None, effect: ToolEffect
+) -> FunctionTool[P, R]:
+    import inspect
+
+    tool_name = name if name is not None else getattr(fn, "__name__", None)
+    if not isinstance(tool_name, str) or not _NAME.fullmatch(tool_name):
+        raise ConfigError(
+            f"invalid tool name {tool_name!r}: use 1-64 letters, digits, '_' or '-' (pass name=...)"
+        )
+
+    def fail(what: str, exc: Exception | str) -> ConfigError:
+        return ConfigError(f"tool {tool_name!r}: {what}: {exc}")
+
+    doc = parse_docstring(inspect.getdoc(fn))
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise fail("cannot read the signature", exc) from None
+    hints = _hints(fn, signature)
+    params = list(signature.parameters.values())
+    takes_ctx = bool(params) and _is_ctx(params[0], hints.get(params[0].name))
+    if takes_ctx:
+        params = params[1:]
+    for param in params:
+        hint = hints.get(param.name, inspect.Parameter.empty)
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise fail(f"parameter {param.name!r}", "*args and **kwargs cannot be tool parameters")
+        if hint is inspect.Parameter.empty:
+            raise fail(f"parameter {param.name!r}", "has no type annotation")
+        if isinstance(hint, _Unresolved):
+            raise fail(f"parameter {param.name!r}", f"cannot resolve annotation {hint.text!r}: {hint.error}")
+
+    builder = SchemaBuilder()
+    is_async = _is_async(fn)
+    args_class = unwrap_newtype(hints[params[0].name]) if len(params) == 1 else None
+    if isinstance(args_class, type) and typing.get_origin(args_class) is None and model_kind(args_class):
+        try:
+            parameters = builder.finish(builder.model(args_class, describe=False))
+            args_converter: Converter | None = compile_converter(args_class)
+        except ConfigError as exc:
+            raise fail(f"parameter {params[0].name!r}", exc) from None
+        converters: dict[str, Converter | None] = {}
+        required: tuple[str, ...] = ()
+        drop_null: frozenset[str] = frozenset()
+    else:
+        args_converter = None
+        for param in params:
+            if param.kind is param.POSITIONAL_ONLY:
+                raise fail(f"parameter {param.name!r}", "positional-only parameters cannot be tool arguments")
+        fields = [_param_field(p, hints[p.name], dict(doc.args)) for p in params]
+        try:
+            parameters = builder.finish(builder.object_schema(fields, {}, None))
+        except ConfigError as exc:
+            raise fail("parameters", exc) from None
+        converters = {}
+        for spec in fields:
+            try:
+                converters[spec.name] = None if is_plain(spec.type) else compile_converter(spec.type)
+            except ConfigError as exc:
+                raise fail(f"parameter {spec.name!r}", exc) from None
+        required = tuple(spec.name for spec in fields if spec.required)
+        drop_null = frozenset(s.name for s in fields if not s.required and not accepts_none(s.type))
+
+    plan = _Plan(
+        target=fn,
+        is_async=is_async,
+        takes_ctx=takes_ctx,
+        direct=is_async and args_converter is None and all(c is None for c in converters.values()),
+        converters=converters,
+        required=required,
+        drop_null=drop_null,
+        args_converter=args_converter,
+    )
+    try:
+        output_schema = _output_schema(hints.get("return"))
+    except ConfigError as exc:
+        raise fail("return type", exc) from None
+    return FunctionTool(
+        fn,
+        tool_name,
+        doc.summary if description is None else description,
+        parameters,
+        output_schema,
+        effect,
+        plan,
+    )
+
+
+def _hints(fn: Callable[..., Any], signature: Any) -> dict[str, Any]:
+    """The function's evaluated annotations; unresolvable ones as :class:`_Unresolved`."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception:  # noqa: BLE001 - fall back to one annotation at a time
+        pass
+    import inspect
+
+    globalns = getattr(inspect.unwrap(fn), "__globals__", {})
+    annotations = {p.name: p.annotation for p in signature.parameters.values() if p.annotation is not p.empty}
+    if signature.return_annotation is not signature.empty:
+        annotations["return"] = signature.return_annotation
+    out: dict[str, Any] = {}
+    for key, annotation in annotations.items():
+        holder = type("_Holder", (), {"__annotations__": {key: annotation}})
+        try:
+            out[key] = typing.get_type_hints(holder, globalns, include_extras=True)[key]
+        except Exception as exc:  # noqa: BLE001 - reported with the parameter's name
+            out[key] = _Unresolved(str(annotation), str(exc))
+    return out
+
+
+def _is_ctx(param: Any, hint: object) -> bool:
+    if param.name == "ctx":
+        return True
+    if isinstance(hint, _Unresolved):
+        return hint.text.startswith("ToolContext")
+    return hint is ToolContext or typing.get_origin(hint) is ToolContext
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def _param_field(param: Any, hint: object, docs: Mapping[str, str]) -> FieldSpec:
+    if param.default is param.empty:
+        return FieldSpec(param.name, param.name, param.name, hint, True, description=docs.get(param.name))
+    has_default, default = json_default(param.default)
+    return FieldSpec(param.name, param.name, param.name, hint, False, has_default, default, docs.get(param.name))
+
+
+def _output_schema(hint: object) -> JsonObject | None:
+    if hint is None or hint is type(None) or is_any(hint):
+        return None
+    return type_schema(hint)
+
+__all__ = ["FunctionTool", "tool", "tools"]
