@@ -104,7 +104,8 @@ def check(condition: bool, what: str) -> None:
 
 def emit(sdk: str, workload: str, metric: str, value: float, unit: str, **extra: Any) -> None:
     """Print one result line."""
-    record: dict[str, Any] = {"sdk": sdk, "workload": workload, "metric": metric, "value": value, "unit": unit}
+    record: dict[str, Any] = {"sdk": sdk, "workload": workload, "metric": metric, "value": value}
+    record["unit"] = unit
     record.update(extra)
     print(json.dumps(record), flush=True)
 
@@ -157,7 +158,8 @@ def main(
     names = [*loop_workloads, *plain_workloads]
     parser = argparse.ArgumentParser(description=f"{sdk} overhead benchmarks (JSON lines on stdout)")
     parser.add_argument("--only", choices=names, help="run one workload in this process")
-    parser.add_argument("--backend", choices=[*BACKENDS, "both"], default="both", help="event loop (default: both)")
+    parser.add_argument("--backend", choices=[*BACKENDS, "both"], default="both",
+                        help="event loop (default: both)")
     args = parser.parse_args(argv)
     backends = BACKENDS if args.backend == "both" else (args.backend,)
 

@@ -32,19 +32,18 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402  (telemetry env and network guard before any SDK import)
+import gc
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
-import gc  # noqa: E402
-import time  # noqa: E402
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine  # noqa: E402
-from typing import Any, TypeVar  # noqa: E402
+import _common as C  # first: telemetry env and network guard before any SDK import
+import anyio.lowlevel
 
-import anyio.lowlevel  # noqa: E402
-
-from helikon import LlmAgent, RunConfig, RunResult, TokenDelta, collect, tool  # noqa: E402
-from helikon.events import MessageOutput, RunCompleted, RunFailed, ToolOutputItem  # noqa: E402
-from helikon.items import ToolResult, text_of  # noqa: E402
-from helikon.model import (  # noqa: E402
+from helikon import LlmAgent, RunConfig, RunResult, TokenDelta, collect, tool
+from helikon.events import MessageOutput, RunCompleted, RunFailed, ToolOutputItem
+from helikon.items import ToolResult, text_of
+from helikon.model import (
     Finish,
     FinishReason,
     ModelCapabilities,

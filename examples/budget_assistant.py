@@ -83,6 +83,7 @@ INSTRUCTIONS = (
 
 def scripted_model() -> Model:
     """A model that answers as a real one would, from a script (no network)."""
+    from helikon import Usage
     from helikon.testing import MockModel, call_tools, say
 
     return MockModel(
@@ -90,11 +91,13 @@ def scripted_model() -> Model:
             call_tools(
                 ("lookup_spending", {"category": "Dining", "month": "2026-12"}),
                 ("budget_status", {"category": "Dining"}),
+                usage=Usage(input_tokens=412, output_tokens=38),
             ),
             say(
                 "You're over your dining budget this month: $312.40 spent against $250.00, "
                 "so $62.40 over, across 18 transactions. One concrete step: cap dining out at "
-                "one meal a week for the rest of the month and cook the rest at home."
+                "one meal a week for the rest of the month and cook the rest at home.",
+                usage=Usage(input_tokens=530, output_tokens=61),
             ),
         ],
         model_id="scripted-gpt",

@@ -48,7 +48,7 @@ from helikon.results import RunResult, collect, collect_typed, run_sync
 from helikon.steps import advance, start
 from helikon.tools import FunctionTool, tool, tools
 
-__version__ = "0.1.0"
+from helikon._version import __version__
 
 __all__ = [
     "AgentError",

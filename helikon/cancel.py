@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 class CancellationToken:
     """A one-shot cancellation signal shared by a run and its sub-runs."""
 
-    __slots__ = ("_callbacks", "_cancelled")
+    __slots__ = ("_callbacks", "_cancelled", "_detach", "deadline")
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float | None = None) -> None:
         self._cancelled = False
         self._callbacks: list[Callable[[], object]] = []
+        self._detach: Callable[[], None] = _noop
+        #: ``anyio.current_time()`` after which waits under :meth:`scope` stop.
+        self.deadline = deadline
 
     @property
     def cancelled(self) -> bool:
@@ -59,11 +62,22 @@ class CancellationToken:
 
         return remove
 
-    def child(self) -> CancellationToken:
-        """A token that fires when this one does (and can fire on its own)."""
-        child = CancellationToken()
-        self.on_cancel(child.cancel)
+    def child(self, deadline: float | None = None) -> CancellationToken:
+        """A token that fires when this one does (and can fire on its own).
+
+        Its deadline is the earlier of this token's and ``deadline``. Call
+        :meth:`detach` when done with it, so this token forgets it.
+        """
+        if self.deadline is not None and (deadline is None or self.deadline < deadline):
+            deadline = self.deadline
+        child = CancellationToken(deadline)
+        child._detach = self.on_cancel(child.cancel)
         return child
+
+    def detach(self) -> None:
+        """Stop following the parent token (see :meth:`child`)."""
+        self._detach()
+        self._detach = _noop
 
     @contextmanager
     def scope(self, deadline: float | None = None) -> Iterator[anyio.CancelScope]:
@@ -76,12 +90,15 @@ class CancellationToken:
 
         Exit it before yielding from an async generator (a cancel scope must
         not stay open across a ``yield``). ``deadline`` (in
-        ``anyio.current_time()`` terms) also cancels it when reached.
+        ``anyio.current_time()`` terms; the token's own :attr:`deadline` by
+        default) also cancels it when reached.
         """
         import math
 
         import anyio
 
+        if deadline is None:
+            deadline = self.deadline
         with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
             remove = self.on_cancel(scope.cancel)
             try:

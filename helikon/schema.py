@@ -19,7 +19,7 @@ Everything here is pure: no IO, and the input is never mutated.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, TypeGuard
+from typing import Any, Final, TypeGuard
 
 from helikon._json import JsonObject, JsonValue
 
@@ -52,7 +52,7 @@ _ANNOTATIONS: Final = frozenset(
 _NULL: Final[dict[str, JsonValue]] = {"type": "null"}
 
 
-def strict(schema: JsonObject) -> dict[str, JsonValue]:
+def strict(schema: JsonObject) -> dict[str, Any]:
     """Return a copy of ``schema`` that satisfies OpenAI's strict mode.
 
     Every object schema (one with ``"type": "object"`` or ``"properties"``)
@@ -85,13 +85,13 @@ def strict(schema: JsonObject) -> dict[str, JsonValue]:
     return _rewrite(schema)
 
 
-def nullable(schema: JsonObject) -> dict[str, JsonValue]:
+def nullable(schema: JsonObject) -> dict[str, Any]:
     """Return a copy of ``schema`` that also accepts ``null``.
 
     A schema with a simple ``"type"`` gets ``"null"`` added to it (and
-    ``None`` to its ``"enum"``); anything else is wrapped in
-    ``{"anyOf": [schema, {"type": "null"}]}``, keeping ``title`` and
-    ``description`` on the outside. A schema that already accepts ``null``
+    ``None`` to its ``"enum"``); anything else, object schemas included, is
+    wrapped in ``{"anyOf": [schema, {"type": "null"}]}``, keeping ``title``
+    and ``description`` on the outside. A schema that already accepts ``null``
     is returned unchanged.
 
     >>> nullable({"type": "string", "description": "A city."})
@@ -100,6 +100,8 @@ def nullable(schema: JsonObject) -> dict[str, JsonValue]:
     {'type': ['string', 'null'], 'enum': ['a', 'b', None]}
     >>> nullable({"$ref": "#/$defs/Node", "description": "Next node."})
     {'anyOf': [{'$ref': '#/$defs/Node'}, {'type': 'null'}], 'description': 'Next node.'}
+    >>> nullable({"type": "object", "properties": {}})
+    {'anyOf': [{'type': 'object', 'properties': {}}, {'type': 'null'}]}
     >>> nullable({"type": ["integer", "null"]})
     {'type': ['integer', 'null']}
     """
@@ -107,7 +109,8 @@ def nullable(schema: JsonObject) -> dict[str, JsonValue]:
     if _accepts_null(schema):
         return out
     kind = schema.get("type")
-    if "const" not in schema and isinstance(kind, (str, list)):
+    simple = "const" not in schema and "properties" not in schema and kind != "object"
+    if simple and isinstance(kind, (str, list)):
         kinds = [kind] if isinstance(kind, str) else list(kind)
         out["type"] = kinds if "null" in kinds else [*kinds, "null"]
         enum = schema.get("enum")

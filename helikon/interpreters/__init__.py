@@ -2,12 +2,16 @@
 
 - :class:`LiveInterpreter` — real models and tools, under trio or asyncio.
 - :class:`TestInterpreter` — synchronous, scripted, in memory.
+- :class:`RecordingInterpreter` — any interpreter, plus a trace of the run.
+- :class:`ReplayInterpreter` — a recorded run again, with no IO.
 - :func:`drive` and the :class:`Interpreter` protocol — write your own.
 """
 
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter, drive, interruption
 from helikon.interpreters._env import InstructionsFn, RunEnv
 from helikon.interpreters._live import LiveInterpreter, tool_output_text
+from helikon.interpreters._recording import RecordingInterpreter
+from helikon.interpreters._replay import ReplayDivergence, ReplayInterpreter
 from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter, ToolFn
 
 __all__ = [
@@ -15,6 +19,9 @@ __all__ = [
     "InstructionsFn",
     "Interpreter",
     "LiveInterpreter",
+    "RecordingInterpreter",
+    "ReplayDivergence",
+    "ReplayInterpreter",
     "RunEnv",
     "ScriptedRun",
     "Step",

@@ -44,6 +44,10 @@ class Interpreter(Protocol):
 
     ``perform`` yields any live events (the model's raw deltas, made with
     :func:`helikon.loop.delta_event`) and then, last, the effect's result.
+
+    An interpreter may also define ``observe(env, outcome)``: :func:`drive`
+    calls it with every outcome before emitting its events (recording and
+    replay use it to see the machine's events).
     """
 
     def new_run_id(self) -> RunId:
@@ -76,7 +80,10 @@ async def drive(
     """
     spec = env.spec
     outcome = first if first is not None else start(spec, input, env.run_id)
+    observe = getattr(interpreter, "observe", None)
     while True:
+        if observe is not None:
+            observe(env, outcome)
         for event in outcome.events:
             yield event
         effect = outcome.effect

@@ -104,8 +104,10 @@ class LiveInterpreter:
 
     async def _call_model(self, effect: CallModel, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         events: list[ModelEvent] = []
-        cancel = env.ctx.cancel
         deadline = env.deadline
+        # The model gets a token that also carries the run's deadline, so an
+        # adapter's waits under ``cancel.scope()`` end at the timeout too.
+        cancel = env.ctx.cancel if deadline is None else env.ctx.cancel.child(deadline)
         try:
             stream = env.model.invoke(effect.request, cancel)
             try:
@@ -130,6 +132,9 @@ class LiveInterpreter:
         except Exception as exc:  # a model adapter bug must not crash the run
             yield ModelCallFailed(OtherModelFailure(f"{type(exc).__name__}: {exc}"), tuple(events))
             return
+        finally:
+            if cancel is not env.ctx.cancel:
+                cancel.detach()
         stopped = interruption(env)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 

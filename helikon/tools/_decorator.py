@@ -124,9 +124,9 @@ class FunctionTool(Generic[P, R]):
     #: What the tool does, for the model.
     description: str
     #: The JSON Schema (an object schema) of the arguments.
-    parameters: JsonObject
+    parameters: dict[str, Any]
     #: The JSON Schema of the result, ``None`` when the function does not say.
-    output_schema: JsonObject | None
+    output_schema: dict[str, Any] | None
     #: What the tool does to the world; permission modes decide by it.
     effect: ToolEffect
     _plan: _Plan
@@ -325,8 +325,8 @@ def _build(
         fields = [_param_field(p, hints[p.name], dict(doc.args)) for p in params]
         try:
             parameters = builder.finish(builder.object_schema(fields, {}, None))
-        except ConfigError as exc:
-            raise fail("parameters", exc) from None
+        except ConfigError as exc:  # already names the parameter
+            raise ConfigError(f"tool {tool_name!r}: {exc}") from None
         converters = {}
         for spec in fields:
             try:
@@ -365,7 +365,7 @@ def _hints(fn: Callable[..., Any], signature: Any) -> dict[str, Any]:
     """The function's evaluated annotations; unresolvable ones as :class:`_Unresolved`."""
     try:
         return typing.get_type_hints(fn, include_extras=True)
-    except Exception:  # noqa: BLE001 - fall back to one annotation at a time
+    except Exception:  # fall back to one annotation at a time, for readable errors
         pass
     import inspect
 
@@ -378,7 +378,7 @@ def _hints(fn: Callable[..., Any], signature: Any) -> dict[str, Any]:
         holder = type("_Holder", (), {"__annotations__": {key: annotation}})
         try:
             out[key] = typing.get_type_hints(holder, globalns, include_extras=True)[key]
-        except Exception as exc:  # noqa: BLE001 - reported with the parameter's name
+        except Exception as exc:  # reported later, with the parameter's name
             out[key] = _Unresolved(str(annotation), str(exc))
     return out
 
@@ -394,19 +394,21 @@ def _is_ctx(param: Any, hint: object) -> bool:
 def _is_async(fn: Callable[..., Any]) -> bool:
     import inspect
 
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _param_field(param: Any, hint: object, docs: Mapping[str, str]) -> FieldSpec:
+    name, description = param.name, docs.get(param.name)
     if param.default is param.empty:
-        return FieldSpec(param.name, param.name, param.name, hint, True, description=docs.get(param.name))
+        return FieldSpec(name, name, name, hint, True, description=description)
     has_default, default = json_default(param.default)
-    return FieldSpec(param.name, param.name, param.name, hint, False, has_default, default, docs.get(param.name))
+    return FieldSpec(name, name, name, hint, False, has_default, default, description)
 
 
-def _output_schema(hint: object) -> JsonObject | None:
+def _output_schema(hint: object) -> dict[str, Any] | None:
     if hint is None or hint is type(None) or is_any(hint):
         return None
     return type_schema(hint)
+
 
 __all__ = ["FunctionTool", "tool", "tools"]

@@ -547,7 +547,8 @@ class SchemaBuilder:
     def _annotated(self, inner: object, metadata: tuple[object, ...]) -> dict[str, JsonValue]:
         out = self.schema(inner)
         kind = out.get("type")
-        kinds = [kind] if isinstance(kind, str) else [k for k in kind if isinstance(k, str)] if _is_list(kind) else []
+        kinds = [kind] if isinstance(kind, str) else kind if _is_list(kind) else []
+        suffix = next((_LENGTH_KEYS[k] for k in kinds if isinstance(k, str) and k in _LENGTH_KEYS), None)
         for meta in metadata:
             if not isinstance(meta, msgspec.Meta):
                 continue
@@ -557,7 +558,6 @@ class SchemaBuilder:
                     out[key] = list(value) if attr == "examples" else value
             for attr, prefix in (("min_length", "min"), ("max_length", "max")):
                 value = getattr(meta, attr)
-                suffix = next((_LENGTH_KEYS[k] for k in kinds if k in _LENGTH_KEYS), None)
                 if value is not None and suffix is not None:
                     out[prefix + suffix] = value
             if meta.extra_json_schema:
@@ -611,7 +611,7 @@ def _literal(values: Sequence[object], tp: object) -> dict[str, JsonValue]:
     return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": out}
 
 
-def type_schema(tp: object) -> dict[str, JsonValue]:
+def type_schema(tp: object) -> dict[str, Any]:
     """The JSON Schema of a type; a model class gets a ``"title"`` (its name).
 
     Use it for structured output (``output_type``) or anywhere a schema of a
@@ -620,15 +620,14 @@ def type_schema(tp: object) -> dict[str, JsonValue]:
     >>> import attrs
     >>> @attrs.frozen
     ... class Verdict:
-    ...     label: str
-    ...     '''Spending category.'''
+    ...     label: str = attrs.field(metadata={"description": "Spending category."})
     ...     score: float = 0.5
     >>> type_schema(Verdict)
     {'title': 'Verdict', 'type': 'object', 'properties': {'label': {'type': 'string', \
 'description': 'Spending category.'}, 'score': {'type': 'number', 'default': 0.5}}, \
 'required': ['label'], 'additionalProperties': False}
     >>> type_schema(list[int] | None)
-    {'anyOf': [{'type': 'array', 'items': {'type': 'integer'}}, {'type': 'null'}]}
+    {'type': ['array', 'null'], 'items': {'type': 'integer'}}
 
     Raises:
         ConfigError: the type (or a field inside it) is not supported.

@@ -69,7 +69,7 @@ def test_functions_passed_as_tools_are_decorated() -> None:
     [
         ({"name": ""}, "non-empty name"),
         ({"model": object()}, "no invoke"),
-        ({"tools": [lookup, lookup]}, "two tools named 'lookup'"),
+        ({"tools": [lookup, lookup]}, "two tools (are )?named 'lookup'"),
         ({"instructions": 42}, "instructions must be text or a function"),
     ],
 )

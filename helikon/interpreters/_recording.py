@@ -1,0 +1,97 @@
+"""Recording: any interpreter, plus a trace of what it did.
+
+:class:`RecordingInterpreter` wraps another interpreter (the live one by
+default) and writes down, for each effect, the result fed back and the
+events emitted. After the run, :attr:`RecordingInterpreter.trace` holds the
+:class:`~helikon.trace.Trace`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import final
+
+from helikon._version import __version__
+from helikon.effects import Effect, EffectResult, Terminate
+from helikon.errors import StepError
+from helikon.events import AgentEvent
+from helikon.ids import RunId
+from helikon.interpreters._drive import RESULT_TYPES, Interpreter
+from helikon.interpreters._env import RunEnv
+from helikon.items import Item, UserMessage
+from helikon.loop import Outcome
+from helikon.trace import Trace, TraceHeader, TraceStep, definition_of, fingerprint
+
+
+@final
+class RecordingInterpreter:
+    """Performs effects with ``inner`` and records them.
+
+    Args:
+        inner: the interpreter that really performs effects; None means a
+            new :class:`~helikon.interpreters.LiveInterpreter`.
+    """
+
+    def __init__(self, inner: Interpreter | None = None) -> None:
+        if inner is None:
+            from helikon.interpreters._live import LiveInterpreter
+
+            inner = LiveInterpreter()
+        self.inner = inner
+        self._header: TraceHeader | None = None
+        self._steps: list[TraceStep] = []
+        self._pending: list[AgentEvent] = []
+        self._final: tuple[AgentEvent, ...] | None = None
+
+    @property
+    def trace(self) -> Trace:
+        """The trace of the last run (complete once the run has ended)."""
+        if self._header is None:
+            raise StepError("nothing was recorded yet: run an agent with this interpreter first")
+        return Trace(self._header, tuple(self._steps), self._final or tuple(self._pending))
+
+    def new_run_id(self) -> RunId:
+        self._header = None
+        self._steps = []
+        self._pending = []
+        self._final = None
+        return self.inner.new_run_id()
+
+    def observe(self, env: RunEnv, outcome: Outcome) -> None:
+        if self._header is None:
+            self._header = TraceHeader(
+                agent=env.spec.name,
+                run_id=env.run_id,
+                fingerprint=fingerprint(env.spec),
+                input=_input_of(outcome),
+                definition=definition_of(env.spec),
+                helikon=__version__,
+            )
+        if type(outcome.effect) is Terminate:
+            self._final = (*self._pending, *outcome.events)
+            self._pending = []
+        else:
+            self._pending.extend(outcome.events)
+
+    async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        result: EffectResult | None = None
+        async for item in self.inner.perform(effect, env):
+            if type(item) in RESULT_TYPES:
+                result = item  # type: ignore[assignment]
+            else:
+                self._pending.append(item)  # type: ignore[arg-type]
+            yield item
+        if result is not None:
+            self._steps.append(TraceStep(len(self._steps), effect, result, tuple(self._pending)))
+            self._pending = []
+
+
+def _input_of(outcome: Outcome) -> tuple[Item, ...]:
+    """The run's input: what the first outcome appended (a fresh run's first
+    step appends exactly the input items)."""
+    return outcome.appended if outcome.appended else tuple(
+        i for i in outcome.state.conversation if isinstance(i, UserMessage)
+    )
+
+
+__all__ = ["RecordingInterpreter"]

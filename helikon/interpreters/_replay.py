@@ -1,0 +1,164 @@
+"""Replay: a recorded run, performed again with no IO at all.
+
+:class:`ReplayInterpreter` answers each effect with the recorded result, and
+re-emits the recorded model chunks' deltas through the same pure
+:func:`~helikon.loop.delta_event` the live interpreter uses, so a replayed
+run's events equal the recorded ones. At the first effect that differs from
+the recording — or events that differ, or a run that ends early or late — it
+raises :class:`ReplayDivergence` with a readable, field-by-field diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import final
+
+from helikon import codec
+from helikon.effects import (
+    CallModel,
+    Effect,
+    EffectResult,
+    ExecuteTools,
+    ModelCallFailed,
+    ModelResponded,
+    Terminate,
+)
+from helikon.errors import HelikonError
+from helikon.events import AgentEvent
+from helikon.ids import RunId
+from helikon.interpreters._env import RunEnv
+from helikon.loop import Outcome, delta_event
+from helikon.trace import Trace, TraceStep
+
+_CONTEXT_STEPS = 3
+
+
+class ReplayDivergence(HelikonError):
+    """The run did something the recording did not.
+
+    ``step`` is the index of the first differing step; ``differences`` the
+    field paths that differ.
+    """
+
+    def __init__(self, message: str, step: int, differences: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.step = step
+        self.differences = differences
+
+
+def _describe(step: TraceStep) -> str:
+    effect = step.effect
+    match effect:
+        case CallModel(turn=turn):
+            detail = f"CallModel(turn={turn})"
+        case ExecuteTools(calls=calls):
+            detail = "ExecuteTools(" + ", ".join(f"{c.name}({c.arguments})" for c in calls) + ")"
+        case _:
+            detail = type(effect).__name__
+    return f"  #{step.index}: {detail} -> {type(step.result).__name__}"
+
+
+def _loose(effect: Effect) -> object:
+    """What a loose replay compares: kinds, tool names and arguments."""
+    match effect:
+        case CallModel(turn=turn):
+            return ("CallModel", turn)
+        case ExecuteTools(calls=calls):
+            return ("ExecuteTools", tuple((c.name, c.arguments) for c in calls))
+        case _:
+            return codec.unstructure(effect, Effect)
+
+
+@final
+class ReplayInterpreter:
+    """Replays ``trace``.
+
+    Args:
+        trace: the recording.
+        strict: effects must equal the recorded ones exactly (the default);
+            with ``strict=False`` only effect kinds, tool names and arguments
+            are compared, not the full model request — for traces recorded
+            before an instructions change.
+    """
+
+    def __init__(self, trace: Trace, *, strict: bool = True) -> None:
+        self.trace = trace
+        self.strict = strict
+        self._next = 0
+        self._events: list[AgentEvent] = []
+
+    def new_run_id(self) -> RunId:
+        self._next = 0
+        self._events = []
+        return RunId(self.trace.header.run_id)
+
+    def _divergence(self, index: int, headline: str, differences: list[str]) -> ReplayDivergence:
+        before = self.trace.steps[max(0, index - _CONTEXT_STEPS) : index]
+        lines = [f"replay diverged at step {index}: {headline}"]
+        if differences:
+            lines.append("differences (expected = recorded, got = this run):")
+            lines.extend(f"  {d}" for d in differences[:40])
+            if len(differences) > 40:
+                lines.append(f"  ... and {len(differences) - 40} more")
+        if before:
+            lines.append("last steps before it:")
+            lines.extend(_describe(s) for s in before)
+        return ReplayDivergence("\n".join(lines), index, tuple(differences))
+
+    def observe(self, env: RunEnv, outcome: Outcome) -> None:
+        self._events.extend(outcome.events)
+        if type(outcome.effect) is not Terminate:
+            return
+        if self._next < len(self.trace.steps):
+            raise self._divergence(
+                self._next,
+                f"the run ended but the recording has {len(self.trace.steps) - self._next} more step(s)",
+                [],
+            )
+        expected = self.trace.events
+        if tuple(self._events) != expected:
+            differences = _diff_events(expected, tuple(self._events))
+            raise self._divergence(self._next, "the run's events differ from the recording", differences)
+
+    async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        index = self._next
+        if index >= len(self.trace.steps):
+            raise self._divergence(
+                index, f"the run asked for {type(effect).__name__} but the recording has ended", []
+            )
+        step = self.trace.steps[index]
+        if self.strict:
+            same = effect == step.effect
+        else:
+            same = _loose(effect) == _loose(step.effect)
+        if not same:
+            from helikon.diff import diff
+
+            differences = diff(codec.unstructure(step.effect, Effect), codec.unstructure(effect, Effect))
+            raise self._divergence(
+                index,
+                f"expected effect {type(step.effect).__name__}, got {type(effect).__name__}",
+                differences,
+            )
+        self._next = index + 1
+        result = step.result
+        if type(result) is ModelResponded or type(result) is ModelCallFailed:
+            for event in result.events:
+                delta = delta_event(event)
+                if delta is not None:
+                    self._events.append(delta)
+                    yield delta
+        yield result
+
+
+def _diff_events(expected: tuple[AgentEvent, ...], actual: tuple[AgentEvent, ...]) -> list[str]:
+    from helikon.diff import diff
+
+    return diff(
+        [codec.unstructure(e, AgentEvent) for e in expected],
+        [codec.unstructure(e, AgentEvent) for e in actual],
+        "events",
+    )
+
+
+__all__ = ["ReplayDivergence", "ReplayInterpreter"]

@@ -1,0 +1,477 @@
+"""The @tool decorator and FunctionTool.invoke.
+
+This module uses ``from __future__ import annotations`` on purpose: every
+hint reaches the decorator as a string and must be resolved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import threading
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Required, TypedDict
+
+import anyio
+import attrs
+import msgspec
+import pytest
+import trio
+
+from helikon.cancel import CancellationToken
+from helikon.context import Actions, SessionState, ToolContext, TracerHandle
+from helikon.errors import ConfigError, InvalidArgs, ToolError
+from helikon.ids import CallId, RunId
+from helikon.model import ToolEffect
+from helikon.protocols import Tool
+from helikon.tools import FunctionTool, tool, tools
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+CTX: ToolContext[str] = ToolContext(
+    "user-ctx",
+    SessionState(),
+    Actions(),
+    CancellationToken(),
+    TracerHandle(),
+    CallId("call_1"),
+    RunId("run_1"),
+    "tester",
+)
+
+
+def run(fn: Callable[[], Awaitable[Any]], backend: str = "trio") -> Any:
+    return anyio.run(fn, backend=backend)
+
+
+def invoke(t: FunctionTool[Any, Any], args: dict[str, Any], backend: str = "trio") -> Any:
+    async def go() -> Any:
+        return await t.invoke(CTX, args)
+
+    return run(go, backend)
+
+
+# -- keyword-style tools -----------------------------------------------------
+
+
+@tool
+async def add(a: int, b: int = 0) -> int:
+    """Add two numbers.
+
+    Use it for sums.
+
+    Args:
+        a: The first addend.
+        b: The second
+            addend.
+
+    Returns:
+        The sum.
+    """
+    return a + b
+
+
+def test_bare_decorator_reads_name_description_and_schema() -> None:
+    assert isinstance(add, FunctionTool)
+    assert isinstance(add, Tool)
+    assert add.name == "add"
+    assert add.description == "Add two numbers.\n\nUse it for sums."
+    assert add.effect is ToolEffect.SIDE_EFFECT
+    assert add.parameters == {
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer", "description": "The first addend."},
+            "b": {"type": "integer", "description": "The second addend.", "default": 0},
+        },
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    assert add.output_schema == {"type": "integer"}
+
+
+def test_the_tool_stays_callable_like_the_function() -> None:
+    assert asyncio.run(add(2, b=3)) == 5
+    assert add.__wrapped__ is add.fn
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_async_tool_is_awaited_under_both_backends(backend: str) -> None:
+    assert invoke(add, {"a": 2, "b": 3}, backend) == 5
+    assert invoke(add, {"a": 2}, backend) == 2
+
+
+def test_null_for_an_optional_parameter_means_its_default() -> None:
+    """Under OpenAI strict mode the model sends null for optional parameters."""
+    assert invoke(add, {"a": 2, "b": None}) == 2
+
+
+def test_arguments_that_do_not_bind_are_invalid_args() -> None:
+    with pytest.raises(ToolError) as info:
+        invoke(add, {"a": 1, "c": 2})
+    assert isinstance(info.value.failure, InvalidArgs)
+
+
+@tool(name="lookup", description="Find a thing.", effect=ToolEffect.READ_ONLY)
+def find(query: str) -> str:
+    """Ignored docstring."""
+    return f"{query}@{threading.get_ident()}"
+
+
+def test_options_override_name_description_and_effect() -> None:
+    assert (find.name, find.description, find.effect) == ("lookup", "Find a thing.", ToolEffect.READ_ONLY)
+    assert find("q").startswith("q@")
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_sync_tool_runs_in_a_worker_thread(backend: str) -> None:
+    result = invoke(find, {"query": "x"}, backend)
+    assert result.startswith("x@")
+    assert int(result.split("@")[1]) != threading.get_ident()
+
+
+class Unit(enum.Enum):
+    C = "celsius"
+    F = "fahrenheit"
+
+
+@attrs.frozen
+class Reading:
+    """A temperature reading."""
+
+    value: float
+    unit: Unit
+
+
+@tool
+async def convert_temp(
+    ctx: ToolContext[str], value: float, unit: Unit, to: Literal["c", "f"] = "c"
+) -> Reading:
+    """Convert a temperature.
+
+    Args:
+        value: The temperature.
+        unit: Its unit.
+        to: The target unit.
+    """
+    assert ctx.user_ctx == "user-ctx"
+    assert isinstance(unit, Unit)
+    if to == "c":
+        return Reading(value if unit is Unit.C else (value - 32) * 5 / 9, Unit.C)
+    return Reading(value if unit is Unit.F else value * 9 / 5 + 32, Unit.F)
+
+
+def test_ctx_is_detected_by_name_and_left_out_of_the_schema() -> None:
+    assert list(convert_temp.parameters["properties"]) == ["value", "unit", "to"]
+    assert convert_temp.parameters["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
+    assert convert_temp.parameters["properties"]["to"] == {
+        "type": "string",
+        "enum": ["c", "f"],
+        "description": "The target unit.",
+        "default": "c",
+    }
+
+
+def test_enums_are_converted_and_the_result_is_json() -> None:
+    assert invoke(convert_temp, {"value": 212, "unit": "fahrenheit"}) == {"value": 100.0, "unit": "celsius"}
+
+
+def test_output_schema_comes_from_the_return_type() -> None:
+    out = convert_temp.output_schema
+    assert out is not None
+    assert out["title"] == "Reading"
+    assert out["required"] == ["value", "unit"]
+    assert out["description"] == "A temperature reading."
+
+
+def test_conversion_failures_are_invalid_args_with_readable_messages() -> None:
+    with pytest.raises(ToolError) as info:
+        invoke(convert_temp, {"value": 1, "unit": "kelvin"})
+    failure = info.value.failure
+    assert isinstance(failure, InvalidArgs)
+    assert failure.schema_errors == ("$.unit: expected one of 'celsius', 'fahrenheit', got 'kelvin'",)
+
+
+def test_missing_and_unexpected_arguments_are_all_reported() -> None:
+    with pytest.raises(ToolError) as info:
+        invoke(convert_temp, {"unit": "celsius", "bogus": 1})
+    assert isinstance(info.value.failure, InvalidArgs)
+    assert info.value.failure.schema_errors == (
+        "unexpected argument 'bogus'",
+        "missing required argument 'value'",
+    )
+
+
+@tool
+async def typed_ctx(context: ToolContext[Any], n: int) -> int:
+    """Read the call id."""
+    return len(context.call_id) + n
+
+
+def test_ctx_is_detected_by_annotation() -> None:
+    assert list(typed_ctx.parameters["properties"]) == ["n"]
+    assert invoke(typed_ctx, {"n": 1}) == len("call_1") + 1
+
+
+@tool
+async def no_args() -> None:
+    """Do nothing."""
+
+
+def test_a_tool_without_parameters_has_an_empty_object_schema() -> None:
+    empty = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    assert no_args.parameters == empty
+    assert no_args.output_schema is None
+    assert invoke(no_args, {}) is None
+
+
+@tool
+async def untyped_result(x: str):  # type: ignore[no-untyped-def]
+    """No return annotation."""
+    return (x, x)
+
+
+@tool
+async def any_result(x: str) -> Any:
+    """Any result."""
+    return {x: x}
+
+
+def test_unannotated_or_any_results_have_no_output_schema_and_still_become_json() -> None:
+    assert untyped_result.output_schema is None and any_result.output_schema is None
+    assert invoke(untyped_result, {"x": "a"}) == ["a", "a"]
+    assert invoke(any_result, {"x": "a"}) == {"a": "a"}
+
+
+# -- args-class tools, one per model kind -------------------------------------
+
+
+@attrs.frozen
+class AttrsArgs:
+    category: str = attrs.field(metadata={"description": "Spending category."})
+    month: str = "2024-05"
+    """Month in YYYY-MM form."""
+
+
+class StructArgs(msgspec.Struct):
+    category: Annotated[str, msgspec.Meta(description="Spending category.")]
+    month: str = "2024-05"
+    """Month in YYYY-MM form."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DataArgs:
+    category: str = dataclasses.field(metadata={"description": "Spending category."})
+    month: str = "2024-05"
+    """Month in YYYY-MM form."""
+
+
+class DictArgs(TypedDict, total=False):
+    """Arguments.
+
+    Attributes:
+        category: Spending category.
+    """
+
+    category: Required[str]
+    month: str
+    """Month in YYYY-MM form."""
+
+
+def _spending(args: Any) -> dict[str, Any]:
+    category = args["category"] if isinstance(args, dict) else args.category
+    month = args.get("month", "2024-05") if isinstance(args, dict) else args.month
+    return {"category": category, "month": month, "kind": type(args).__name__}
+
+
+@tool
+async def attrs_tool(args: AttrsArgs) -> dict[str, Any]:
+    """Look up spending."""
+    return _spending(args)
+
+
+@tool
+async def struct_tool(args: StructArgs) -> dict[str, Any]:
+    """Look up spending."""
+    return _spending(args)
+
+
+@tool
+def data_tool(ctx: ToolContext[str], args: DataArgs) -> dict[str, Any]:
+    """Look up spending."""
+    assert ctx is CTX
+    return _spending(args)
+
+
+@tool
+async def dict_tool(args: DictArgs) -> dict[str, Any]:
+    """Look up spending."""
+    return _spending(args)
+
+
+ARGS_TOOLS = [
+    (attrs_tool, "AttrsArgs"),
+    (struct_tool, "StructArgs"),
+    (data_tool, "DataArgs"),
+    (dict_tool, "dict"),
+]
+
+
+@pytest.mark.parametrize(("t", "kind"), ARGS_TOOLS, ids=lambda x: getattr(x, "name", x))
+def test_args_class_fields_become_the_parameters(t: FunctionTool[Any, Any], kind: str) -> None:
+    assert t.parameters["required"] == ["category"]
+    props = t.parameters["properties"]
+    assert list(props) == ["category", "month"]
+    assert props["category"]["description"] == "Spending category."
+    assert props["month"]["description"] == "Month in YYYY-MM form."
+    assert "title" not in t.parameters
+
+
+@pytest.mark.parametrize(("t", "kind"), ARGS_TOOLS, ids=lambda x: getattr(x, "name", x))
+def test_args_class_instance_is_built_and_passed(t: FunctionTool[Any, Any], kind: str) -> None:
+    assert invoke(t, {"category": "Dining"}) == {"category": "Dining", "month": "2024-05", "kind": kind}
+    assert invoke(t, {"category": "Dining", "month": "2024-06"})["month"] == "2024-06"
+
+
+@pytest.mark.parametrize(("t", "kind"), ARGS_TOOLS, ids=lambda x: getattr(x, "name", x))
+def test_args_class_conversion_failures_are_invalid_args(t: FunctionTool[Any, Any], kind: str) -> None:
+    with pytest.raises(ToolError) as info:
+        invoke(t, {"category": 3})
+    assert isinstance(info.value.failure, InvalidArgs)
+    assert info.value.failure.schema_errors == ("$.category: expected string, got integer",)
+
+
+@attrs.frozen
+class Node:
+    label: str
+    children: tuple[Node, ...] = ()
+
+
+@tool
+async def count_nodes(tree: Node, depth: int | None = None) -> int:
+    """Count nodes of a tree."""
+
+    def count(n: Node) -> int:
+        return 1 + sum(count(c) for c in n.children)
+
+    return count(tree)
+
+
+def test_recursive_nested_parameter() -> None:
+    assert count_nodes.parameters["properties"]["tree"] == {"$ref": "#/$defs/Node"}
+    node = count_nodes.parameters["$defs"]["Node"]
+    assert node["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert count_nodes.parameters["properties"]["depth"] == {"type": ["integer", "null"], "default": None}
+    tree = {"label": "a", "children": [{"label": "b"}, {"label": "c", "children": [{"label": "d"}]}]}
+    assert invoke(count_nodes, {"tree": tree}) == 4
+
+
+# -- errors and the exceptions a tool raises ----------------------------------
+
+
+@tool
+async def refuses(path: str) -> str:
+    """Refuse."""
+    raise ToolError.denied(f"{path} is outside the sandbox")
+
+
+@tool
+async def crashes() -> str:
+    """Crash."""
+    raise KeyError("boom")
+
+
+def test_tool_errors_and_other_exceptions_propagate_unchanged() -> None:
+    with pytest.raises(ToolError, match="outside the sandbox"):
+        invoke(refuses, {"path": "/etc"})
+    with pytest.raises(KeyError, match="boom"):
+        invoke(crashes, {})
+
+
+def test_unsupported_annotation_names_the_tool_and_parameter() -> None:
+    with pytest.raises(ConfigError, match=r"tool 'bad': parameter 'blob'.*bytes"):
+
+        @tool
+        async def bad(blob: bytes) -> None:
+            """Bad."""
+
+
+def test_unsupported_return_type_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"tool 'bad_return': return type"):
+
+        @tool
+        async def bad_return() -> complex:
+            """Bad."""
+            return 1j
+
+
+def test_missing_annotation_and_star_args_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="has no type annotation"):
+
+        @tool
+        def untyped(x) -> None:  # type: ignore[no-untyped-def]
+            """Untyped."""
+
+    with pytest.raises(ConfigError, match=r"\*args and \*\*kwargs"):
+
+        @tool
+        def star(**kwargs: int) -> None:
+            """Star."""
+
+
+def test_unresolvable_annotation_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"parameter 'x': cannot resolve annotation 'Nowhere'"):
+
+        @tool
+        def unresolved(x: Nowhere) -> None:  # type: ignore[name-defined]  # noqa: F821
+            """Unresolved."""
+
+
+def test_invalid_tool_names_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="invalid tool name"):
+        tool(lambda: None)
+    with pytest.raises(ConfigError, match="invalid tool name"):
+        tool(name="has space")(add.fn)
+
+
+# -- tools(...) ---------------------------------------------------------------
+
+
+class Echo:
+    """A hand-written tool."""
+
+    name = "echo"
+    description = "Echo the text."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"text": {"type": "string"}}}
+    output_schema = None
+    effect = ToolEffect.READ_ONLY
+
+    async def invoke(self, ctx: ToolContext[Any], args: Any) -> Any:
+        return args["text"]
+
+
+def plain(text: str) -> str:
+    """Shout."""
+    return text.upper()
+
+
+def test_tools_accepts_function_tools_tool_objects_and_functions() -> None:
+    echo = Echo()
+    collected = tools(add, echo, plain)
+    assert collected[0] is add and collected[1] is tools(echo)[0]
+    assert isinstance(collected[2], FunctionTool) and collected[2].name == "plain"
+    assert invoke(collected[2], {"text": "hi"}) == "HI"
+
+
+def test_tools_rejects_duplicates_and_non_tools() -> None:
+    with pytest.raises(ConfigError, match="two tools are named 'add'"):
+        tools(add, add)
+    with pytest.raises(ConfigError, match="not a tool"):
+        tools(42)  # type: ignore[arg-type]
+
+
+def test_trio_run_drives_invoke_directly() -> None:
+    async def main() -> Any:
+        return await add.invoke(CTX, {"a": 40, "b": 2})
+
+    assert trio.run(main) == 42
