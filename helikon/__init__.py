@@ -45,7 +45,9 @@ from helikon.items import AgentInput, AssistantMessage, Item, SystemMessage, Too
 from helikon.model import ModelCapabilities, ModelRequest, ModelSettings, ToolEffect, Usage
 from helikon.protocols import Model, Session, Tool
 from helikon.results import RunResult, collect, collect_typed, run_sync
-from helikon.steps import advance, start
+from helikon.snapshots import dump_state, load_state
+from helikon.steps import advance, perform, start
+from helikon.trace import Trace
 from helikon.tools import FunctionTool, tool, tools
 
 from helikon._version import __version__
@@ -97,15 +99,19 @@ __all__ = [
     "ToolError",
     "ToolOutputItem",
     "ToolResult",
+    "Trace",
     "TurnStarted",
     "Usage",
     "UserMessage",
-    "__version__",
     "advance",
     "collect",
     "collect_typed",
+    "dump_state",
+    "load_state",
+    "perform",
     "run_sync",
     "start",
     "tool",
     "tools",
+    "__version__",
 ]

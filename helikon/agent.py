@@ -19,7 +19,7 @@ from helikon.context import RunContext
 from helikon.errors import ConfigError
 from helikon.events import AgentEvent
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, OutputSchema
+from helikon.loop import AgentSpec, Outcome, OutputSchema, RunState
 from helikon.model import ModelSettings, ToolDef
 from helikon.protocols import Model, Tool
 
@@ -125,6 +125,30 @@ class LlmAgent(Generic[Ctx]):
         spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
         return _run(self, spec, ctx or RunContext.ephemeral(None), input, interpreter or LiveInterpreter())
 
+    def resume(
+        self,
+        ctx: RunContext[Ctx] | None,
+        state: RunState,
+        *,
+        config: RunConfig | None = None,
+        interpreter: Any = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Continue a run from a saved ``state`` (see :mod:`helikon.snapshots`).
+
+        The run picks up at the state's pending effect and emits the events
+        that follow it. The agent must be the one that produced the state.
+
+        Raises:
+            StepError: the state cannot be resumed (a reserved phase).
+        """
+        from helikon.interpreters import LiveInterpreter
+        from helikon.loop import resume
+
+        spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
+        first = resume(state, spec).alt(_raise).unwrap()
+        interp = interpreter or LiveInterpreter(state.run_id)
+        return _run(self, spec, ctx or RunContext.ephemeral(None), AgentInput(()), interp, first)
+
     def with_tools(self, *tools: object) -> LlmAgent[Ctx]:
         return attrs.evolve(self, tools=tools)
 
@@ -144,8 +168,17 @@ class LlmAgent(Generic[Ctx]):
         return attrs.evolve(self, config=config)
 
 
+def _raise(error: Exception) -> Any:
+    raise error
+
+
 async def _run(
-    agent: LlmAgent[Any], spec: AgentSpec, ctx: RunContext[Any], input: AgentInput, interpreter: Any
+    agent: LlmAgent[Any],
+    spec: AgentSpec,
+    ctx: RunContext[Any],
+    input: AgentInput,
+    interpreter: Any,
+    first: Outcome | None = None,
 ) -> AsyncIterator[AgentEvent]:
     from helikon.interpreters import RunEnv, drive
 
@@ -156,7 +189,7 @@ async def _run(
         deadline = anyio.current_time() + spec.config.timeout
     instructions = agent.instructions if callable(agent.instructions) else None
     env = RunEnv(spec, agent.model, agent.tool_map, instructions, ctx, interpreter.new_run_id(), deadline)
-    async for event in drive(interpreter, env, input):
+    async for event in drive(interpreter, env, input, first):
         yield event
 
 

@@ -15,11 +15,13 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import msgspec
-from cattrs import Converter
+
+if TYPE_CHECKING:
+    from cattrs import Converter
 
 T = TypeVar("T")
 
@@ -86,7 +88,10 @@ def _make_union_unstructure(conv: Converter) -> Callable[[object], Callable[[Any
 
 @cache
 def converter() -> Converter:
-    """The converter for every helikon carrier (built once)."""
+    """The converter for every helikon carrier (built once, on first use, so
+    ``import helikon`` does not pay for cattrs)."""
+    from cattrs import Converter
+
     conv = Converter()
     conv.register_structure_hook_func(_is_json_value, _passthrough)
     conv.register_unstructure_hook_func(_is_json_value, _passthrough)

@@ -13,7 +13,11 @@ from typing import Any
 
 from returns.result import Failure, Success
 
-from helikon.effects import EffectResult
+from helikon.context import RunContext
+from helikon.effects import Effect, EffectResult
+from helikon.errors import StepError
+from helikon.events import AgentEvent
+from helikon.ids import RunId
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec, Outcome, RunState, start as _start, transition
 
@@ -29,8 +33,6 @@ def _spec_of(agent: Any) -> AgentSpec:
 
 def start(agent: Any, input: AgentInput | str, *, run_id: str) -> Outcome:
     """Begin a run of ``agent`` (an LlmAgent or AgentSpec) on ``input``."""
-    from helikon.ids import RunId
-
     if isinstance(input, str):
         input = AgentInput.from_user_text(input)
     return _start(_spec_of(agent), input, RunId(run_id))
@@ -51,4 +53,41 @@ def advance(agent: Any, state: RunState, result: EffectResult) -> Outcome:
     raise AssertionError("unreachable")
 
 
-__all__ = ["advance", "start"]
+async def perform(
+    agent: Any,
+    effect: Effect,
+    ctx: RunContext[Any] | None = None,
+    *,
+    run_id: str,
+    interpreter: Any = None,
+) -> tuple[tuple[AgentEvent, ...], EffectResult]:
+    """Perform one effect of ``agent``'s run for real: ``(live events, result)``.
+
+    With :func:`start`, :func:`advance` and :func:`helikon.dump_state`, this
+    lets you run an agent step by step and stop anywhere — for instance
+    before an ``ExecuteTools`` that needs a human's approval.
+    """
+    from helikon.interpreters import RESULT_TYPES, LiveInterpreter, RunEnv
+
+    interp = interpreter or LiveInterpreter()
+    env = RunEnv(
+        _spec_of(agent),
+        agent.model,
+        agent.tool_map,
+        agent.instructions if callable(agent.instructions) else None,
+        ctx or RunContext.ephemeral(None),
+        RunId(run_id),
+    )
+    events: list[AgentEvent] = []
+    result: EffectResult | None = None
+    async for item in interp.perform(effect, env):
+        if type(item) in RESULT_TYPES:
+            result = item  # type: ignore[assignment]
+        else:
+            events.append(item)  # type: ignore[arg-type]
+    if result is None:
+        raise StepError(f"{type(effect).__name__} was performed without a result")
+    return tuple(events), result
+
+
+__all__ = ["advance", "perform", "start"]

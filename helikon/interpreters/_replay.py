@@ -135,11 +135,13 @@ class ReplayInterpreter:
             from helikon.diff import diff
 
             differences = diff(codec.unstructure(step.effect, Effect), codec.unstructure(effect, Effect))
-            raise self._divergence(
-                index,
-                f"expected effect {type(step.effect).__name__}, got {type(effect).__name__}",
-                differences,
+            expected_kind, kind = type(step.effect).__name__, type(effect).__name__
+            headline = (
+                f"effect {kind} differs from the recording"
+                if expected_kind == kind
+                else f"expected effect {expected_kind}, got {kind}"
             )
+            raise self._divergence(index, headline, differences)
         self._next = index + 1
         result = step.result
         if type(result) is ModelResponded or type(result) is ModelCallFailed:

@@ -3,6 +3,10 @@ interpreter. Hypothesis strategies live in :mod:`helikon.testing.strategies`
 (import it explicitly; it needs the ``hypothesis`` package)."""
 
 from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter
+from helikon.testing._golden import GoldenTraceMissing, GoldenTraces
 from helikon.testing._mock import MockModel, Pause, ScriptItem, call_tools, say
 
-__all__ = ["MockModel", "Pause", "ScriptItem", "ScriptedRun", "Step", "TestInterpreter", "call_tools", "say"]
+__all__ = [
+    "GoldenTraceMissing",
+    "GoldenTraces",
+    "MockModel", "Pause", "ScriptItem", "ScriptedRun", "Step", "TestInterpreter", "call_tools", "say"]

@@ -171,14 +171,14 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+    effect: ToolEffect | None = None,
 ) -> FunctionTool[P, R]: ...
 @overload
 def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+    effect: ToolEffect | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 def tool(
     fn: Callable[P, R] | None = None,
@@ -186,7 +186,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+    effect: ToolEffect | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a function into a :class:`FunctionTool`.
 
@@ -221,13 +221,23 @@ def tool(
         description: The description; the docstring's summary by default.
         effect: What the tool does to the world (``SIDE_EFFECT`` by default).
 
+    Decorating a :class:`FunctionTool` again returns a copy with just the
+    given options changed: ``tool(add, name="plus")``.
+
     Raises:
         ConfigError: a parameter or the return type has an unsupported
             annotation, or the name is not 1-64 letters, digits, ``_`` or ``-``.
     """
 
     def decorate(func: Callable[P, R]) -> FunctionTool[P, R]:
-        return _build(func, name, description, effect)
+        if isinstance(func, FunctionTool):  # re-decorating: only the given options change
+            return attrs.evolve(
+                func,
+                name=_checked_name(func.name if name is None else name),
+                description=func.description if description is None else description,
+                effect=effect or func.effect,
+            )
+        return _build(func, name, description, effect or ToolEffect.SIDE_EFFECT)
 
     return decorate if fn is None else decorate(fn)
 
@@ -247,6 +257,8 @@ def tools(*items: Tool | Callable[..., Any]) -> tuple[Tool, ...]:
     """
     out: list[Tool] = []
     for item in items:
+        if isinstance(item, type):
+            raise ConfigError(f"pass a tool instance, not the class {item.__qualname__}")
         if isinstance(item, (FunctionTool, Tool)):
             out.append(item)
         elif callable(item):
@@ -277,11 +289,7 @@ def _build(
 ) -> FunctionTool[P, R]:
     import inspect
 
-    tool_name = name if name is not None else getattr(fn, "__name__", None)
-    if not isinstance(tool_name, str) or not _NAME.fullmatch(tool_name):
-        raise ConfigError(
-            f"invalid tool name {tool_name!r}: use 1-64 letters, digits, '_' or '-' (pass name=...)"
-        )
+    tool_name = _checked_name(name if name is not None else getattr(fn, "__name__", None))
 
     def fail(what: str, exc: Exception | str) -> ConfigError:
         return ConfigError(f"tool {tool_name!r}: {what}: {exc}")
@@ -304,6 +312,8 @@ def _build(
             raise fail(f"parameter {param.name!r}", "has no type annotation")
         if isinstance(hint, _Unresolved):
             raise fail(f"parameter {param.name!r}", f"cannot resolve annotation {hint.text!r}: {hint.error}")
+        if _is_ctx(param, hint):
+            raise fail(f"parameter {param.name!r}", "the tool context must be the first parameter")
 
     builder = SchemaBuilder()
     is_async = _is_async(fn)
@@ -359,6 +369,12 @@ def _build(
         effect,
         plan,
     )
+
+
+def _checked_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigError(f"invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-' (pass name=...)")
+    return name
 
 
 def _hints(fn: Callable[..., Any], signature: Any) -> dict[str, Any]:

@@ -434,6 +434,26 @@ def test_invalid_tool_names_are_config_errors() -> None:
         tool(name="has space")(add.fn)
 
 
+def test_ctx_must_come_first() -> None:
+    with pytest.raises(ConfigError, match="the tool context must be the first parameter"):
+
+        @tool
+        async def late(x: int, ctx: ToolContext[Any]) -> None:
+            """Late."""
+
+
+def test_redecorating_changes_only_the_given_options() -> None:
+    plus = tool(convert_temp, name="plus")
+    assert (plus.name, plus.description, plus.effect) == (
+        "plus",
+        convert_temp.description,
+        convert_temp.effect,
+    )
+    assert plus.parameters is convert_temp.parameters
+    assert invoke(plus, {"value": 0, "unit": "celsius"}) == {"value": 0.0, "unit": "celsius"}
+    assert tool(effect=ToolEffect.WRITE)(add).effect is ToolEffect.WRITE
+
+
 # -- tools(...) ---------------------------------------------------------------
 
 
@@ -468,6 +488,8 @@ def test_tools_rejects_duplicates_and_non_tools() -> None:
         tools(add, add)
     with pytest.raises(ConfigError, match="not a tool"):
         tools(42)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="not the class Echo"):
+        tools(Echo)
 
 
 def test_trio_run_drives_invoke_directly() -> None:

@@ -1,0 +1,168 @@
+"""The scenarios behind the committed golden traces.
+
+Each scenario builds an agent (with a scripted model, so recording needs no
+credentials), its input and its run context. ``pytest --helikon-record``
+re-records every trace through the live interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from helikon import AgentInput, LlmAgent, RunConfig, RunContext, ToolContext, ToolEffect, Usage, tool
+from helikon.errors import ModelError
+from helikon.model import Finish, FinishReason, ReasoningChunk, TextChunk
+from helikon.testing import MockModel, call_tools, say
+
+Scenario = tuple[LlmAgent[Any], AgentInput | str, RunContext[Any] | None]
+
+
+@tool(effect=ToolEffect.READ_ONLY)
+async def lookup_spending(category: str, month: str) -> dict[str, float]:
+    """Look up total spending for a category in a month.
+
+    Args:
+        category: Spending category, e.g. "Dining".
+        month: Month in YYYY-MM form.
+    """
+    ledger = {"dining": 312.40, "groceries": 540.10}
+    return {"total": ledger.get(category.lower(), 0.0)}
+
+
+@tool(effect=ToolEffect.READ_ONLY)
+async def budget_status(category: str) -> dict[str, float]:
+    """Look up the monthly budget for a category.
+
+    Args:
+        category: Spending category, e.g. "Dining".
+    """
+    return {"budget": 250.0 if category.lower() == "dining" else 600.0}
+
+
+@tool
+async def cancel_run(ctx: ToolContext[None]) -> str:
+    """Stop everything (cancels the run from inside a tool)."""
+    ctx.cancel.cancel()
+    return "cancelled"
+
+
+@attrs.frozen
+class Verdict:
+    on_track: bool
+    advice: str
+
+
+def _agent(model: MockModel, **kw: Any) -> LlmAgent[Any]:
+    kw.setdefault("tools", [lookup_spending, budget_status])
+    return LlmAgent(name="budget-assistant", model=model, instructions="You are a budgeting assistant.", **kw)
+
+
+def plain_answer() -> Scenario:
+    return _agent(MockModel([say("Hello! Ask me about your budget.", usage=Usage(20, 8))])), "hi", None
+
+
+def single_tool() -> Scenario:
+    model = MockModel(
+        [
+            call_tools(("call_1", "budget_status", {"category": "Dining"}), usage=Usage(40, 12)),
+            say("Your dining budget is $250.", usage=Usage(60, 9)),
+        ]
+    )
+    return _agent(model), "What is my dining budget?", None
+
+
+def parallel_tools() -> Scenario:
+    model = MockModel(
+        [
+            call_tools(
+                ("lookup_spending", {"category": "Dining", "month": "2026-12"}),
+                ("budget_status", {"category": "Dining"}),
+                text="Let me check both.",
+            ),
+            say("You spent $312.40 of $250: $62.40 over."),
+        ]
+    )
+    return _agent(model), "How am I doing on dining?", None
+
+
+def invalid_args_repaired() -> Scenario:
+    model = MockModel(
+        [
+            call_tools(("budget_status", {"cat": "Dining"})),
+            call_tools(("budget_status", {"category": "Dining"})),
+            say("Your dining budget is $250."),
+        ]
+    )
+    return _agent(model), "Dining budget?", None
+
+
+def unknown_tool() -> Scenario:
+    model = MockModel([call_tools(("transfer_money", {"amount": 100})), say("I cannot move money.")])
+    return _agent(model), "Move $100 to savings.", None
+
+
+def structured_output_repair() -> Scenario:
+    model = MockModel(
+        [
+            call_tools(("budget_status", {"category": "Dining"})),
+            say("You are over budget."),
+            say('{"on_track": "no"}'),
+            say('{"on_track": false, "advice": "Cook at home this week."}'),
+        ]
+    )
+    return _agent(model, output_type=Verdict), "Am I on track with dining?", None
+
+
+def max_turns_exceeded() -> Scenario:
+    model = MockModel([call_tools(("budget_status", {"category": "Dining"})) for _ in range(3)])
+    return _agent(model, config=RunConfig(max_turns=2)), "Loop forever.", None
+
+
+def model_error() -> Scenario:
+    model = MockModel([[TextChunk("Let me "), ModelError.rate_limited("429 Too Many Requests", 1500)]])
+    return _agent(model), "hi", None
+
+
+def cancelled_run() -> Scenario:
+    model = MockModel([call_tools(("cancel_run", {})), say("never said")])
+    return _agent(model, tools=[cancel_run]), "Stop.", RunContext.ephemeral(None)
+
+
+def reasoning_deltas() -> Scenario:
+    model = MockModel(
+        [
+            [
+                ReasoningChunk("The user asks about dining. "),
+                ReasoningChunk("I should check the budget.", signature="sig-1"),
+                *call_tools(("budget_status", {"category": "Dining"})),
+            ],
+            [
+                ReasoningChunk("Budget is 250."),
+                TextChunk("Your dining budget "),
+                TextChunk("is $250."),
+                Usage(50, 10, reasoning_tokens=6),
+                Finish(FinishReason.STOP),
+            ],
+        ]
+    )
+    return _agent(model), "Dining budget?", None
+
+
+SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    f.__name__: f
+    for f in (
+        plain_answer,
+        single_tool,
+        parallel_tools,
+        invalid_args_repaired,
+        unknown_tool,
+        structured_output_repair,
+        max_turns_exceeded,
+        model_error,
+        cancelled_run,
+        reasoning_deltas,
+    )
+}

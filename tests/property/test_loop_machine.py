@@ -1,0 +1,335 @@
+"""The agent loop, driven by Hypothesis as a state machine.
+
+The test machine holds the current :class:`Outcome` and answers its pending
+effect the way some interpreter might: generated model turns, final answers,
+model failures, tool outcomes, rendered instructions, interruptions, and
+results that do not answer the effect at all. Each step also checks that the
+transition is deterministic and survives a JSON round trip of the state; the
+invariants check what must hold of a whole run at every step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from returns.result import Failure, Success
+from strategies import (
+    ONE_OF_EACH_RESULT,
+    agent_inputs,
+    agent_specs,
+    carriers,
+    fed_usage,
+    final_answers,
+    interruptions,
+    model_failures,
+    run_ids,
+    tool_outcomes,
+    turn_plans,
+)
+
+from helikon.codec import from_json, to_json
+from helikon.effects import (
+    CallModel,
+    EffectResult,
+    ExecuteTools,
+    InstructionsRendered,
+    ModelCallFailed,
+    ModelResponded,
+    RenderInstructions,
+    RunInterrupted,
+    Terminate,
+    ToolRaised,
+    ToolReturned,
+    ToolsExecuted,
+)
+from helikon.errors import InvalidStructuredOutput, ModelFailed, StepError
+from helikon.events import (
+    TERMINAL_EVENTS,
+    MessageOutput,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    ToolCallItem,
+    ToolOutputItem,
+    TurnStarted,
+)
+from helikon.ids import CallId, RunId
+from helikon.items import AgentInput, AssistantMessage, Item, ToolCall, ToolResult, system_text
+from helikon.loop import (
+    AgentSpec,
+    CallingModel,
+    Done,
+    ExecutingTools,
+    Failed,
+    Finalizing,
+    Outcome,
+    RepairingOutput,
+    RunState,
+    start,
+    transition,
+)
+from helikon.model import Usage
+
+
+def pending(*types: type) -> Any:
+    """Precondition: the pending effect is one of ``types``."""
+    return precondition(lambda self: isinstance(self.out.effect, types))
+
+
+def answered_in_order(conversation: tuple[Item, ...], allow_open_tail: bool) -> None:
+    """Each block of tool calls is followed by exactly one result per call, in call order.
+
+    ``allow_open_tail`` lets the last block go unanswered (a run that failed
+    while the calls were pending).
+    """
+    i = 0
+    while i < len(conversation):
+        if type(conversation[i]) is not ToolCall:
+            i += 1
+            continue
+        calls: list[ToolCall] = []
+        while i < len(conversation) and type(conversation[i]) is ToolCall:
+            calls.append(conversation[i])  # type: ignore[arg-type]
+            i += 1
+        results: list[ToolResult] = []
+        while i < len(conversation) and type(conversation[i]) is ToolResult:
+            results.append(conversation[i])  # type: ignore[arg-type]
+            i += 1
+        if not results and i == len(conversation) and allow_open_tail:
+            return
+        assert [(r.call_id, r.name) for r in results] == [(c.call_id, c.name) for c in calls]
+
+
+class LoopMachine(RuleBasedStateMachine):
+    """One agent run after another, each answered effect by effect."""
+
+    out: Outcome
+    spec: AgentSpec
+
+    def begin_run(self, spec: AgentSpec, input: AgentInput, run_id: RunId) -> None:
+        assert from_json(to_json(spec), AgentSpec) == spec
+        self.spec = spec
+        self.run_id = run_id
+        self.out = start(spec, input, run_id)
+        self.events = list(self.out.events)
+        self.appended = list(self.out.appended)
+        self.usage = Usage()
+        self.turns: list[int] = []
+        self.first_turns = 0  # model calls in the CallingModel phase
+        self.note_effect()
+
+    def note_effect(self) -> None:
+        effect = self.out.effect
+        if type(effect) is CallModel:
+            assert not self.turns or effect.turn > self.turns[-1], (self.turns, effect.turn)
+            self.turns.append(effect.turn)
+            started = [e.turn for e in self.events if type(e) is TurnStarted]
+            assert started[-1] == effect.turn
+            if type(self.out.state.phase) is CallingModel:
+                self.first_turns += 1
+
+    def feed(self, result: EffectResult) -> Outcome:
+        """Feed ``result`` and check the step is deterministic and reload-proof."""
+        state, spec = self.out.state, self.spec
+        assert from_json(to_json(result, EffectResult), EffectResult) == result
+        first = transition(state, result, spec)
+        assert transition(state, result, spec) == first
+        reloaded = from_json(to_json(state), RunState)
+        assert reloaded == state
+        assert transition(reloaded, result, spec) == first
+        match first:
+            case Success(nxt):
+                pass
+            case Failure(error):
+                raise AssertionError(f"{type(result).__name__} answering {self.out.effect!r}: {error}")
+        self.usage = self.usage + fed_usage(result)
+        self.events.extend(nxt.events)
+        self.appended.extend(nxt.appended)
+        self.out = nxt
+        self.note_effect()
+        return nxt
+
+    # -- starting ------------------------------------------------------------
+
+    @initialize(spec=agent_specs(), input=agent_inputs(), run_id=run_ids())
+    def begin(self, spec: AgentSpec, input: AgentInput, run_id: RunId) -> None:
+        self.begin_run(spec, input, run_id)
+
+    @precondition(lambda self: self.out.state.terminal)
+    @rule(result=carriers(EffectResult), spec=agent_specs(), input=agent_inputs(), run_id=run_ids())
+    def run_again(self, result: EffectResult, spec: AgentSpec, input: AgentInput, run_id: RunId) -> None:
+        """A finished run refuses any result; then a new run begins."""
+        outcome = transition(self.out.state, result, self.spec)
+        assert isinstance(outcome, Failure) and isinstance(outcome.failure(), StepError)
+        self.begin_run(spec, input, run_id)
+
+    # -- answering the pending effect -----------------------------------------
+
+    @pending(RenderInstructions)
+    @rule(text=st.text(max_size=20))
+    def instructions_rendered(self, text: str) -> None:
+        out = self.feed(InstructionsRendered(text))
+        assert type(out.effect) is CallModel
+        assert out.effect.request.messages[0] == system_text(text)
+
+    @precondition(lambda self: type(self.out.state.phase) is CallingModel)
+    @pending(CallModel)
+    @rule(data=st.data())
+    def model_responds(self, data: st.DataObject) -> None:
+        plan = data.draw(turn_plans(self.spec.tools), label="turn")
+        out = self.feed(ModelResponded(plan.events))
+        if plan.calls and not out.state.terminal:
+            assert type(out.effect) in (ExecuteTools, CallModel, RenderInstructions)
+
+    @precondition(lambda self: type(self.out.state.phase) in (Finalizing, RepairingOutput))
+    @pending(CallModel)
+    @rule(data=st.data(), valid=st.booleans())
+    def model_answers_finally(self, data: st.DataObject, valid: bool) -> None:
+        assert self.spec.output is not None
+        repairing = type(self.out.state.phase) is RepairingOutput
+        text = final_answers(self.spec.output.schema, valid)
+        plan = data.draw(turn_plans(text=text, max_calls=0), label="answer")
+        phase = self.feed(ModelResponded(plan.events)).state.phase
+        if valid:
+            assert phase == Done(plan.text)
+        elif repairing:
+            assert type(phase) is Failed and type(phase.error) is InvalidStructuredOutput
+        else:
+            assert type(phase) is RepairingOutput
+
+    @pending(CallModel)
+    @rule(failure=model_failures(), data=st.data())
+    def model_fails(self, failure: Any, data: st.DataObject) -> None:
+        partial = data.draw(turn_plans(self.spec.tools, finish=False), label="partial").events
+        streamed = partial[: data.draw(st.integers(0, len(partial)), label="cut")]
+        out = self.feed(ModelCallFailed(failure, streamed))
+        assert out.state.phase == Failed(ModelFailed(failure))
+
+    @pending(ExecuteTools)
+    @rule(data=st.data())
+    def tools_executed(self, data: st.DataObject) -> None:
+        effect = self.out.effect
+        assert type(effect) is ExecuteTools
+        outcomes = tuple(data.draw(tool_outcomes(call.call_id), label=call.name) for call in effect.calls)
+        self.feed(ToolsExecuted(outcomes))
+
+    @precondition(lambda self: not self.out.state.terminal)
+    @rule(result=interruptions())
+    def interrupted(self, result: RunInterrupted) -> None:
+        assert self.feed(result).state.phase == Failed(result.reason)
+
+    @precondition(lambda self: not self.out.state.terminal)
+    @rule(data=st.data())
+    def mismatched_result_refused(self, data: st.DataObject) -> None:
+        """A result that does not answer the pending effect is a StepError, not a step."""
+        result = data.draw(mismatched(self.out.effect), label="mismatched")
+        outcome = transition(self.out.state, result, self.spec)
+        assert isinstance(outcome, Failure), (self.out.effect, result)
+        assert isinstance(outcome.failure(), StepError)
+
+    @precondition(lambda self: not self.out.state.terminal)
+    @rule()
+    def suspended_and_resumed(self) -> None:
+        """Dump the outcome and the spec to JSON and carry on from the copies."""
+        self.out = from_json(to_json(self.out), Outcome)
+        self.spec = from_json(to_json(self.spec), AgentSpec)
+
+    # -- invariants -----------------------------------------------------------
+
+    @invariant()
+    def run_starts_with_run_started(self) -> None:
+        assert self.events[0] == RunStarted(self.spec.name, self.run_id)
+
+    @invariant()
+    def one_terminal_event_last(self) -> None:
+        terminal = [i for i, e in enumerate(self.events) if isinstance(e, TERMINAL_EVENTS)]
+        if self.out.state.terminal:
+            assert terminal == [len(self.events) - 1]
+        else:
+            assert terminal == []
+
+    @invariant()
+    def terminal_state_terminates(self) -> None:
+        if not self.out.state.terminal:
+            assert type(self.out.effect) is not Terminate
+            return
+        assert type(self.out.effect) is Terminate
+        for result in ONE_OF_EACH_RESULT:
+            outcome = transition(self.out.state, result, self.spec)
+            assert isinstance(outcome, Failure) and isinstance(outcome.failure(), StepError)
+
+    @invariant()
+    def effect_matches_phase(self) -> None:
+        phase, effect = self.out.state.phase, self.out.effect
+        match phase:
+            case CallingModel(rendered=False):
+                assert effect == RenderInstructions(phase.turn)
+            case CallingModel() | Finalizing() | RepairingOutput():
+                assert type(effect) is CallModel and effect.turn == phase.turn
+            case ExecutingTools(calls=calls, prefilled=prefilled):
+                assert effect == ExecuteTools(tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None))
+
+    @invariant()
+    def conversation_is_everything_appended(self) -> None:
+        assert self.out.state.conversation == tuple(self.appended)
+
+    @invariant()
+    def semantic_events_mirror_the_conversation(self) -> None:
+        items = [e.item for e in self.events if isinstance(e, MessageOutput | ToolCallItem | ToolOutputItem)]
+        assert items == [i for i in self.appended if isinstance(i, AssistantMessage | ToolCall | ToolResult)]
+
+    @invariant()
+    def tool_calls_answered_before_the_next_model_call(self) -> None:
+        answered_in_order(self.out.state.conversation, allow_open_tail=self.out.state.terminal)
+
+    @invariant()
+    def model_calls_within_limits(self) -> None:
+        max_turns = self.spec.config.max_turns
+        assert self.first_turns <= max_turns
+        assert len(self.turns) <= max_turns + 2
+
+    @invariant()
+    def usage_is_the_sum_fed(self) -> None:
+        assert self.out.state.usage == self.usage
+        last = self.events[-1]
+        if isinstance(last, RunCompleted | RunFailed):
+            assert last.usage == self.usage
+
+    @invariant()
+    def outcome_round_trips(self) -> None:
+        assert from_json(to_json(self.out), Outcome) == self.out
+
+
+def mismatched(effect: Any) -> st.SearchStrategy[EffectResult]:
+    """Results that do not answer ``effect``."""
+    model = st.one_of(carriers(ModelResponded), carriers(ModelCallFailed))
+    match effect:
+        case CallModel():
+            return st.one_of(carriers(InstructionsRendered), carriers(ToolsExecuted))
+        case RenderInstructions():
+            return st.one_of(model, carriers(ToolsExecuted))
+        case ExecuteTools(calls=calls):
+            return st.one_of(model, carriers(InstructionsRendered), wrong_outcomes(calls))
+    raise AssertionError(f"no mismatch for {effect!r}")
+
+
+@st.composite
+def wrong_outcomes(draw: st.DrawFn, calls: tuple[ToolCall, ...]) -> ToolsExecuted:
+    """Outcomes that miss a call, add one, or answer the wrong call id."""
+    outcomes = [ToolReturned(c.call_id, "ok") for c in calls]
+    how = draw(st.sampled_from(["missing", "extra", "wrong_id"]))
+    if how == "missing":
+        del outcomes[draw(st.integers(0, len(outcomes) - 1))]
+    elif how == "extra":
+        outcomes.insert(draw(st.integers(0, len(outcomes))), ToolReturned(CallId("extra"), "surprise"))
+    else:
+        i = draw(st.integers(0, len(outcomes) - 1))
+        outcomes[i] = ToolRaised(CallId("not-" + calls[i].call_id), draw(carriers(ToolRaised)).failure)
+    return ToolsExecuted(tuple(outcomes))
+
+
+LoopMachine.TestCase.settings = settings(stateful_step_count=30)
+TestLoop = LoopMachine.TestCase
