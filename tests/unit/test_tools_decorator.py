@@ -497,3 +497,19 @@ def test_trio_run_drives_invoke_directly() -> None:
         return await add.invoke(CTX, {"a": 40, "b": 2})
 
     assert trio.run(main) == 42
+
+
+def test_the_examples_in_docs_tools_md_run(tmp_path: Any) -> None:
+    """The python blocks of docs/tools.md, run in order as one module (with source,
+    so attribute docstrings are found)."""
+    import pathlib
+    import re
+    import runpy
+
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "tools.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 8
+    script = tmp_path / "docs_tools_examples.py"
+    script.write_text("\n".join(blocks))
+    namespace = runpy.run_path(str(script))
+    assert [t.name for t in namespace["registry"]] == ["add", "lookup_spending", "ping"]

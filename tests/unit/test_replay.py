@@ -1,0 +1,154 @@
+"""Replay: recorded runs come back identical, and changes are caught."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from helikon import AgentEvent, LlmAgent, Trace, tool
+from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayDivergence, ReplayInterpreter
+from helikon.testing import MockModel, call_tools, say
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: first.
+        b: second.
+    """
+    return a + b
+
+
+@tool(name="add")
+async def add_strings(a: str, b: str) -> str:
+    """Add two numbers.
+
+    Args:
+        a: first.
+        b: second.
+    """
+    return a + b
+
+
+def scripts() -> list[Any]:
+    return [
+        call_tools(("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})),
+        call_tools(("add", {"a": 3, "b": 7})),
+        say("3, 7 and 10"),
+    ]
+
+
+def make_agent(model: MockModel | None = None, instructions: str = "Add.", tool_: Any = add) -> LlmAgent[Any]:
+    return LlmAgent(name="calc", model=model or MockModel(scripts()), instructions=instructions, tools=[tool_])
+
+
+def run(agent: LlmAgent[Any], interpreter: Any) -> list[AgentEvent]:
+    async def go() -> list[AgentEvent]:
+        return [event async for event in agent.run(None, "sums?", interpreter=interpreter)]
+
+    return trio.run(go)
+
+
+@pytest.fixture
+def recorded() -> tuple[Trace, list[AgentEvent]]:
+    recorder = RecordingInterpreter(LiveInterpreter())
+    events = run(make_agent(), recorder)
+    return Trace.from_bytes(recorder.trace.to_bytes()), events
+
+
+def test_replay_gives_the_recorded_events_with_no_model(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    trace, events = recorded
+    silent = MockModel([])  # would fail if called
+
+    assert run(make_agent(silent), ReplayInterpreter(trace)) == events
+    assert silent.calls == 0
+
+
+def test_changed_instructions_diverge_naming_the_field(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    trace, _ = recorded
+
+    with pytest.raises(ReplayDivergence) as info:
+        run(make_agent(instructions="Subtract."), ReplayInterpreter(trace))
+
+    message = str(info.value)
+    assert info.value.step == 0
+    assert "request.messages[0].content[0].text: expected 'Add.', got 'Subtract.'" in message
+
+
+def test_changed_tool_schema_diverges_naming_the_field(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    trace, _ = recorded
+
+    with pytest.raises(ReplayDivergence) as info:
+        run(make_agent(tool_=add_strings), ReplayInterpreter(trace))
+
+    assert "request.tools[0].parameters.properties.a.type: expected 'integer', got 'string'" in str(info.value)
+
+
+def test_loose_replay_tolerates_changed_instructions(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    trace, events = recorded
+
+    replayed = run(make_agent(instructions="Subtract."), ReplayInterpreter(trace, strict=False))
+
+    assert replayed == events
+
+
+def test_loose_replay_still_catches_changed_tool_calls(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    trace, _ = recorded
+    tampered = make_agent(MockModel(scripts()))
+    steps = list(trace.steps)
+    first = steps[0]
+    # Pretend the recording's model asked for different arguments.
+    from helikon.effects import ModelResponded
+    from helikon.model import Finish, FinishReason, ToolCallChunk
+
+    steps[0] = type(first)(
+        first.index,
+        first.effect,
+        ModelResponded((ToolCallChunk(0, "c1", "add", '{"a": 5, "b": 5}'), Finish(FinishReason.TOOL_CALLS))),
+        first.events,
+    )
+    with pytest.raises(ReplayDivergence) as info:
+        run(tampered, ReplayInterpreter(Trace(trace.header, tuple(steps), trace.final_events), strict=False))
+    assert info.value.step == 1
+
+
+def test_a_run_that_needs_more_steps_than_recorded_diverges(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    trace, _ = recorded
+    short = Trace(trace.header, trace.steps[:1], ())
+
+    with pytest.raises(ReplayDivergence, match="the recording has ended"):
+        run(make_agent(), ReplayInterpreter(short))
+
+
+def test_a_run_that_ends_early_diverges(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    trace, _ = recorded
+    from helikon.effects import ModelResponded
+    from helikon.model import TextChunk
+
+    first = trace.steps[0]
+    steps = (type(first)(0, first.effect, ModelResponded((TextChunk("done"),)), first.events), *trace.steps[1:])
+
+    with pytest.raises(ReplayDivergence, match="more step"):
+        run(make_agent(), ReplayInterpreter(Trace(trace.header, steps, trace.final_events)))
+
+
+def test_the_message_shows_the_last_steps_before_the_divergence(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    trace, _ = recorded
+    steps = list(trace.steps)
+    last = steps[2]
+    from helikon.effects import CallModel
+
+    assert isinstance(last.effect, CallModel)
+    steps[2] = type(last)(2, CallModel(last.effect.request, 99), last.result, last.events)
+
+    with pytest.raises(ReplayDivergence) as info:
+        run(make_agent(), ReplayInterpreter(Trace(trace.header, tuple(steps), trace.final_events)))
+
+    message = str(info.value)
+    assert "replay diverged at step 2" in message and "turn: expected 99, got 2" in message
+    assert "#0: CallModel(turn=1) -> ModelResponded" in message
+    assert "#1: ExecuteTools(add(" in message
