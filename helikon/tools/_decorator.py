@@ -357,7 +357,10 @@ def _build(
         args_converter=args_converter,
     )
     try:
-        output_schema = _output_schema(hints.get("return"))
+        returns = hints.get("return")
+        if isinstance(returns, _Unresolved):
+            raise ConfigError(f"cannot resolve annotation {returns.text!r}: {returns.error}")
+        output_schema = _output_schema(returns)
     except ConfigError as exc:
         raise fail("return type", exc) from None
     return FunctionTool(

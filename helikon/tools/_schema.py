@@ -39,29 +39,16 @@ from helikon.schema import nullable
 
 # -- docstrings --------------------------------------------------------------
 
-_SECTION_ALIASES: Final[Mapping[str, str]] = {
-    "args": "args",
-    "arguments": "args",
-    "parameters": "args",
-    "params": "args",
-    "keyword args": "args",
-    "keyword arguments": "args",
-    "other parameters": "args",
-    "attributes": "attributes",
-    "returns": "returns",
-    "return": "returns",
-    "yields": "returns",
-    "raises": "raises",
-    "example": "examples",
-    "examples": "examples",
-    "note": "notes",
-    "notes": "notes",
-    "see also": "notes",
-    "todo": "notes",
-    "warning": "notes",
-    "warnings": "notes",
-    "references": "notes",
+#: Google-style section headers, by the part of the docstring they start.
+_SECTIONS: Final[Mapping[str, frozenset[str]]] = {
+    "args": frozenset({"args", "arguments", "parameters", "params", "keyword args", "other parameters"}),
+    "attributes": frozenset({"attributes"}),
+    "other": frozenset(
+        {"returns", "return", "yields", "raises", "example", "examples", "note", "notes", "see also"}
+        | {"todo", "warning", "warnings", "references"}
+    ),
 }
+_SECTION_OF: Final[Mapping[str, str]] = {h: part for part, headers in _SECTIONS.items() for h in headers}
 _ENTRY: Final = re.compile(r"\*{0,2}(?P<name>[A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(?P<text>.*)")
 
 
@@ -106,8 +93,8 @@ def parse_docstring(doc: str | None) -> Docstring:
     current: list[str] | None = None
     for line in inspect.cleandoc(doc).splitlines():
         header = line.strip().rstrip(":").lower()
-        if line and not line[0].isspace() and line.rstrip().endswith(":") and header in _SECTION_ALIASES:
-            current = sections.setdefault(_SECTION_ALIASES[header], [])
+        if line and not line[0].isspace() and line.rstrip().endswith(":") and header in _SECTION_OF:
+            current = sections.setdefault(_SECTION_OF[header], [])
         elif current is None:
             summary.append(line)
         else:
@@ -226,7 +213,7 @@ def model_fields(cls: type) -> tuple[FieldSpec, ...]:
                 required, hint = origin is typing.Required, typing.get_args(hint)[0]
             out.append(FieldSpec(key, key, key, hint, required))
         return tuple(out)
-    raise ConfigError(f"{_type_name(cls)} is not an attrs class, msgspec Struct, dataclass or TypedDict")
+    raise ConfigError(f"{type_name(cls)} is not an attrs class, msgspec Struct, dataclass or TypedDict")
 
 
 def _struct_fields(cls: type) -> tuple[FieldSpec, ...]:
@@ -357,6 +344,7 @@ _SCALARS: Final[Mapping[object, JsonObject]] = {
     datetime.time: {"type": "string", "format": "time"},
     uuid.UUID: {"type": "string", "format": "uuid"},
 }
+_SCALAR_TYPES: Final[frozenset[object]] = frozenset(_SCALARS)
 _ARRAYS: Final[frozenset[object]] = frozenset(
     {list, tuple, set, frozenset, abc.Sequence, abc.MutableSequence, abc.Set, abc.MutableSet, abc.Collection}
 )
@@ -374,14 +362,6 @@ _META_KEYS: Final[tuple[tuple[str, str], ...]] = (
     ("description", "description"),
     ("examples", "examples"),
 )
-
-
-def lookup(table: Mapping[object, Any], tp: object) -> Any:
-    """``table.get(tp)``, tolerating unhashable type objects."""
-    try:
-        return table.get(tp)
-    except TypeError:
-        return None
 
 
 def is_one_of(types_: frozenset[object], tp: object) -> bool:
@@ -424,11 +404,11 @@ def json_type(value: object) -> str:
 
 
 def type_name(tp: object) -> str:
-    """A short readable name for a type hint."""
-    return _type_name(tp)
+    """A short readable name for a type hint.
 
-
-def _type_name(tp: object) -> str:
+    >>> type_name(int), type_name(list[int] | None)
+    ('int', 'list[int] | None')
+    """
     if isinstance(tp, type) and not typing.get_args(tp):
         return tp.__qualname__
     return repr(tp).replace("typing.", "").replace("collections.abc.", "")
@@ -448,9 +428,8 @@ class SchemaBuilder:
         tp = unwrap_newtype(tp)
         if is_any(tp):
             return {}
-        scalar = lookup(_SCALARS, tp)
-        if scalar is not None:
-            return dict(scalar)
+        if is_one_of(_SCALAR_TYPES, tp):
+            return dict(_SCALARS[tp])
         origin, args = typing.get_origin(tp), typing.get_args(tp)
         if origin is typing.Annotated:
             return self._annotated(args[0], args[1:])
@@ -468,7 +447,7 @@ class SchemaBuilder:
             return self._model(typing.cast(type, tp), root=False, describe=True)
         if isinstance(tp, (str, typing.ForwardRef)):
             raise ConfigError(f"unresolved forward reference {tp!r}")
-        raise ConfigError(f"unsupported type annotation {_type_name(tp)}")
+        raise ConfigError(f"unsupported type annotation {type_name(tp)}")
 
     def model(self, cls: type, *, describe: bool) -> dict[str, JsonValue]:
         """The object schema of a model class, inline even when it is recursive."""
@@ -592,7 +571,7 @@ class SchemaBuilder:
 
     def _mapping(self, args: tuple[object, ...], tp: object) -> dict[str, JsonValue]:
         if args and unwrap_newtype(args[0]) is not str:
-            raise ConfigError(f"unsupported type annotation {_type_name(tp)}: JSON object keys are strings")
+            raise ConfigError(f"unsupported type annotation {type_name(tp)}: JSON object keys are strings")
         out: dict[str, JsonValue] = {"type": "object"}
         values = self.schema(args[1]) if len(args) == 2 else {}
         if values:
@@ -605,7 +584,7 @@ def _literal(values: Sequence[object], tp: object) -> dict[str, JsonValue]:
     for value in values:
         raw = value.value if isinstance(value, enum.Enum) else value
         if raw is not None and not isinstance(raw, (str, int, float, bool)):
-            raise ConfigError(f"unsupported type annotation {_type_name(tp)}: {raw!r} is not a JSON scalar")
+            raise ConfigError(f"unsupported type annotation {type_name(tp)}: {raw!r} is not a JSON scalar")
         out.append(raw)
     kinds: list[JsonValue] = list(dict.fromkeys(json_type(v) for v in out))
     return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": out}
@@ -650,7 +629,6 @@ __all__ = [
     "is_one_of",
     "json_default",
     "json_type",
-    "lookup",
     "model_fields",
     "model_kind",
     "parse_docstring",
