@@ -109,7 +109,9 @@ def choose_model() -> Model:
         try:
             from helikon.providers.openai import OpenAIModel  # type: ignore[import-not-found]
         except ImportError:
-            print("(OPENAI_API_KEY is set but the OpenAI provider is not available; using the scripted model)")
+            print(
+                "(OPENAI_API_KEY is set but the OpenAI provider is not available; using the scripted model)"
+            )
         else:
             return OpenAIModel.chat("gpt-5-mini")  # type: ignore[no-any-return]
     return scripted_model()

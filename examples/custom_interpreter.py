@@ -18,7 +18,11 @@ from helikon.model import Finish, FinishReason, TextChunk, ToolCallChunk, ToolDe
 ADD = ToolDef(
     "add",
     "Add two integers.",
-    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]},
+    {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
 )
 SPEC = AgentSpec("calculator", instructions="Use the add tool.", tools=(ADD,))
 TOOLS = {"add": lambda args: args["a"] + args["b"]}
@@ -29,7 +33,9 @@ def call_model(effect: CallModel) -> ModelResponded:
     last = effect.request.messages[-1]
     if getattr(last, "name", None) == "add":
         return ModelResponded((TextChunk(f"2 + 3 = {last.content}"), Finish(FinishReason.STOP)))
-    return ModelResponded((ToolCallChunk(0, "c1", "add", '{"a": 2, "b": 3}'), Finish(FinishReason.TOOL_CALLS)))
+    return ModelResponded(
+        (ToolCallChunk(0, "c1", "add", '{"a": 2, "b": 3}'), Finish(FinishReason.TOOL_CALLS))
+    )
 
 
 def run(question: str) -> None:
@@ -43,9 +49,12 @@ def run(question: str) -> None:
             case CallModel() as effect:
                 result = call_model(effect)
             case ExecuteTools(calls=calls):
-                result = ToolsExecuted(tuple(
-                    ToolReturned(c.call_id, json.dumps(TOOLS[c.name](json.loads(c.arguments)))) for c in calls
-                ))
+                result = ToolsExecuted(
+                    tuple(
+                        ToolReturned(c.call_id, json.dumps(TOOLS[c.name](json.loads(c.arguments))))
+                        for c in calls
+                    )
+                )
             case other:
                 raise NotImplementedError(f"this interpreter does not perform {type(other).__name__}")
         outcome = advance(SPEC, outcome.state, result)

@@ -8,6 +8,7 @@ Model adapters live in ``helikon.providers.*``, testing helpers in
 ``helikon.testing``, the pure machine in ``helikon.loop``.
 """
 
+from helikon._version import __version__
 from helikon.agent import LlmAgent
 from helikon.cancel import CancellationToken
 from helikon.config import PermissionMode, RunConfig
@@ -47,10 +48,8 @@ from helikon.protocols import Model, Session, Tool
 from helikon.results import RunResult, collect, collect_typed, run_sync
 from helikon.snapshots import dump_state, load_state
 from helikon.steps import advance, perform, start
-from helikon.trace import Trace
 from helikon.tools import FunctionTool, tool, tools
-
-from helikon._version import __version__
+from helikon.trace import Trace
 
 __all__ = [
     "AgentError",

@@ -29,7 +29,7 @@ Ctx = TypeVar("Ctx")
 Instructions = str | Callable[[RunContext[Any]], Any] | None
 
 
-def _as_tools(items: Iterable[object]) -> tuple[Tool, ...]:
+def _as_tools(items: Iterable[Tool | Callable[..., Any]]) -> tuple[Tool, ...]:
     from helikon.tools import tools
 
     return tools(*items)
@@ -149,7 +149,7 @@ class LlmAgent(Generic[Ctx]):
         interp = interpreter or LiveInterpreter(state.run_id)
         return _run(self, spec, ctx or RunContext.ephemeral(None), AgentInput(()), interp, first)
 
-    def with_tools(self, *tools: object) -> LlmAgent[Ctx]:
+    def with_tools(self, *tools: Tool | Callable[..., Any]) -> LlmAgent[Ctx]:
         return attrs.evolve(self, tools=tools)
 
     def with_instructions(self, instructions: Instructions) -> LlmAgent[Ctx]:

@@ -10,7 +10,7 @@ wrap their network waits in :meth:`CancellationToken.scope`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
@@ -55,10 +55,8 @@ class CancellationToken:
         self._callbacks.append(callback)
 
         def remove() -> None:
-            try:
+            with suppress(ValueError):
                 self._callbacks.remove(callback)
-            except ValueError:
-                pass
 
         return remove
 

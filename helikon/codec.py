@@ -37,7 +37,7 @@ def _union_args(tp: object) -> tuple[object, ...]:
 
 
 def _is_json_value(tp: object) -> bool:
-    return _JSON_SCALARS <= set(_union_args(tp))
+    return set(_union_args(tp)) >= _JSON_SCALARS
 
 
 def _is_json_object(tp: object) -> bool:
@@ -107,7 +107,7 @@ def unstructure(value: object, as_type: object = None) -> Any:
 
     Pass the union as ``as_type`` to tag the top-level value too.
     """
-    return converter().unstructure(value, unstructure_as=as_type)  # type: ignore[arg-type]
+    return converter().unstructure(value, unstructure_as=as_type)
 
 
 def structure(data: Any, as_type: Any) -> Any:

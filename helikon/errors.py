@@ -302,9 +302,7 @@ class ToolError(HelikonError):
 
     def __init__(self, message_or_failure: str | ToolFailure) -> None:
         failure = (
-            ToolCrashed(message_or_failure)
-            if isinstance(message_or_failure, str)
-            else message_or_failure
+            ToolCrashed(message_or_failure) if isinstance(message_or_failure, str) else message_or_failure
         )
         super().__init__(describe(failure))
         self.failure: ToolFailure = failure

@@ -45,8 +45,9 @@ def load_state(data: bytes | str) -> RunState:
     if not isinstance(envelope, dict) or envelope.get("format") != FORMAT:
         raise StateFormatError("not a helikon state snapshot")
     if envelope.get("version") != VERSION:
+        version = envelope.get("version")
         raise StateFormatError(
-            f"state snapshot version {envelope.get('version')!r} is not supported (this helikon reads {VERSION})"
+            f"state snapshot version {version!r} is not supported (this helikon reads {VERSION})"
         )
     try:
         state: RunState = codec.structure(envelope["state"], RunState)

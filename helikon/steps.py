@@ -19,7 +19,8 @@ from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, Outcome, RunState, start as _start, transition
+from helikon.loop import AgentSpec, Outcome, RunState, transition
+from helikon.loop import start as _start
 
 
 def _spec_of(agent: Any) -> AgentSpec:

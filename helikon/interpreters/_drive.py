@@ -16,6 +16,7 @@ from typing import Protocol
 
 from returns.result import Failure, Success
 
+from helikon.effects import Effect as Effect
 from helikon.effects import (
     EffectResult,
     InstructionsRendered,
@@ -25,7 +26,6 @@ from helikon.effects import (
     Terminate,
     ToolsExecuted,
 )
-from helikon.effects import Effect as Effect
 from helikon.errors import Cancelled, StepError, TimedOut
 from helikon.events import AgentEvent
 from helikon.ids import RunId

@@ -116,8 +116,9 @@ class LiveInterpreter:
                     delta = delta_event(event)
                     if delta is not None:
                         yield delta
-                    if cancel.cancelled or (deadline is not None and len(events) % 64 == 0
-                                            and interruption(env) is not None):
+                    if cancel.cancelled or (
+                        deadline is not None and len(events) % 64 == 0 and interruption(env) is not None
+                    ):
                         break
             finally:
                 aclose = getattr(stream, "aclose", None)

@@ -89,8 +89,10 @@ class RecordingInterpreter:
 def _input_of(outcome: Outcome) -> tuple[Item, ...]:
     """The run's input: what the first outcome appended (a fresh run's first
     step appends exactly the input items)."""
-    return outcome.appended if outcome.appended else tuple(
-        i for i in outcome.state.conversation if isinstance(i, UserMessage)
+    return (
+        outcome.appended
+        if outcome.appended
+        else tuple(i for i in outcome.state.conversation if isinstance(i, UserMessage))
     )
 
 

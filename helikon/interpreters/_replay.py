@@ -127,10 +127,7 @@ class ReplayInterpreter:
                 index, f"the run asked for {type(effect).__name__} but the recording has ended", []
             )
         step = self.trace.steps[index]
-        if self.strict:
-            same = effect == step.effect
-        else:
-            same = _loose(effect) == _loose(step.effect)
+        same = effect == step.effect if self.strict else _loose(effect) == _loose(step.effect)
         if not same:
             from helikon.diff import diff
 

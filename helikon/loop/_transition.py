@@ -84,16 +84,16 @@ from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
     CallingModel,
-    LoopState,
     Done,
     ExecutingTools,
     Failed,
     Finalizing,
+    LoopState,
     RepairingOutput,
     RunState,
 )
 from helikon.loop._validate import parse_json, schema_errors
-from helikon.model import JsonSchema, ModelRequest, ModelSettings, Usage
+from helikon.model import JsonSchema, ModelRequest, Usage
 
 #: Asked after a plain-text answer when the agent has an output schema.
 FINALIZE_PROMPT = (
@@ -159,7 +159,7 @@ def _evolve(
     phase: LoopState | None = None,
     conversation: tuple[Item, ...] | None = None,
     usage: Usage | None = None,
-    instructions: str | None | object = _KEEP,
+    instructions: str | object | None = _KEEP,
     strikes: int | None = None,
 ) -> RunState:
     """``attrs.evolve`` for the hot path: a direct constructor call (about
@@ -241,9 +241,7 @@ def _check_call(call: ToolCall, spec: AgentSpec) -> tuple[ToolResult | None, tup
 def _next_turn(
     state: RunState, spec: AgentSpec, turn: int, events: list[AgentEvent], appended: list[Item]
 ) -> Outcome:
-    state = _evolve(
-        state, phase=CallingModel(turn + 1), conversation=(*state.conversation, *appended)
-    )
+    state = _evolve(state, phase=CallingModel(turn + 1), conversation=(*state.conversation, *appended))
     return _begin_turn(state, spec, events, appended)
 
 

@@ -9,4 +9,12 @@ from helikon.testing._mock import MockModel, Pause, ScriptItem, call_tools, say
 __all__ = [
     "GoldenTraceMissing",
     "GoldenTraces",
-    "MockModel", "Pause", "ScriptItem", "ScriptedRun", "Step", "TestInterpreter", "call_tools", "say"]
+    "MockModel",
+    "Pause",
+    "ScriptItem",
+    "ScriptedRun",
+    "Step",
+    "TestInterpreter",
+    "call_tools",
+    "say",
+]

@@ -114,8 +114,10 @@ _WORDS = re.compile(r"\s*\S+\s*|\s+")
 def say(text: str, *, usage: Usage | None = None, chunked: bool = True) -> list[ScriptItem]:
     """A turn that streams ``text`` (word by word) and finishes.
 
-    >>> say("Hi there")
-    [TextChunk(text='Hi '), TextChunk(text='there'), Finish(reason=<FinishReason.STOP: 'stop'>, response_id=None)]
+    >>> say("Hi there")[:2]
+    [TextChunk(text='Hi '), TextChunk(text='there')]
+    >>> say("Hi there")[-1].reason
+    <FinishReason.STOP: 'stop'>
     """
     pieces = _WORDS.findall(text) if chunked else [text]
     events: list[ScriptItem] = [TextChunk(p) for p in pieces if p]

@@ -314,8 +314,10 @@ def non_matching_args(schema: JsonObject) -> st.SearchStrategy[JsonValue]:
 @cache
 def malformed_json() -> st.SearchStrategy[str]:
     """Text that is not JSON: a cut-off object, or prose."""
-    cut = json_objects(max_leaves=3).map(_encode).flatmap(
-        lambda text: st.integers(1, len(text) - 1).map(lambda end: text[:end])
+    cut = (
+        json_objects(max_leaves=3)
+        .map(_encode)
+        .flatmap(lambda text: st.integers(1, len(text) - 1).map(lambda end: text[:end]))
     )
     prose = st.sampled_from(["{", "{'a': 1}", "not json", '{"a": }', "[1, 2", "{} {}"])
     return st.one_of(cut, prose)
@@ -366,8 +368,11 @@ def tool_outcomes(call_id: CallId | str) -> st.SearchStrategy[ToolOutcome]:
     """How tool call ``call_id`` ended: returned text, or raised a failure."""
     cid = CallId(call_id)
     return st.one_of(
-        st.builds(ToolReturned, st.just(cid), tool_return_values().map(
-            lambda v: v if isinstance(v, str) else _encode(v))),
+        st.builds(
+            ToolReturned,
+            st.just(cid),
+            tool_return_values().map(lambda v: v if isinstance(v, str) else _encode(v)),
+        ),
         st.builds(ToolRaised, st.just(cid), tool_failures()),
     )
 
@@ -471,9 +476,9 @@ def _split(text: str) -> st.SearchStrategy[list[str]]:
     """``text`` cut into fragments (possibly with an empty first one)."""
     if len(text) < 2:
         return st.just([text])
-    return st.tuples(
-        st.lists(st.integers(1, len(text) - 1), max_size=3, unique=True), st.booleans()
-    ).map(lambda cuts_lead: _cut(text, sorted(cuts_lead[0]), cuts_lead[1]))
+    return st.tuples(st.lists(st.integers(1, len(text) - 1), max_size=3, unique=True), st.booleans()).map(
+        lambda cuts_lead: _cut(text, sorted(cuts_lead[0]), cuts_lead[1])
+    )
 
 
 def _cut(text: str, cuts: list[int], empty_first: bool) -> list[str]:
@@ -507,8 +512,10 @@ def _planned_call(draw: st.DrawFn, tools: tuple[ToolDef, ...], kinds: tuple[Call
     if kind is CallKind.UNKNOWN_TOOL:
         name = draw(tool_names().filter(lambda n: n not in names))
         return PlannedCall(None, name, _encode(draw(json_objects(max_leaves=3))), kind)
-    candidates = tools if kind is not CallKind.SCHEMA_VIOLATION else tuple(
-        t for t in tools if t.parameters.get("type") == "object"
+    candidates = (
+        tools
+        if kind is not CallKind.SCHEMA_VIOLATION
+        else tuple(t for t in tools if t.parameters.get("type") == "object")
     )
     tool = draw(st.sampled_from(candidates))
     if kind is CallKind.VALID:
@@ -587,23 +594,30 @@ def _turn_plans(
         call_id = ids[fragment.call]
         position = order.index(fragment.call)
         if keying == "index":
-            call_chunks.append(ToolCallChunk(
-                index=base + position,
-                call_id=call_id if fragment.first or repeat_ids else None,
-                name=planned[fragment.call].name if fragment.first else None,
-                arguments=fragment.arguments,
-            ))
+            call_chunks.append(
+                ToolCallChunk(
+                    index=base + position,
+                    call_id=call_id if fragment.first or repeat_ids else None,
+                    name=planned[fragment.call].name if fragment.first else None,
+                    arguments=fragment.arguments,
+                )
+            )
         elif keying == "call_id":
-            call_chunks.append(ToolCallChunk(
-                call_id=call_id, name=planned[fragment.call].name if fragment.first else None,
-                arguments=fragment.arguments,
-            ))
+            call_chunks.append(
+                ToolCallChunk(
+                    call_id=call_id,
+                    name=planned[fragment.call].name if fragment.first else None,
+                    arguments=fragment.arguments,
+                )
+            )
         else:
-            call_chunks.append(ToolCallChunk(
-                call_id=call_id if fragment.first else None,
-                name=planned[fragment.call].name if fragment.first else None,
-                arguments=fragment.arguments,
-            ))
+            call_chunks.append(
+                ToolCallChunk(
+                    call_id=call_id if fragment.first else None,
+                    name=planned[fragment.call].name if fragment.first else None,
+                    arguments=fragment.arguments,
+                )
+            )
     calls = tuple(attrs.evolve(planned[c], call_id=ids[c]) for c in order)
     body = draw(_interleave([reasoning_chunks, text_chunks, call_chunks]))
     # Usage increments anywhere; a finish (or none) last.

@@ -10,7 +10,7 @@ import pytest
 from helikon.testing import GoldenTraces
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scenarios import SCENARIOS  # noqa: E402
+from scenarios import SCENARIOS
 
 TRACES = Path(__file__).parent / "traces"
 

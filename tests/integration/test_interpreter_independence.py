@@ -15,12 +15,12 @@ from typing import Any
 import anyio
 import pytest
 
-from helikon import AgentEvent, AgentInput, FunctionTool
+from helikon import AgentEvent, FunctionTool
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.testing import TestInterpreter
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "golden"))
-from scenarios import SCENARIOS  # noqa: E402
+from scenarios import SCENARIOS
 
 RUN_ID = "run-1"
 
@@ -57,7 +57,7 @@ def scripted(name: str) -> list[AgentEvent]:
         model=list(agent.model.remaining),
         tools={tool.name: call_synchronously(tool) for tool in agent.tools},
     )
-    return list(interpreter.run(agent.spec, input if isinstance(input, AgentInput) else input, RUN_ID).events)
+    return list(interpreter.run(agent.spec, input, RUN_ID).events)
 
 
 def replayed(name: str) -> list[AgentEvent]:

@@ -301,7 +301,9 @@ def scripted_agent() -> LlmAgent[Any]:
 
     model = MockModel(
         [
-            call_tools(("add", {"a": 3, "b": 1}), ("add", {"a": 1, "b": 1}), ("nope", {}), text="Let me add."),
+            call_tools(
+                ("add", {"a": 3, "b": 1}), ("add", {"a": 1, "b": 1}), ("nope", {}), text="Let me add."
+            ),
             call_tools(("add", {"a": "x"})),
             say("4 and 2"),
         ]

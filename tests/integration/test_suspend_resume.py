@@ -16,7 +16,7 @@ from helikon.effects import CallModel, Terminate
 from helikon.interpreters import LiveInterpreter
 
 sys.path.insert(0, str(Path(__file__).parent))
-from resume_agent import make_agent  # noqa: E402
+from resume_agent import make_agent
 
 SCRIPT = Path(__file__).parent / "resume_agent.py"
 
@@ -33,7 +33,7 @@ def boundaries() -> int:
     outcome = start(agent, "add", run_id="r")
     count = 0
     while not isinstance(outcome.effect, Terminate):
-        _, result = trio.run(lambda: perform(agent, outcome.effect, run_id="r"))
+        _, result = trio.run(lambda effect=outcome.effect: perform(agent, effect, run_id="r"))
         outcome = advance(agent, outcome.state, result)
         count += 1
     return count
@@ -47,7 +47,7 @@ def test_resume_in_a_fresh_process_after_any_step(stop_after: int, tmp_path: Pat
     model_calls = 0
     for _ in range(stop_after):
         effect = outcome.effect
-        live, result = trio.run(lambda: perform(agent, effect, run_id="r"))
+        live, result = trio.run(lambda effect=effect: perform(agent, effect, run_id="r"))
         model_calls += isinstance(effect, CallModel)
         outcome = advance(agent, outcome.state, result)
         events.extend(live)

@@ -98,7 +98,9 @@ def test_with_setters_return_changed_copies() -> None:
 
 
 def test_run_sync_runs_a_whole_agent() -> None:
-    model = MockModel([call_tools(("lookup", {"city": "Oslo"})), say("It is sunny in Oslo.", usage=Usage(3, 4))])
+    model = MockModel(
+        [call_tools(("lookup", {"city": "Oslo"})), say("It is sunny in Oslo.", usage=Usage(3, 4))]
+    )
     agent = LlmAgent(name="w", model=model, tools=[lookup])
 
     result = run_sync(agent, "Weather in Oslo?")
@@ -153,7 +155,9 @@ class StructOut(msgspec.Struct):
 
 @pytest.mark.parametrize("output_type", [AttrsOut, DataOut, DictOut, StructOut])
 def test_structured_output_end_to_end(output_type: type[Any]) -> None:
-    model = MockModel([say('{"city": "Oslo", "temperature": "warm"}'), say('{"city": "Oslo", "temperature": 21}')])
+    model = MockModel(
+        [say('{"city": "Oslo", "temperature": "warm"}'), say('{"city": "Oslo", "temperature": 21}')]
+    )
     agent = LlmAgent(name="w", model=model, output_type=output_type)
 
     result = run_sync(agent, "Weather?")

@@ -43,7 +43,9 @@ def scripts() -> list[Any]:
 
 
 def make_agent(model: MockModel | None = None, instructions: str = "Add.", tool_: Any = add) -> LlmAgent[Any]:
-    return LlmAgent(name="calc", model=model or MockModel(scripts()), instructions=instructions, tools=[tool_])
+    return LlmAgent(
+        name="calc", model=model or MockModel(scripts()), instructions=instructions, tools=[tool_]
+    )
 
 
 def run(agent: LlmAgent[Any], interpreter: Any) -> list[AgentEvent]:
@@ -85,7 +87,9 @@ def test_changed_tool_schema_diverges_naming_the_field(recorded: tuple[Trace, li
     with pytest.raises(ReplayDivergence) as info:
         run(make_agent(tool_=add_strings), ReplayInterpreter(trace))
 
-    assert "request.tools[0].parameters.properties.a.type: expected 'integer', got 'string'" in str(info.value)
+    assert "request.tools[0].parameters.properties.a.type: expected 'integer', got 'string'" in str(
+        info.value
+    )
 
 
 def test_loose_replay_tolerates_changed_instructions(recorded: tuple[Trace, list[AgentEvent]]) -> None:
@@ -130,13 +134,18 @@ def test_a_run_that_ends_early_diverges(recorded: tuple[Trace, list[AgentEvent]]
     from helikon.model import TextChunk
 
     first = trace.steps[0]
-    steps = (type(first)(0, first.effect, ModelResponded((TextChunk("done"),)), first.events), *trace.steps[1:])
+    steps = (
+        type(first)(0, first.effect, ModelResponded((TextChunk("done"),)), first.events),
+        *trace.steps[1:],
+    )
 
     with pytest.raises(ReplayDivergence, match="more step"):
         run(make_agent(), ReplayInterpreter(Trace(trace.header, steps, trace.final_events)))
 
 
-def test_the_message_shows_the_last_steps_before_the_divergence(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+def test_the_message_shows_the_last_steps_before_the_divergence(
+    recorded: tuple[Trace, list[AgentEvent]],
+) -> None:
     trace, _ = recorded
     steps = list(trace.steps)
     last = steps[2]

@@ -11,8 +11,8 @@ import trio
 
 from helikon import LlmAgent, Trace, tool
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter
-from helikon.trace import FORMAT, VERSION, TraceFormatError, fingerprint
 from helikon.testing import MockModel, call_tools, say
+from helikon.trace import FORMAT, VERSION, TraceFormatError, fingerprint
 
 
 @tool
