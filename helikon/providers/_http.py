@@ -146,7 +146,9 @@ async def send(
             if response.status_code >= 400:
                 body = await response.aread()
                 await response.aclose()
-                raise classify(provider, model_id, response.status_code, error_message(body), response.headers)
+                raise classify(
+                    provider, model_id, response.status_code, error_message(body), response.headers
+                )
     except httpx.HTTPError as exc:
         raise transport_error(provider, model_id, exc) from exc
     if scope.cancelled_caught:
@@ -154,7 +156,9 @@ async def send(
     return response
 
 
-async def read_all(response: httpx.Response, cancel: CancellationToken, *, provider: str, model_id: str) -> bytes | None:
+async def read_all(
+    response: httpx.Response, cancel: CancellationToken, *, provider: str, model_id: str
+) -> bytes | None:
     """The whole body of a non-streaming response; None if cancelled."""
     try:
         with cancel.scope() as scope:
@@ -290,7 +294,9 @@ def decode_json(data: str | bytes, *, provider: str, model_id: str) -> Any:
         return msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         snippet = data[:200] if isinstance(data, str) else data[:200].decode(errors="replace")
-        raise ModelError.other(f"{provider} {model_id}: malformed JSON from the server ({exc}): {snippet!r}") from None
+        raise ModelError.other(
+            f"{provider} {model_id}: malformed JSON from the server ({exc}): {snippet!r}"
+        ) from None
 
 
 __all__ = [
