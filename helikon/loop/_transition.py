@@ -395,6 +395,8 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
 
 
 def on_model_call_failed(state: RunState, result: ModelCallFailed, spec: AgentSpec) -> Step:
+    if type(state.phase) is CallingModel and not state.phase.rendered:
+        return Failure(StepError("the model was not called"))
     partial = aggregate(result.events, state.run_id, 0)
     return Success(_fail(state, ModelFailed(result.failure), [], [], state.usage + partial.usage))
 

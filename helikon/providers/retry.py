@@ -57,7 +57,7 @@ class RetryPolicy:
         >>> RetryPolicy(base_delay=1.0, jitter=0.0).delay(1, 0.5, retry_after_ms=2500)
         2.5
         """
-        backoff = min(self.max_delay, self.base_delay * 2 ** (retry - 1))
+        backoff: float = min(self.max_delay, self.base_delay * 2.0 ** (retry - 1))
         backoff *= 1 - self.jitter * random_fraction
         if retry_after_ms is not None:
             backoff = max(backoff, retry_after_ms / 1000)

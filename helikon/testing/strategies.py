@@ -60,10 +60,12 @@ from helikon.errors import (
 from helikon.ids import CallId, RunId, derive_call_id
 from helikon.items import (
     AgentInput,
-    Item,
+    AssistantMessage,
     ReasoningPart,
+    SystemMessage,
     ToolCall,
     ToolResult,
+    UserMessage,
 )
 from helikon.loop import AgentSpec, ExecutingTools, OutputSchema
 from helikon.model import (
@@ -763,10 +765,11 @@ def agent_specs(
 
 
 def agent_inputs() -> st.SearchStrategy[AgentInput]:
-    """A run's input: one user message, or a short history."""
+    """A run's input: one user message, or a short history of messages."""
+    messages = st.one_of(carriers(UserMessage), carriers(SystemMessage), carriers(AssistantMessage))
     return st.one_of(
         st.text(max_size=20).map(AgentInput.from_user_text),
-        st.lists(carriers(Item), min_size=1, max_size=3).map(AgentInput.from_items),
+        st.lists(messages, min_size=1, max_size=3).map(AgentInput.from_items),
     )
 
 

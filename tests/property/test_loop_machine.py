@@ -116,6 +116,7 @@ class LoopMachine(RuleBasedStateMachine):
         self.out = start(spec, input, run_id)
         self.events = list(self.out.events)
         self.appended = list(self.out.appended)
+        self.input_items = len(input.items)
         self.usage = Usage()
         self.turns: list[int] = []
         self.first_turns = 0  # model calls in the CallingModel phase
@@ -278,12 +279,16 @@ class LoopMachine(RuleBasedStateMachine):
 
     @invariant()
     def semantic_events_mirror_the_conversation(self) -> None:
+        # The input is in the conversation but was never emitted as an event.
+        produced = self.appended[self.input_items :]
         items = [e.item for e in self.events if isinstance(e, MessageOutput | ToolCallItem | ToolOutputItem)]
-        assert items == [i for i in self.appended if isinstance(i, AssistantMessage | ToolCall | ToolResult)]
+        assert items == [i for i in produced if isinstance(i, AssistantMessage | ToolCall | ToolResult)]
 
     @invariant()
     def tool_calls_answered_before_the_next_model_call(self) -> None:
-        answered_in_order(self.out.state.conversation, allow_open_tail=self.out.state.terminal)
+        # Calls stay open only while they run, or when the run failed meanwhile.
+        open_tail = type(self.out.effect) is ExecuteTools or type(self.out.state.phase) is Failed
+        answered_in_order(self.out.state.conversation, allow_open_tail=open_tail)
 
     @invariant()
     def model_calls_within_limits(self) -> None:
