@@ -158,8 +158,9 @@ def main(
     names = [*loop_workloads, *plain_workloads]
     parser = argparse.ArgumentParser(description=f"{sdk} overhead benchmarks (JSON lines on stdout)")
     parser.add_argument("--only", choices=names, help="run one workload in this process")
-    parser.add_argument("--backend", choices=[*BACKENDS, "both"], default="both",
-                        help="event loop (default: both)")
+    parser.add_argument(
+        "--backend", choices=[*BACKENDS, "both"], default="both", help="event loop (default: both)"
+    )
     args = parser.parse_args(argv)
     backends = BACKENDS if args.backend == "both" else (args.backend,)
 

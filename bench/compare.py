@@ -71,8 +71,9 @@ class Peer:
 PEERS = (
     Peer("openai-agents", "openai_agents_bench.py", "agents", ("openai-agents", "openai", "pydantic")),
     Peer("pydantic-ai", "pydantic_ai_bench.py", "pydantic_ai", ("pydantic-ai-slim", "pydantic")),
-    Peer("langgraph", "langgraph_bench.py", "langgraph",
-         ("langgraph", "langgraph-prebuilt", "langchain-core")),
+    Peer(
+        "langgraph", "langgraph_bench.py", "langgraph", ("langgraph", "langgraph-prebuilt", "langchain-core")
+    ),
 )
 FLOOR_PEER = Peer(FLOOR, "baseline_floor.py", None, (), w4_stmt="import asyncio, json")
 HELIKON_W4_STMT = "from helikon import LlmAgent, RunContext, collect, tool"
@@ -121,9 +122,15 @@ def add_rss_growth(records: list[dict[str, Any]]) -> None:
     for (sdk, workload, backend), metrics in by_key.items():
         if "rss_before_mib" in metrics and "rss_after_mib" in metrics and "rss_growth_mib" not in metrics:
             growth = metrics["rss_after_mib"]["value"] - metrics["rss_before_mib"]["value"]
-            record: dict[str, Any] = {"sdk": sdk, "workload": workload, "metric": "rss_growth_mib",
-                                      "value": round(growth, 1), "unit": "MiB", "derived": True,
-                                      "round": metrics["rss_before_mib"]["round"]}
+            record: dict[str, Any] = {
+                "sdk": sdk,
+                "workload": workload,
+                "metric": "rss_growth_mib",
+                "value": round(growth, 1),
+                "unit": "MiB",
+                "derived": True,
+                "round": metrics["rss_before_mib"]["round"],
+            }
             if backend:
                 record["backend"] = backend
             records.append(record)
@@ -165,12 +172,24 @@ def find_peers_python() -> str | None:
     return str(default) if os.access(default, os.X_OK) else None
 
 
+def fmt_load(load: tuple[float, float, float]) -> str:
+    return "/".join(f"{x:.2f}" for x in load)
+
+
 def git_revision() -> str:
     try:
-        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+        rev = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        ).stdout.strip()
     except OSError:
         return "unknown"
     return f"{rev or 'no commit'}{' (uncommitted changes)' if dirty else ''}"
@@ -217,10 +236,23 @@ ROWS = (
     Row("W2 RSS after MiB", "W2", "rss_after_mib", "{:.1f}"),
     Row("W2 peak RSS MiB", "W2", "peak_rss_mib", "{:.1f}"),
     Row("W3 text deltas/s", "W3", "text_deltas_per_s", "{:,.0f}", lower_is_better=False, factor=5),
-    Row("W4 import ms (user imports)", "W4", "import_ms_median", "{:.0f}", factor=3,
-        helikon_stmt=HELIKON_W4_STMT, backends=False),
-    Row("W4 import ms (`import helikon`)", "W4", "import_ms_median", "{:.0f}",
-        helikon_stmt="import helikon", backends=False),
+    Row(
+        "W4 import ms (user imports)",
+        "W4",
+        "import_ms_median",
+        "{:.0f}",
+        factor=3,
+        helikon_stmt=HELIKON_W4_STMT,
+        backends=False,
+    ),
+    Row(
+        "W4 import ms (`import helikon`)",
+        "W4",
+        "import_ms_median",
+        "{:.0f}",
+        helikon_stmt="import helikon",
+        backends=False,
+    ),
 )
 #: helikon only: W2 with every run alive at once.
 DIAGNOSTIC_ROWS = (
@@ -235,8 +267,9 @@ DIAGNOSTIC_ROWS = (
 TARGET_ROWS = (
     *ROWS[:3],
     Row("W2i wall s (all runs alive)", "W2i", "total_wall_s", "{:.3g}", factor=10, peer_workload="W2"),
-    Row("W2i RSS growth MiB (all runs alive)", "W2i", "rss_growth_mib", "{:.1f}", factor=2,
-        peer_workload="W2"),
+    Row(
+        "W2i RSS growth MiB (all runs alive)", "W2i", "rss_growth_mib", "{:.1f}", factor=2, peer_workload="W2"
+    ),
     *(row for row in ROWS[3:] if row.factor is not None),
 )
 
@@ -285,8 +318,7 @@ def helikon_columns(row: Row) -> list[tuple[str, str]]:
     return [("helikon", "")]
 
 
-def medians_table(med: Medians, peers: Sequence[str],
-                  rows: Sequence[Row]) -> list[str]:
+def medians_table(med: Medians, peers: Sequence[str], rows: Sequence[Row]) -> list[str]:
     titles = ["helikon (trio)", "helikon (asyncio)", *peers]
     lines = ["| metric | " + " | ".join(titles) + " |", "|---|" + "---:|" * len(titles)]
     for row in rows:
@@ -358,13 +390,18 @@ def spread_lines(med: Medians) -> list[str]:
     """The largest deviation from the median per SDK (as the peers' README reports)."""
     worst: dict[str, float] = defaultdict(float)
     for (sdk, _w, metric, _b, _s), (m, samples, _u) in med.items():
-        if m and len(samples) > 1 and metric in ("us_per_model_turn", "total_wall_s", "text_deltas_per_s",
-                                                  "import_ms_median"):
+        if (
+            m
+            and len(samples) > 1
+            and metric in ("us_per_model_turn", "total_wall_s", "text_deltas_per_s", "import_ms_median")
+        ):
             worst[sdk] = max(worst[sdk], max(abs(s - m) / abs(m) for s in samples))
     if not worst:
         return ["- one round only: no spread"]
-    return [f"- {sdk}: every timing sample within {100 * w:.1f}% of its median"
-            for sdk, w in sorted(worst.items())]
+    return [
+        f"- {sdk}: every timing sample within {100 * w:.1f}% of its median"
+        for sdk, w in sorted(worst.items())
+    ]
 
 
 # -- main ------------------------------------------------------------------------
@@ -374,15 +411,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=None, help="rounds to run (default 3; 1 with --quick)")
     parser.add_argument("--quick", action="store_true", help="smoke run: small parameters")
-    parser.add_argument("--json", metavar="PATH",
-                        help="write every raw result and the medians to PATH ('-': stdout)")
-    parser.add_argument("--peers", default="all",
-                        help="comma-separated peers (openai-agents,pydantic-ai,langgraph,floor), or 'none'")
-    parser.add_argument("--peers-dir",
-                        default=os.environ.get("PEERS_DIR", str(ROOT.parent / "shared/bench/peers")),
-                        help="where the peer scripts live (default: ../shared/bench/peers, or $PEERS_DIR)")
-    parser.add_argument("--helikon-python", default=sys.executable,
-                        help="the Python that has helikon installed (default: this one)")
+    parser.add_argument(
+        "--json", metavar="PATH", help="write every raw result and the medians to PATH ('-': stdout)"
+    )
+    parser.add_argument(
+        "--peers",
+        default="all",
+        help="comma-separated peers (openai-agents,pydantic-ai,langgraph,floor), or 'none'",
+    )
+    parser.add_argument(
+        "--peers-dir",
+        default=os.environ.get("PEERS_DIR", str(ROOT.parent / "shared/bench/peers")),
+        help="where the peer scripts live (default: ../shared/bench/peers, or $PEERS_DIR)",
+    )
+    parser.add_argument(
+        "--helikon-python",
+        default=sys.executable,
+        help="the Python that has helikon installed (default: this one)",
+    )
     args = parser.parse_args(argv)
     rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
 
@@ -393,8 +439,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes: list[str] = []
 
     wanted = {p.strip() for p in args.peers.split(",")} if args.peers not in ("all", "none") else set()
-    selected = [p for p in (*PEERS, FLOOR_PEER) if args.peers == "all" or
-                (args.peers != "none" and (p.sdk in wanted or (p is FLOOR_PEER and "floor" in wanted)))]
+    selected = [
+        p
+        for p in (*PEERS, FLOOR_PEER)
+        if args.peers == "all"
+        or (args.peers != "none" and (p.sdk in wanted or (p is FLOOR_PEER and "floor" in wanted)))
+    ]
     peers_python = find_peers_python()
     peers_dir = Path(args.peers_dir)
     runnable: list[tuple[Peer, str]] = []
@@ -402,8 +452,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes.append(f"peer scripts not found in {peers_dir}: every peer skipped")
         selected = []
     if selected and peers_python is None:
-        notes.append("no peers venv ($PEERS_PYTHON or ~/.venv-peers/bin/python): SDK peers skipped; "
-                     "the floor runs with helikon's Python")
+        notes.append(
+            "no peers venv ($PEERS_PYTHON or ~/.venv-peers/bin/python): SDK peers skipped; "
+            "the floor runs with helikon's Python"
+        )
     have = installed_modules(peers_python, [p.module for p in PEERS if p.module]) if peers_python else set()
     for peer in selected:
         if peer.module is None:
@@ -414,13 +466,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             notes.append(f"{peer.sdk}: package `{peer.module}` not installed in {peers_python}: skipped")
 
     runs: list[Run] = []
+    load_before = os.getloadavg()
     t0 = time.perf_counter()
     for round_no in range(1, rounds + 1):
-        runs.append(run_script(HELIKON, round_no,
-                               [args.helikon_python, str(HERE / "helikon_bench.py")], env))
+        runs.append(run_script(HELIKON, round_no, [args.helikon_python, str(HERE / "helikon_bench.py")], env))
         for peer, python in runnable:
             runs.append(run_script(peer.sdk, round_no, [python, str(peers_dir / peer.script)], env))
     total_s = time.perf_counter() - t0
+    load_after = os.getloadavg()
 
     med = medians(runs)
     peer_names = [p.sdk for p, _ in runnable]
@@ -438,24 +491,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     helikon_version = python_output(args.helikon_python, "import helikon; print(helikon.__version__)") or "?"
     info = [
         f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
-        f"- rounds: {rounds}{' (quick parameters)' if args.quick else ''}; total {total_s:.0f} s",
+        f"- rounds: {rounds}{' (quick parameters)' if args.quick else ''}; total {total_s:.0f} s; "
+        f"load average (1/5/15 min) before {fmt_load(load_before)}, after {fmt_load(load_after)}",
         f"- parameter overrides: {params}",
         f"- helikon {helikon_version} (git {git_revision()}), Python {helikon_py} ({args.helikon_python})",
     ]
     if peers_python:
         vers = versions(peers_python, [d for p, _ in runnable for d in p.dists])
         pyver = python_output(peers_python, "import sys; print(sys.version.split()[0])")
-        info.append(f"- peers: Python {pyver} ({peers_python}); "
-                    + ", ".join(f"{k} {v}" for k, v in vers.items()))
+        info.append(
+            f"- peers: Python {pyver} ({peers_python}); " + ", ".join(f"{k} {v}" for k, v in vers.items())
+        )
 
     vs = verdicts(med, peer_names)
-    out = ["## Environment", "", *info, "", "## Medians", "",
-           *medians_table(med, peer_names, ROWS), "",
-           "W2i (helikon only): W2 with one scheduler checkpoint per model call, so all C runs are alive "
-           "at once, as the peers' runs are in W2 (helikon's W2 runs, like the floor's, finish one by one).",
-           "", *medians_table(med, [], DIAGNOSTIC_ROWS), "",
-           "## Targets (helikon against the best peer)", "", *targets_table(vs), "",
-           "## Spread", "", *spread_lines(med)]
+    out = [
+        "## Environment",
+        "",
+        *info,
+        "",
+        "## Medians",
+        "",
+        *medians_table(med, peer_names, ROWS),
+        "",
+        "W2i (helikon only): W2 with one scheduler checkpoint per model call, so all C runs are alive "
+        "at once, as the peers' runs are in W2 (helikon's W2 runs, like the floor's, finish one by one).",
+        "",
+        *medians_table(med, [], DIAGNOSTIC_ROWS),
+        "",
+        "## Targets (helikon against the best peer)",
+        "",
+        *targets_table(vs),
+        "",
+        "## Spread",
+        "",
+        *spread_lines(med),
+    ]
     if notes:
         out += ["", "## Notes", "", *(f"- {n}" for n in notes)]
     print("\n".join(out))
@@ -465,11 +535,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             "info": info,
             "notes": notes,
             "runs": [r.__dict__ for r in runs],
-            "medians": [{"sdk": k[0], "workload": k[1], "metric": k[2], "backend": k[3], "stmt": k[4],
-                         "median": m, "samples": s, "unit": u} for k, (m, s, u) in sorted(med.items())],
-            "targets": [{"target": v.row.label, "backend": v.backend, "helikon": v.helikon,
-                         "best_peer": v.best_sdk, "best_peer_value": v.best, "advantage": v.adv,
-                         "needed": v.row.factor, "holds": v.holds, "floor_cost": v.floor_cost} for v in vs],
+            "medians": [
+                {
+                    "sdk": k[0],
+                    "workload": k[1],
+                    "metric": k[2],
+                    "backend": k[3],
+                    "stmt": k[4],
+                    "median": m,
+                    "samples": s,
+                    "unit": u,
+                }
+                for k, (m, s, u) in sorted(med.items())
+            ],
+            "targets": [
+                {
+                    "target": v.row.label,
+                    "backend": v.backend,
+                    "helikon": v.helikon,
+                    "best_peer": v.best_sdk,
+                    "best_peer_value": v.best,
+                    "advantage": v.adv,
+                    "needed": v.row.factor,
+                    "holds": v.holds,
+                    "floor_cost": v.floor_cost,
+                }
+                for v in vs
+            ],
         }
         text = json.dumps(dump, indent=1)
         if args.json == "-":

@@ -201,9 +201,20 @@ def w1(backend: str) -> None:
     wall, result = run_loop(backend, go)
     check_tool_loop(result, turns)
     check_counters(runs, turns)
-    C.emit(SDK, "W1", "us_per_model_turn", round(wall / (runs * turns) * 1e6, 2), "us", backend=backend,
-           runs=runs, turns=turns, tool_calls=COUNTERS["tool"], model_calls=COUNTERS["model"],
-           total_wall_s=round(wall, 4), net_attempts=len(C.NET_ATTEMPTS))
+    C.emit(
+        SDK,
+        "W1",
+        "us_per_model_turn",
+        round(wall / (runs * turns) * 1e6, 2),
+        "us",
+        backend=backend,
+        runs=runs,
+        turns=turns,
+        tool_calls=COUNTERS["tool"],
+        model_calls=COUNTERS["model"],
+        total_wall_s=round(wall, 4),
+        net_attempts=len(C.NET_ATTEMPTS),
+    )
 
 
 def _w2(backend: str, workload: str, checkpoint: bool) -> None:
@@ -236,14 +247,33 @@ def _w2(backend: str, workload: str, checkpoint: bool) -> None:
     for result in results:
         check_tool_loop(result, turns)
     check_counters(runs, turns)
-    C.emit(SDK, workload, "total_wall_s", round(wall, 4), "s", backend=backend, runs=runs, turns=turns,
-           tool_calls=COUNTERS["tool"], model_calls=COUNTERS["model"], max_in_flight=live["max"],
-           gc_enabled=gc.isenabled(), net_attempts=len(C.NET_ATTEMPTS))
+    C.emit(
+        SDK,
+        workload,
+        "total_wall_s",
+        round(wall, 4),
+        "s",
+        backend=backend,
+        runs=runs,
+        turns=turns,
+        tool_calls=COUNTERS["tool"],
+        model_calls=COUNTERS["model"],
+        max_in_flight=live["max"],
+        gc_enabled=gc.isenabled(),
+        net_attempts=len(C.NET_ATTEMPTS),
+    )
     C.emit(SDK, workload, "rss_before_mib", round(rss_before, 1), "MiB", backend=backend)
     C.emit(SDK, workload, "rss_after_mib", round(rss_after, 1), "MiB", backend=backend)
     C.emit(SDK, workload, "rss_growth_mib", round(rss_after - rss_before, 1), "MiB", backend=backend)
-    C.emit(SDK, workload, "peak_rss_mib", round(peak, 1), "MiB", backend=backend,
-           peak_before_mib=round(peak_before, 1))
+    C.emit(
+        SDK,
+        workload,
+        "peak_rss_mib",
+        round(peak, 1),
+        "MiB",
+        backend=backend,
+        peak_before_mib=round(peak_before, 1),
+    )
 
 
 def w2(backend: str) -> None:
@@ -293,16 +323,35 @@ def w3(backend: str) -> None:
     C.check(chars == n * len(C.W3_DELTA), f"{chars} characters, expected {n * len(C.W3_DELTA)}")
     C.check(final == "".join(parts) == C.W3_DELTA * n, "final output differs from the streamed text")
     C.check(COUNTERS["model"] == 1 and not C.NET_ATTEMPTS, f"{COUNTERS}, network {C.NET_ATTEMPTS}")
-    C.emit(SDK, "W3", "text_deltas_per_s", round(deltas / wall, 1), "events/s", backend=backend,
-           deltas=deltas, chars=chars, events_total=total, all_events_per_s=round(total / wall, 1),
-           wall_s=round(wall, 4), api="agent.run() async iterator", net_attempts=len(C.NET_ATTEMPTS))
+    C.emit(
+        SDK,
+        "W3",
+        "text_deltas_per_s",
+        round(deltas / wall, 1),
+        "events/s",
+        backend=backend,
+        deltas=deltas,
+        chars=chars,
+        events_total=total,
+        all_events_per_s=round(total / wall, 1),
+        wall_s=round(wall, 4),
+        api="agent.run() async iterator",
+        net_attempts=len(C.NET_ATTEMPTS),
+    )
 
 
 def w4() -> None:
     for stmt in IMPORT_STMTS:
         median, samples = C.time_import(stmt)
-        C.emit(SDK, "W4", "import_ms_median", round(median, 1), "ms", stmt=stmt,
-               samples=[round(s, 1) for s in samples])
+        C.emit(
+            SDK,
+            "W4",
+            "import_ms_median",
+            round(median, 1),
+            "ms",
+            stmt=stmt,
+            samples=[round(s, 1) for s in samples],
+        )
 
 
 if __name__ == "__main__":

@@ -10,18 +10,22 @@ an interpreter (the live one unless told otherwise) and streams the events.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
 from helikon.config import RunConfig
-from helikon.context import RunContext
+from helikon.context import Actions, RunContext
 from helikon.errors import ConfigError
 from helikon.events import AgentEvent
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, Outcome, OutputSchema, RunState
+from helikon.ids import RunId
+from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug
 from helikon.model import ModelSettings, ToolDef
 from helikon.protocols import Model, Tool
+
+if TYPE_CHECKING:
+    from helikon.interpreters import RunEnv
 
 Ctx = TypeVar("Ctx")
 
@@ -59,6 +63,9 @@ class LlmAgent(Generic[Ctx]):
         output_type: a class (attrs, msgspec Struct, dataclass, TypedDict)
             the final answer must match; ``collect_typed`` returns one.
         config: the run limits (``run(config=...)`` overrides them).
+        handoffs: agents the model may hand the conversation to
+            (:class:`~helikon.workflows.Handoff`), one ``transfer_to_<slug>``
+            tool each.
     """
 
     name: str
@@ -69,6 +76,7 @@ class LlmAgent(Generic[Ctx]):
     settings: ModelSettings = ModelSettings()
     output_type: type | None = None
     config: RunConfig = RunConfig()
+    handoffs: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
     spec: AgentSpec = attrs.field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = attrs.field(init=False, repr=False)
 
@@ -85,6 +93,16 @@ class LlmAgent(Generic[Ctx]):
         instructions = self.instructions
         if instructions is not None and not isinstance(instructions, str) and not callable(instructions):
             raise ConfigError(f"agent {self.name!r}: instructions must be text or a function")
+        handoff_specs: list[HandoffSpec] = []
+        for handoff in self.handoffs:
+            slug = handoff_slug(handoff.target_name)
+            clash = next((h for h in handoff_specs if h.tool_name == slug), None)
+            if clash is not None or slug in tool_map:
+                raise ConfigError(
+                    f"agent {self.name!r}: handoffs to {handoff.target_name!r} and "
+                    f"{clash.target if clash else slug!r} both become the tool {slug!r}"
+                )
+            handoff_specs.append(HandoffSpec(slug, handoff.target_name, handoff.description))
         spec = AgentSpec(
             name=self.name,
             instructions=instructions if isinstance(instructions, str) else None,
@@ -96,6 +114,7 @@ class LlmAgent(Generic[Ctx]):
             output=output_schema_for(self.output_type) if self.output_type is not None else None,
             config=self.config,
             model_id=getattr(self.model, "model_id", ""),
+            handoffs=tuple(handoff_specs),
         )
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "tool_map", tool_map)
@@ -116,14 +135,7 @@ class LlmAgent(Generic[Ctx]):
             config: overrides the agent's run config for this run.
             interpreter: performs the effects; the live interpreter by default.
         """
-        from helikon.interpreters import LiveInterpreter
-
-        if isinstance(input, str):
-            input = AgentInput.from_user_text(input)
-        elif not isinstance(input, AgentInput):
-            raise TypeError(f"input must be a str or AgentInput, not {type(input).__name__}")
-        spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
-        return _run(self, spec, ctx or RunContext.ephemeral(None), input, interpreter or LiveInterpreter())
+        return run_agent(self, ctx, input, config=config, interpreter=interpreter)
 
     def resume(
         self,
@@ -147,7 +159,39 @@ class LlmAgent(Generic[Ctx]):
         spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
         first = resume(state, spec).alt(_raise).unwrap()
         interp = interpreter or LiveInterpreter(state.run_id)
-        return _run(self, spec, ctx or RunContext.ephemeral(None), AgentInput(()), interp, first)
+        return _run(self, ctx or RunContext.ephemeral(None), AgentInput(()), interp, config, first)
+
+    def make_env(
+        self,
+        ctx: RunContext[Any],
+        interpreter: Any,
+        *,
+        run_id: str | None = None,
+        path: tuple[str | int, ...] = (),
+        actions: Actions | None = None,
+        config: RunConfig | None = None,
+        parent_deadline: float | None = None,
+    ) -> RunEnv:
+        """The world an interpreter needs to run this agent (used by interpreters)."""
+        from helikon.interpreters import RunEnv
+
+        spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
+        deadline = _deadline(spec.config, parent_deadline)
+        return RunEnv(
+            spec,
+            self.model,
+            self.tool_map,
+            self.instructions if callable(self.instructions) else None,
+            ctx,
+            RunId(run_id) if run_id is not None else interpreter.new_run_id(),
+            deadline,
+            actions or Actions(),
+            children={h.target_name: h for h in self.handoffs},
+            path=path,
+        )
+
+    def with_handoffs(self, *handoffs: Any) -> LlmAgent[Ctx]:
+        return attrs.evolve(self, handoffs=handoffs)
 
     def with_tools(self, *tools: Tool | Callable[..., Any]) -> LlmAgent[Ctx]:
         return attrs.evolve(self, tools=tools)
@@ -172,25 +216,48 @@ def _raise(error: Exception) -> Any:
     raise error
 
 
+def run_agent(
+    agent: Any,
+    ctx: RunContext[Any] | None,
+    input: AgentInput | str,
+    *,
+    config: RunConfig | None = None,
+    interpreter: Any = None,
+) -> AsyncIterator[AgentEvent]:
+    """``agent.run(...)`` for any helikon agent (one with ``make_env``)."""
+    from helikon.interpreters import LiveInterpreter
+
+    if isinstance(input, str):
+        input = AgentInput.from_user_text(input)
+    elif not isinstance(input, AgentInput):
+        raise TypeError(f"input must be a str or AgentInput, not {type(input).__name__}")
+    return _run(agent, ctx or RunContext.ephemeral(None), input, interpreter or LiveInterpreter(), config)
+
+
+def _deadline(config: RunConfig, parent_deadline: float | None) -> float | None:
+    """The run's deadline: its own timeout, and never after its parent's."""
+    if config.timeout is None:
+        return parent_deadline
+    import anyio
+
+    own = anyio.current_time() + config.timeout
+    return own if parent_deadline is None else min(own, parent_deadline)
+
+
 async def _run(
-    agent: LlmAgent[Any],
-    spec: AgentSpec,
+    agent: Any,
     ctx: RunContext[Any],
     input: AgentInput,
     interpreter: Any,
-    first: Outcome | None = None,
+    config: RunConfig | None,
+    first: Any = None,
 ) -> AsyncIterator[AgentEvent]:
-    from helikon.interpreters import RunEnv, drive
+    """Drive ``agent`` (anything with ``make_env``) with ``interpreter``."""
+    from helikon.interpreters import drive
 
-    deadline = None
-    if spec.config.timeout is not None:
-        import anyio
-
-        deadline = anyio.current_time() + spec.config.timeout
-    instructions = agent.instructions if callable(agent.instructions) else None
-    env = RunEnv(spec, agent.model, agent.tool_map, instructions, ctx, interpreter.new_run_id(), deadline)
+    env = agent.make_env(ctx, interpreter, config=config)
     async for event in drive(interpreter, env, input, first):
         yield event
 
 
-__all__ = ["Instructions", "LlmAgent", "output_schema_for"]
+__all__ = ["Instructions", "LlmAgent", "output_schema_for", "run_agent"]

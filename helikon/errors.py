@@ -147,6 +147,23 @@ class InvalidToolArgs:
 
 
 @attrs.frozen
+class ChildFailure:
+    """Child agent ``key`` of a workflow failed with ``error``."""
+
+    key: str
+    error: AgentError
+
+
+@attrs.frozen
+class ChildrenFailed:
+    """Some children of a workflow failed (collect-all); ``skipped`` are the
+    graph nodes that did not run because a predecessor failed."""
+
+    failed: tuple[ChildFailure, ...]
+    skipped: tuple[str, ...] = ()
+
+
+@attrs.frozen
 class GuardrailTripped:
     """A guardrail's tripwire halted the run."""
 
@@ -188,6 +205,7 @@ AgentError: TypeAlias = (
     | MaxHandoffsExceeded
     | InvalidStructuredOutput
     | InvalidToolArgs
+    | ChildrenFailed
     | GuardrailTripped
     | Cancelled
     | TimedOut
@@ -217,6 +235,10 @@ def describe(error: AgentError | ModelFailure | ToolFailure) -> str:
             return "invalid structured output: " + "; ".join(errs)
         case InvalidToolArgs(tool, errs):
             return f"invalid arguments for tool {tool!r}: " + "; ".join(errs)
+        case ChildrenFailed(failed, skipped):
+            parts = [f"{f.key} ({describe(f.error)})" for f in failed]
+            text = "failed: " + ", ".join(parts)
+            return text + ("; skipped: " + ", ".join(skipped) if skipped else "")
         case GuardrailTripped(kind, info):
             return f"guardrail tripped ({kind}): {info}"
         case Cancelled():
@@ -341,6 +363,8 @@ class ConfigError(HelikonError, ValueError):
 __all__ = [
     "AgentError",
     "Cancelled",
+    "ChildFailure",
+    "ChildrenFailed",
     "ConfigError",
     "ContextLengthExceeded",
     "Denied",

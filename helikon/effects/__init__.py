@@ -17,10 +17,10 @@ from typing import TypeAlias
 
 import attrs
 
-from helikon.errors import Cancelled, ModelFailure, TimedOut, ToolFailure
+from helikon.errors import AgentError, Cancelled, ModelFailure, TimedOut, ToolFailure
 from helikon.ids import CallId
 from helikon.items import Item, ToolCall
-from helikon.model import ModelEvent, ModelRequest
+from helikon.model import ModelEvent, ModelRequest, Usage
 
 # -- effects -----------------------------------------------------------------
 
@@ -49,10 +49,32 @@ class ExecuteTools:
 
 @attrs.frozen
 class Handoff:
-    """Run agent ``target`` on ``transcript`` (multi-agent runs)."""
+    """Hand the conversation to agent ``target``, which finishes the run.
+
+    ``transcript`` is the conversation so far; ``depth`` the nesting depth the
+    target runs at.
+    """
 
     target: str
     transcript: tuple[Item, ...]
+    depth: int = 1
+
+
+@attrs.frozen
+class AgentRun:
+    """One child agent to run: ``key`` names it within its parent."""
+
+    key: str
+    agent: str
+    input: tuple[Item, ...]
+
+
+@attrs.frozen
+class RunAgents:
+    """Run these child agents (concurrently); answer with every result."""
+
+    runs: tuple[AgentRun, ...]
+    depth: int = 1
 
 
 @attrs.frozen
@@ -61,7 +83,7 @@ class Terminate:
 
 
 #: Everything the core can ask for.
-Effect: TypeAlias = RenderInstructions | CallModel | ExecuteTools | Handoff | Terminate
+Effect: TypeAlias = RenderInstructions | CallModel | ExecuteTools | Handoff | RunAgents | Terminate
 
 # -- results -----------------------------------------------------------------
 
@@ -116,6 +138,33 @@ class ToolsExecuted:
 
 
 @attrs.frozen
+class HandoffCompleted:
+    """The handoff target finished with ``output`` (or failed with ``error``)."""
+
+    output: str
+    usage: Usage
+    error: AgentError | None = None
+
+
+@attrs.frozen
+class AgentRunResult:
+    """How child ``key`` ended; ``escalated`` if one of its tools escalated."""
+
+    key: str
+    output: str
+    usage: Usage
+    error: AgentError | None = None
+    escalated: bool = False
+
+
+@attrs.frozen
+class AgentsRan:
+    """The children of a ``RunAgents`` ended (results in any order)."""
+
+    results: tuple[AgentRunResult, ...]
+
+
+@attrs.frozen
 class RunInterrupted:
     """The run was cancelled or timed out before the effect completed."""
 
@@ -124,19 +173,30 @@ class RunInterrupted:
 
 #: Everything an interpreter feeds back.
 EffectResult: TypeAlias = (
-    InstructionsRendered | ModelResponded | ModelCallFailed | ToolsExecuted | RunInterrupted
+    InstructionsRendered
+    | ModelResponded
+    | ModelCallFailed
+    | ToolsExecuted
+    | HandoffCompleted
+    | AgentsRan
+    | RunInterrupted
 )
 
 __all__ = [
+    "AgentRun",
+    "AgentRunResult",
+    "AgentsRan",
     "CallModel",
     "Effect",
     "EffectResult",
     "ExecuteTools",
     "Handoff",
+    "HandoffCompleted",
     "InstructionsRendered",
     "ModelCallFailed",
     "ModelResponded",
     "RenderInstructions",
+    "RunAgents",
     "RunInterrupted",
     "Terminate",
     "ToolOutcome",

@@ -18,7 +18,9 @@ from returns.result import Failure, Success
 
 from helikon.effects import Effect as Effect
 from helikon.effects import (
+    AgentsRan,
     EffectResult,
+    HandoffCompleted,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
@@ -31,11 +33,19 @@ from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
 from helikon.items import AgentInput
-from helikon.loop import Outcome, start, transition
+from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
 
 #: The result types, to tell them apart from live events in a perform stream.
 RESULT_TYPES: frozenset[type] = frozenset(
-    {InstructionsRendered, ModelResponded, ModelCallFailed, ToolsExecuted, RunInterrupted}
+    {
+        InstructionsRendered,
+        ModelResponded,
+        ModelCallFailed,
+        ToolsExecuted,
+        HandoffCompleted,
+        AgentsRan,
+        RunInterrupted,
+    }
 )
 
 
@@ -72,14 +82,14 @@ def interruption(env: RunEnv) -> RunInterrupted | None:
 
 
 async def drive(
-    interpreter: Interpreter, env: RunEnv, input: AgentInput, first: Outcome | None = None
+    interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
 ) -> AsyncIterator[AgentEvent]:
     """Run ``env``'s agent on ``input`` to a terminal state, yielding events.
 
     ``first`` resumes from an outcome instead of starting afresh.
     """
-    spec = env.spec
-    outcome = first if first is not None else start(spec, input, env.run_id)
+    machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
+    outcome = first if first is not None else machine.begin(input, env.run_id, env.ctx.agent_depth)
     observe = getattr(interpreter, "observe", None)
     while True:
         if observe is not None:
@@ -97,7 +107,7 @@ async def drive(
                 yield item  # type: ignore[misc]
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
-        match transition(outcome.state, result, spec):
+        match machine.step(outcome.state, result):
             case Success(nxt):
                 outcome = nxt
             case Failure(error):

@@ -36,6 +36,9 @@ class RunEnv:
         run_id: the run's id.
         deadline: ``anyio.current_time()`` at which the run times out.
         actions: signals tools raised during the run.
+        machine: the pure machine to drive (the agent loop of ``spec`` when None).
+        children: sub-agents by key (workflow children, handoff targets).
+        path: where this run sits in an agent tree (empty at the root).
     """
 
     spec: AgentSpec
@@ -46,6 +49,9 @@ class RunEnv:
     run_id: RunId
     deadline: float | None = None
     actions: Actions = attrs.field(factory=Actions)
+    machine: Any = None
+    children: Mapping[str, Any] = attrs.field(factory=dict)
+    path: tuple[str | int, ...] = ()
 
 
 __all__ = ["InstructionsFn", "RunEnv"]

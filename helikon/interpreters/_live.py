@@ -18,22 +18,29 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 from typing import final
 
+import attrs
 import msgspec
 
 from helikon._json import JsonObject
-from helikon.context import ToolContext
+from helikon.context import RunContext, ToolContext
 from helikon.effects import (
+    AgentRun,
+    AgentRunResult,
+    AgentsRan,
     CallModel,
     Effect,
     EffectResult,
     ExecuteTools,
     Handoff,
+    HandoffCompleted,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
     RenderInstructions,
+    RunAgents,
     Terminate,
     ToolOutcome,
     ToolRaised,
@@ -42,19 +49,21 @@ from helikon.effects import (
 )
 from helikon.errors import (
     ModelError,
+    OtherError,
     OtherModelFailure,
     StepError,
     ToolCrashed,
     ToolError,
     TransportFailure,
 )
-from helikon.events import AgentEvent
+from helikon.events import AgentEvent, AgentUpdated
 from helikon.ids import RunId
 from helikon.interpreters._drive import interruption
 from helikon.interpreters._env import RunEnv
-from helikon.items import ToolCall
+from helikon.interpreters._children import ChildEnd, resolve, run_child
+from helikon.items import Item, ToolCall
 from helikon.loop import delta_event
-from helikon.model import ModelEvent
+from helikon.model import ModelEvent, Usage
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -99,8 +108,95 @@ class LiveInterpreter:
                 yield await self._execute_tools(calls, env)
             case RenderInstructions():
                 yield await self._render_instructions(env)
-            case Handoff() | Terminate():
-                raise StepError(f"the live interpreter cannot perform {type(effect).__name__} yet")
+            case Handoff(target=target, transcript=transcript, depth=depth):
+                async for item in self._hand_off(target, transcript, depth, env):
+                    yield item
+            case RunAgents(runs=runs, depth=depth):
+                async for item in self._run_agents(runs, depth, env):
+                    yield item
+            case Terminate():
+                raise StepError("there is nothing to perform after Terminate")
+
+    async def _hand_off(
+        self, target: str, transcript: tuple[Item, ...], depth: int, env: RunEnv
+    ) -> AsyncIterator[AgentEvent | EffectResult]:
+        agent = resolve(env.children.get(target))
+        if agent is None:
+            yield HandoffCompleted("", Usage(), OtherError(f"no handoff target named {target!r}"))
+            return
+        ctx = attrs.evolve(env.ctx, agent_depth=depth)
+        path = (*env.path, "handoff", target)
+        async for item in run_child(
+            self, agent, ctx, transcript, path=path, run_id=f"{env.run_id}/{target}", deadline=env.deadline
+        ):
+            if type(item) is ChildEnd:
+                yield HandoffCompleted(item.output, item.usage, item.error)
+            else:
+                yield item  # type: ignore[misc]
+
+    async def _run_agents(
+        self, runs: tuple[AgentRun, ...], depth: int, env: RunEnv
+    ) -> AsyncIterator[AgentEvent | EffectResult]:
+        ctx = attrs.evolve(env.ctx, agent_depth=depth)
+        if len(runs) == 1:
+            # One child: stream its events as they happen.
+            result: AgentRunResult | None = None
+            async for item in self._child(runs[0], ctx, env):
+                if type(item) is AgentRunResult:
+                    result = item
+                else:
+                    yield item  # type: ignore[misc]
+            assert result is not None
+            yield AgentsRan((result,))
+            return
+
+        # Several children run at once; their events are emitted after the
+        # wave, child by child in declaration order, so the stream does not
+        # depend on scheduling.
+        import anyio
+
+        sinks: list[list[AgentEvent]] = [[] for _ in runs]
+        results: list[AgentRunResult | None] = [None] * len(runs)
+
+        async def worker(index: int) -> None:
+            async for item in self._child(runs[index], ctx, env):
+                if type(item) is AgentRunResult:
+                    results[index] = item
+                else:
+                    sinks[index].append(item)  # type: ignore[arg-type]
+
+        async with anyio.create_task_group() as group:
+            for index in range(len(runs)):
+                group.start_soon(worker, index)
+        for sink in sinks:
+            for event in sink:
+                yield event
+        yield AgentsRan(tuple(r for r in results if r is not None))
+
+    async def _child(
+        self, run: AgentRun, ctx: RunContext[Any], env: RunEnv
+    ) -> AsyncIterator[AgentEvent | AgentRunResult]:
+        """One workflow child: its events, then its result (state[key] written)."""
+        agent = resolve(env.children.get(run.key))
+        if agent is None:
+            yield AgentRunResult(run.key, "", Usage(), OtherError(f"no child agent {run.key!r}"))
+            return
+        yield AgentUpdated(getattr(agent, "name", run.key))
+        async for item in run_child(
+            self,
+            agent,
+            ctx,
+            run.input,
+            path=(*env.path, run.key),
+            run_id=f"{env.run_id}/{run.key}",
+            deadline=env.deadline,
+        ):
+            if type(item) is ChildEnd:
+                if item.error is None:
+                    env.ctx.state[run.key] = item.output  # the book's run-scoped state[key]
+                yield AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)
+            else:
+                yield item  # type: ignore[misc]
 
     async def _call_model(self, effect: CallModel, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         events: list[ModelEvent] = []

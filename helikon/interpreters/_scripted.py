@@ -26,6 +26,7 @@ from helikon.effects import (
     ModelCallFailed,
     ModelResponded,
     RenderInstructions,
+    RunAgents,
     Terminate,
     ToolOutcome,
     ToolRaised,
@@ -118,7 +119,7 @@ class TestInterpreter:
                 if self.instructions is None:
                     raise StepError("no instructions function was given")
                 return InstructionsRendered(self.instructions(turn))
-            case Handoff() | Terminate():
+            case Handoff() | RunAgents() | Terminate():
                 raise StepError(f"the test interpreter cannot perform {type(effect).__name__}")
 
     def _call_model(self, emit: list[AgentEvent]) -> EffectResult:

@@ -9,7 +9,7 @@ numbers: interpreters do that and feed the results back.
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._deltas import delta_event
 from helikon.loop._outcome import Outcome
-from helikon.loop._spec import AgentSpec, OutputSchema
+from helikon.loop._spec import AgentSpec, HandoffSpec, OutputSchema, handoff_slug
 from helikon.loop._states import (
     TERMINAL,
     ApplyingHandoff,
@@ -30,6 +30,8 @@ from helikon.loop._validate import parse_json, schema_errors
 
 __all__ = [
     "FINALIZE_PROMPT",
+    "HandoffSpec",
+    "handoff_slug",
     "REPAIR_PROMPT",
     "TABLE",
     "TERMINAL",

@@ -25,6 +25,24 @@ class OutputSchema:
 
 
 @attrs.frozen
+class HandoffSpec:
+    """A handoff the model may choose: the ``tool_name`` it calls to transfer
+    to agent ``target``, described by the target's description."""
+
+    tool_name: str
+    target: str
+    description: str
+
+    def tool_def(self) -> ToolDef:
+        """The synthetic transfer tool the model sees."""
+        return ToolDef(
+            self.tool_name,
+            self.description or f"Transfer the conversation to {self.target}.",
+            {"type": "object", "properties": {}, "additionalProperties": False},
+        )
+
+
+@attrs.frozen
 class AgentSpec:
     """An agent's definition as data.
 
@@ -38,6 +56,7 @@ class AgentSpec:
         output: the structured output schema, or None for plain text.
         config: the run's limits.
         model_id: the model's id, for trace fingerprints.
+        handoffs: the agents the model may transfer the conversation to.
     """
 
     name: str
@@ -48,6 +67,21 @@ class AgentSpec:
     output: OutputSchema | None = None
     config: RunConfig = RunConfig()
     model_id: str = ""
+    handoffs: tuple[HandoffSpec, ...] = ()
+
+    @property
+    def model_tools(self) -> tuple[ToolDef, ...]:
+        """Every tool the model sees: the agent's, then the transfer tools."""
+        if not self.handoffs:
+            return self.tools
+        return (*self.tools, *(h.tool_def() for h in self.handoffs))
+
+    def handoff(self, tool_name: str) -> HandoffSpec | None:
+        """The handoff whose transfer tool is ``tool_name``, or None."""
+        for handoff in self.handoffs:
+            if handoff.tool_name == tool_name:
+                return handoff
+        return None
 
     def tool(self, name: str) -> ToolDef | None:
         """The tool called ``name``, or None.
@@ -61,4 +95,25 @@ class AgentSpec:
         return None
 
 
-__all__ = ["AgentSpec", "OutputSchema"]
+def handoff_slug(agent_name: str) -> str:
+    """The transfer tool name for an agent: lowercase, non-alphanumeric runs
+    collapsed to ``_``.
+
+    >>> handoff_slug("investing specialist")
+    'transfer_to_investing_specialist'
+    >>> handoff_slug("Q&A -- Desk!")
+    'transfer_to_q_a_desk_'
+    """
+    slug = []
+    gap = False
+    for char in agent_name.lower():
+        if char.isascii() and char.isalnum():
+            slug.append(char)
+            gap = False
+        elif not gap:
+            slug.append("_")
+            gap = True
+    return "transfer_to_" + "".join(slug)
+
+
+__all__ = ["AgentSpec", "HandoffSpec", "OutputSchema", "handoff_slug"]

@@ -126,6 +126,7 @@ class RunState:
         usage: token usage summed over every model call so far.
         instructions: the system instructions of the current turn.
         strikes: consecutive tool rounds with invalid arguments so far.
+        depth: how deeply this run is nested in handoffs and sub-agents.
     """
 
     run_id: RunId
@@ -135,6 +136,7 @@ class RunState:
     usage: Usage = Usage()
     instructions: str | None = None
     strikes: int = 0
+    depth: int = 0
 
     @property
     def terminal(self) -> bool:

@@ -15,6 +15,7 @@ from returns.result import Failure, Result
 
 from helikon.effects import (
     EffectResult,
+    HandoffCompleted,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
@@ -45,6 +46,7 @@ TABLE: Final[Mapping[tuple[type, type], Handler[EffectResult]]] = {
     (CallingModel, ModelResponded): rules.on_model_responded,  # type: ignore[dict-item]
     (CallingModel, ModelCallFailed): rules.on_model_call_failed,  # type: ignore[dict-item]
     (ExecutingTools, ToolsExecuted): rules.on_tools_executed,  # type: ignore[dict-item]
+    (ApplyingHandoff, HandoffCompleted): rules.on_handoff_completed,  # type: ignore[dict-item]
     (Finalizing, ModelResponded): rules.on_final_response,  # type: ignore[dict-item]
     (Finalizing, ModelCallFailed): rules.on_model_call_failed,  # type: ignore[dict-item]
     (RepairingOutput, ModelResponded): rules.on_final_response,  # type: ignore[dict-item]

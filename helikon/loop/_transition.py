@@ -35,6 +35,8 @@ from helikon.effects import (
     CallModel,
     Effect,
     ExecuteTools,
+    Handoff,
+    HandoffCompleted,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
@@ -50,6 +52,7 @@ from helikon.errors import (
     InvalidArgs,
     InvalidStructuredOutput,
     InvalidToolArgs,
+    MaxAgentDepthExceeded,
     MaxTurnsExceeded,
     ModelFailed,
     StepError,
@@ -57,6 +60,8 @@ from helikon.errors import (
 )
 from helikon.events import (
     AgentEvent,
+    AgentUpdated,
+    HandoffItem,
     MessageOutput,
     RepairStarted,
     RunCompleted,
@@ -81,8 +86,9 @@ from helikon.items import (
 )
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._outcome import Outcome
-from helikon.loop._spec import AgentSpec
+from helikon.loop._spec import AgentSpec, HandoffSpec
 from helikon.loop._states import (
+    ApplyingHandoff,
     CallingModel,
     Done,
     ExecutingTools,
@@ -108,8 +114,11 @@ REPAIR_PROMPT = (
 Step = Result[Outcome, StepError]
 
 
-def start(spec: AgentSpec, input: AgentInput, run_id: RunId) -> Outcome:
+def start(spec: AgentSpec, input: AgentInput, run_id: RunId, depth: int = 0) -> Outcome:
     """Begin a run: the first state, events and effect.
+
+    ``depth`` is how deeply the run is nested in handoffs and sub-agent runs;
+    beyond ``max_agent_depth`` the run fails at once.
 
     >>> out = start(AgentSpec("a"), AgentInput.from_user_text("hi"), RunId("r"))
     >>> out.events
@@ -117,8 +126,12 @@ def start(spec: AgentSpec, input: AgentInput, run_id: RunId) -> Outcome:
     >>> type(out.effect).__name__
     'CallModel'
     """
-    phase = Finalizing(1) if spec.output is not None and not spec.tools else CallingModel(1)
-    state = RunState(run_id, spec.name, phase, input.items, instructions=spec.instructions)
+    phase = Finalizing(1) if spec.output is not None and not spec.model_tools else CallingModel(1)
+    state = RunState(run_id, spec.name, phase, input.items, instructions=spec.instructions, depth=depth)
+    if depth > spec.config.max_agent_depth:
+        error = MaxAgentDepthExceeded(spec.config.max_agent_depth)
+        empty = _evolve(state, conversation=())
+        return _fail(empty, error, [RunStarted(spec.name, run_id)], list(input.items), state.usage)
     return _begin_turn(state, spec, [RunStarted(spec.name, run_id)], list(input.items))
 
 
@@ -141,6 +154,8 @@ def resume(state: RunState, spec: AgentSpec) -> Step:
             effect = CallModel(_request(state, spec), turn)
         case ExecutingTools(calls=calls, prefilled=prefilled):
             effect = ExecuteTools(tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None))
+        case ApplyingHandoff(target=target, transcript=transcript):
+            effect = Handoff(target, transcript, state.depth + 1)
         case Done() | Failed():
             effect = Terminate()
         case _:
@@ -172,6 +187,7 @@ def _evolve(
         state.usage if usage is None else usage,
         state.instructions if instructions is _KEEP else instructions,  # type: ignore[arg-type]
         state.strikes if strikes is None else strikes,
+        state.depth,
     )
 
 
@@ -180,7 +196,7 @@ def _request(state: RunState, spec: AgentSpec) -> ModelRequest:
     if state.instructions is not None:
         messages = (system_text(state.instructions), *messages)
     if type(state.phase) is CallingModel or spec.output is None:
-        return ModelRequest(messages, spec.tools, spec.settings)
+        return ModelRequest(messages, spec.model_tools, spec.settings)
     output = spec.output
     settings = attrs.evolve(
         spec.settings,
@@ -295,6 +311,11 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
     if turn >= spec.config.max_turns:
         return Success(_fail(state, MaxTurnsExceeded(spec.config.max_turns), events, appended, usage))
 
+    for call in response.calls:
+        handoff = spec.handoff(call.name)
+        if handoff is not None:
+            return Success(_hand_off(state, spec, handoff, response.calls, events, appended, usage))
+
     prefilled: list[ToolResult | None] = []
     runnable: list[ToolCall] = []
     invalid = False
@@ -321,6 +342,43 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         conversation=(*state.conversation, *appended),
     )
     return Success(Outcome(state, tuple(events), ExecuteTools(tuple(runnable)), tuple(appended)))
+
+
+def _hand_off(
+    state: RunState,
+    spec: AgentSpec,
+    handoff: HandoffSpec,
+    calls: tuple[ToolCall, ...],
+    events: list[AgentEvent],
+    appended: list[Item],
+    usage: Usage,
+) -> Outcome:
+    """The first transfer call of a turn wins; the turn's other calls are not run."""
+    target = handoff.target
+    winner = next(call.call_id for call in calls if call.name == handoff.tool_name)
+    for call in calls:
+        if call.call_id == winner:
+            result = ToolResult(call.call_id, call.name, f"Transferred to {target}.")
+        else:
+            message = f"Not run: the conversation was handed off to {target}."
+            result = ToolResult(call.call_id, call.name, message, is_error=True)
+        appended.append(result)
+        events.append(ToolOutputItem(result))
+    events.append(HandoffItem(spec.name, target))
+    events.append(AgentUpdated(target))
+    conversation = (*state.conversation, *appended)
+    state = _evolve(state, phase=ApplyingHandoff(target, conversation), conversation=conversation, usage=usage)
+    return Outcome(state, tuple(events), Handoff(target, conversation, state.depth + 1), tuple(appended))
+
+
+def on_handoff_completed(state: RunState, result: HandoffCompleted, spec: AgentSpec) -> Step:
+    if type(state.phase) is not ApplyingHandoff:
+        return Failure(StepError("no handoff was running"))
+    usage = state.usage + result.usage
+    if result.error is not None:
+        return Success(_fail(state, result.error, [], [], usage))
+    final = _evolve(state, phase=Done(result.output), usage=usage)
+    return Success(Outcome(final, (RunCompleted(usage),), Terminate()))
 
 
 def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -> Step:
@@ -409,6 +467,7 @@ __all__ = [
     "FINALIZE_PROMPT",
     "REPAIR_PROMPT",
     "on_final_response",
+    "on_handoff_completed",
     "on_instructions_rendered",
     "on_interrupted",
     "on_model_call_failed",

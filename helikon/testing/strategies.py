@@ -572,9 +572,10 @@ def _turn_plans(
     n_calls = draw(st.integers(min_calls, max_calls))
     planned = [draw(_planned_call(tools, kinds)) for _ in range(n_calls)]
     keying: Keying = draw(st.sampled_from(["index", "call_id", "sequential"]))
-    ids: list[str | None] = list(
-        draw(st.lists(provider_call_ids(), min_size=n_calls, max_size=n_calls, unique=True))
-    )
+    # Distinct within the turn by construction (a suffix per call), not by filtering.
+    ids: list[str | None] = [
+        f"{draw(provider_call_ids())}{k}" for k in range(n_calls)
+    ]
     if keying == "index" or (keying == "sequential" and n_calls == 1):
         ids = [i if draw(st.booleans()) else None for i in ids]
     fragment_streams = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from returns.result import Failure, Success
@@ -74,6 +74,10 @@ from helikon.loop import (
 from helikon.model import Usage
 
 
+#: Whether a run may see (model failures, interruptions).
+HAZARDS = st.tuples(st.booleans(), st.booleans())
+
+
 def pending(*types: type) -> Any:
     """Precondition: the pending effect is one of ``types``."""
     return precondition(lambda self: isinstance(self.out.effect, types))
@@ -109,8 +113,11 @@ class LoopMachine(RuleBasedStateMachine):
     out: Outcome
     spec: AgentSpec
 
-    def begin_run(self, spec: AgentSpec, input: AgentInput, run_id: RunId) -> None:
+    def begin_run(self, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool]) -> None:
         assert from_json(to_json(spec), AgentSpec) == spec
+        # Runs that never fail or get interrupted go deeper: a per-run switch
+        # (swarm testing by hand) instead of failures at every step.
+        self.fallible, self.interruptible = hazards
         self.spec = spec
         self.run_id = run_id
         self.out = start(spec, input, run_id)
@@ -151,21 +158,27 @@ class LoopMachine(RuleBasedStateMachine):
         self.appended.extend(nxt.appended)
         self.out = nxt
         self.note_effect()
+        phase = nxt.state.phase
+        event(f"reached {type(phase).__name__}" + (f"({type(phase.error).__name__})" if type(phase) is Failed else ""))
         return nxt
 
     # -- starting ------------------------------------------------------------
 
-    @initialize(spec=agent_specs(), input=agent_inputs(), run_id=run_ids())
-    def begin(self, spec: AgentSpec, input: AgentInput, run_id: RunId) -> None:
-        self.begin_run(spec, input, run_id)
+    @initialize(spec=agent_specs(), input=agent_inputs(), run_id=run_ids(), hazards=HAZARDS)
+    def begin(self, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool]) -> None:
+        self.begin_run(spec, input, run_id, hazards)
 
     @precondition(lambda self: self.out.state.terminal)
-    @rule(result=carriers(EffectResult), spec=agent_specs(), input=agent_inputs(), run_id=run_ids())
-    def run_again(self, result: EffectResult, spec: AgentSpec, input: AgentInput, run_id: RunId) -> None:
+    @rule(
+        result=carriers(EffectResult), spec=agent_specs(), input=agent_inputs(), run_id=run_ids(), hazards=HAZARDS
+    )
+    def run_again(
+        self, result: EffectResult, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool]
+    ) -> None:
         """A finished run refuses any result; then a new run begins."""
         outcome = transition(self.out.state, result, self.spec)
         assert isinstance(outcome, Failure) and isinstance(outcome.failure(), StepError)
-        self.begin_run(spec, input, run_id)
+        self.begin_run(spec, input, run_id, hazards)
 
     # -- answering the pending effect -----------------------------------------
 
@@ -201,6 +214,7 @@ class LoopMachine(RuleBasedStateMachine):
         else:
             assert type(phase) is RepairingOutput
 
+    @precondition(lambda self: self.fallible)
     @pending(CallModel)
     @rule(failure=model_failures(), data=st.data())
     def model_fails(self, failure: Any, data: st.DataObject) -> None:
@@ -217,7 +231,7 @@ class LoopMachine(RuleBasedStateMachine):
         outcomes = tuple(data.draw(tool_outcomes(call.call_id), label=call.name) for call in effect.calls)
         self.feed(ToolsExecuted(outcomes))
 
-    @precondition(lambda self: not self.out.state.terminal)
+    @precondition(lambda self: self.interruptible and not self.out.state.terminal)
     @rule(result=interruptions())
     def interrupted(self, result: RunInterrupted) -> None:
         assert self.feed(result).state.phase == Failed(result.reason)
@@ -231,7 +245,6 @@ class LoopMachine(RuleBasedStateMachine):
         assert isinstance(outcome, Failure), (self.out.effect, result)
         assert isinstance(outcome.failure(), StepError)
 
-    @precondition(lambda self: not self.out.state.terminal)
     @rule()
     def suspended_and_resumed(self) -> None:
         """Dump the outcome and the spec to JSON and carry on from the copies."""

@@ -1,0 +1,373 @@
+"""OpenAI Chat Completions (``POST /chat/completions``): the request body and
+the reply parser, streamed (SSE chunks ending in ``data: [DONE]``) or not.
+
+Wire rules kept here (from OpenAI's API reference and the recorded bodies):
+
+- The stream's terminal event is ``data: [DONE]``. A stream that ends
+  without it is accepted only if a ``finish_reason`` came (some compatible
+  servers omit the sentinel); otherwise it was cut off.
+- Usage arrives in a trailing chunk with ``choices: []`` when
+  ``stream_options.include_usage`` is set; the last usage seen wins.
+- Tool-call fragments carry ``index``; ``id`` and ``name`` come with the first
+  fragment of a call. A server that reuses an index for a new call id gets
+  the new call a fresh index.
+- ``delta.reasoning_content`` / ``delta.reasoning`` (vLLM, DeepSeek, Groq,
+  Ollama, llama.cpp) are reasoning text. OpenAI itself streams none.
+- An ``event: error`` (or a chunk holding only ``error``) is a failure.
+- ``refusal`` text means the model declined: a ``Refused`` error at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from helikon.errors import ModelError
+from helikon.items import (
+    AssistantMessage,
+    ImagePart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    text_of,
+)
+from helikon.model import (
+    Finish,
+    JsonObjectFormat,
+    JsonSchema,
+    ModelEvent,
+    ModelRequest,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallChunk,
+    ToolChoiceAuto,
+    ToolChoiceNamed,
+    ToolChoiceNone,
+    ToolChoiceRequired,
+    Usage,
+)
+from helikon.providers._http import SseEvent
+from helikon.providers._openai_common import (
+    OpenAIConfig,
+    decoder,
+    finish_reason,
+    image_url,
+    instructions,
+    only_text,
+    payload_error,
+    refusal_error,
+    schema_name,
+    strict_tool_parameters,
+    usage_of,
+)
+from helikon.schema import strict
+
+PATH = "/chat/completions"
+
+
+# -- request -------------------------------------------------------------------
+
+
+def chat_body(request: ModelRequest, config: OpenAIConfig) -> dict[str, Any]:
+    """The JSON body of a Chat Completions call for ``request``."""
+    body: dict[str, Any] = {"model": config.model_id, "messages": chat_messages(request, config)}
+    if config.stream:
+        body["stream"] = True
+        if config.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+    if request.tools:
+        body["tools"] = [chat_tool(t.name, t.description, t.parameters) for t in request.tools]
+        choice = request.settings.tool_choice
+        if choice is not None:
+            body["tool_choice"] = chat_tool_choice(choice)
+        if config.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = config.parallel_tool_calls
+    settings = request.settings
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        body["top_p"] = settings.top_p
+    if settings.max_output_tokens is not None:
+        body[config.max_tokens_param] = settings.max_output_tokens
+    match settings.response_format:
+        case JsonSchema(name=name, schema=schema, strict=is_strict):
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": schema_name(name),
+                    "schema": strict(schema) if is_strict else dict(schema),
+                    "strict": is_strict,
+                },
+            }
+        case JsonObjectFormat():
+            body["response_format"] = {"type": "json_object"}
+        case _:
+            pass  # text is the default; not sending it keeps compatible servers happy
+    if config.reasoning_effort is not None:
+        body["reasoning_effort"] = config.reasoning_effort
+    body.update(config.extra_body)
+    return body
+
+
+def chat_tool(name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """One function tool; ``strict`` only when its schema survives strict mode."""
+    strict_parameters = strict_tool_parameters(parameters)
+    function: dict[str, Any] = {"name": name, "description": description}
+    if strict_parameters is not None:
+        function["parameters"] = strict_parameters
+        function["strict"] = True
+    else:
+        function["parameters"] = dict(parameters)
+    return {"type": "function", "function": function}
+
+
+def chat_tool_choice(choice: object) -> object:
+    match choice:
+        case ToolChoiceNamed(name=name):
+            return {"type": "function", "function": {"name": name}}
+        case ToolChoiceNone():
+            return "none"
+        case ToolChoiceRequired():
+            return "required"
+        case ToolChoiceAuto() | _:
+            return "auto"
+
+
+def chat_messages(request: ModelRequest, config: OpenAIConfig) -> list[dict[str, Any]]:
+    """The ``messages`` array: one instruction message at the top, then the
+    conversation, with each assistant turn's tool calls folded into it."""
+    out: list[dict[str, Any]] = []
+    system = instructions(request.messages)
+    if system is not None:
+        out.append({"role": config.system_role, "content": system})
+    turn: dict[str, Any] | None = None  # the assistant message tool calls attach to
+    for item in request.messages:
+        match item:
+            case SystemMessage():
+                continue
+            case UserMessage(content=content):
+                turn = None
+                out.append({"role": "user", "content": _user_content(content)})
+            case AssistantMessage(content=content):
+                text = text_of(content)
+                turn = {"role": "assistant", "content": text or None}
+                out.append(turn)
+            case ToolCall(call_id=call_id, name=name, arguments=arguments):
+                if turn is None:
+                    turn = {"role": "assistant", "content": None}
+                    out.append(turn)
+                turn.setdefault("tool_calls", []).append(
+                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+                )
+            case ToolResult(call_id=call_id, content=content):
+                turn = None
+                out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+    # An assistant message that held only reasoning says nothing OpenAI can take.
+    return [m for m in out if m["role"] != "assistant" or m["content"] is not None or "tool_calls" in m]
+
+
+def _user_content(content: tuple[object, ...]) -> str | list[dict[str, Any]]:
+    if only_text(content):
+        return "".join(p.text for p in content if isinstance(p, TextPart))
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart) and (url := image_url(part)) is not None:
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+# -- reply -----------------------------------------------------------------------
+
+
+@attrs.define
+class ChatParser:
+    """Chat Completions replies -> model events (see the module rules)."""
+
+    config: OpenAIConfig
+    done: bool = False
+    _usage: Usage | None = None
+    _finish: object = None
+    _finished: bool = False
+    _refusal: list[str] = attrs.field(factory=list)
+    _calls: dict[object, tuple[str | None, int]] = attrs.field(factory=dict)
+    _next_index: int = 0
+    _last_index: int | None = None
+
+    def feed(self, event: SseEvent) -> list[ModelEvent]:
+        data = event.data.strip()
+        if data == "[DONE]":
+            self.done = True
+            return self._final()
+        if not data:
+            return []
+        payload = decoder(self.config)(data)
+        if event.event == "error" or (
+            isinstance(payload, Mapping) and payload.get("error") and not payload.get("choices")
+        ):
+            raise payload_error(self.config.provider, self.config.model_id, payload, context="stream error")
+        if not isinstance(payload, Mapping):
+            raise self._malformed(data)
+        self._take_usage(payload)
+        out: list[ModelEvent] = []
+        for choice in payload.get("choices") or ():
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue  # only the first choice (helikon never asks for n > 1)
+            delta = choice.get("delta")
+            if isinstance(delta, Mapping):
+                out.extend(self._delta(delta))
+            if choice.get("finish_reason") is not None:
+                self._finish = choice["finish_reason"]
+                self._finished = True
+        return out
+
+    def close(self) -> list[ModelEvent]:
+        if self.done:
+            return []
+        if not self._finished:
+            raise ModelError.transport(
+                f"{self.config.provider} {self.config.model_id}: the stream ended before the model finished "
+                "(no finish_reason and no [DONE])"
+            )
+        self.done = True
+        return self._final()
+
+    def parse_body(self, body: bytes) -> list[ModelEvent]:
+        payload = decoder(self.config)(body)
+        if not isinstance(payload, Mapping):
+            raise self._malformed(body.decode(errors="replace"))
+        if payload.get("error") and not payload.get("choices"):
+            raise payload_error(self.config.provider, self.config.model_id, payload, context="error")
+        choices = payload.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            raise self._malformed(body.decode(errors="replace"))
+        choice = choices[0]
+        message = choice.get("message")
+        message = message if isinstance(message, Mapping) else {}
+        out: list[ModelEvent] = []
+        reasoning = _reasoning_text(message)
+        if reasoning:
+            out.append(ReasoningChunk(reasoning))
+        text = _content_text(message.get("content"))
+        if text:
+            out.append(TextChunk(text))
+        if isinstance(message.get("refusal"), str) and message["refusal"]:
+            self._refusal.append(message["refusal"])
+        for position, call in enumerate(message.get("tool_calls") or ()):
+            if not isinstance(call, Mapping):
+                continue
+            function = call.get("function")
+            function = function if isinstance(function, Mapping) else {}
+            arguments = function.get("arguments")
+            out.append(
+                ToolCallChunk(
+                    index=position,
+                    call_id=call.get("id") if isinstance(call.get("id"), str) else None,
+                    name=function.get("name") if isinstance(function.get("name"), str) else None,
+                    arguments=arguments if isinstance(arguments, str) else "",
+                )
+            )
+            self._next_index = position + 1
+        self._take_usage(payload)
+        self._finish = choice.get("finish_reason")
+        self.done = True
+        return out + self._final()
+
+    # -- internals --
+
+    def _delta(self, delta: Mapping[str, Any]) -> list[ModelEvent]:
+        out: list[ModelEvent] = []
+        reasoning = _reasoning_text(delta)
+        if reasoning:
+            out.append(ReasoningChunk(reasoning))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out.append(TextChunk(content))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self._refusal.append(refusal)
+        for fragment in delta.get("tool_calls") or ():
+            if isinstance(fragment, Mapping):
+                chunk = self._call_fragment(fragment)
+                if chunk is not None:
+                    out.append(chunk)
+        return out
+
+    def _call_fragment(self, fragment: Mapping[str, Any]) -> ToolCallChunk | None:
+        wire_index = fragment.get("index")
+        call_id = fragment.get("id") if isinstance(fragment.get("id"), str) and fragment.get("id") else None
+        function = fragment.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        name = function.get("name") or None
+        name = name if isinstance(name, str) else None
+        arguments = function.get("arguments")
+        arguments = arguments if isinstance(arguments, str) else ""
+        known = self._calls.get(wire_index)
+        if known is not None and (call_id is None or call_id == known[0]):
+            index = known[1]
+        elif known is None and call_id is None and wire_index is None and self._last_index is not None:
+            index = self._last_index  # no index and no id: it continues the latest call
+        else:
+            index = self._next_index
+            self._next_index += 1
+            self._calls[wire_index] = (call_id, index)
+        self._last_index = index
+        if call_id is None and name is None and not arguments:
+            return None
+        return ToolCallChunk(index=index, call_id=call_id, name=name, arguments=arguments)
+
+    def _take_usage(self, payload: Mapping[str, Any]) -> None:
+        raw = payload.get("usage")
+        if not isinstance(raw, Mapping):
+            groq = payload.get("x_groq")  # Groq reports usage here on its last chunk
+            raw = groq.get("usage") if isinstance(groq, Mapping) else None
+        usage = usage_of(
+            raw,
+            input_key="prompt_tokens",
+            output_key="completion_tokens",
+            input_details="prompt_tokens_details",
+            output_details="completion_tokens_details",
+        )
+        if usage is not None:
+            self._usage = usage
+
+    def _final(self) -> list[ModelEvent]:
+        if self._refusal:
+            raise refusal_error(self.config.provider, self.config.model_id, "".join(self._refusal))
+        out: list[ModelEvent] = []
+        if self._usage is not None:
+            out.append(self._usage)
+        reason = finish_reason(self._finish, had_calls=self._next_index > 0)
+        out.append(Finish(reason))
+        return out
+
+    def _malformed(self, data: str) -> ModelError:
+        return ModelError.other(
+            f"{self.config.provider} {self.config.model_id}: unexpected reply shape: {data[:200]!r}"
+        )
+
+
+def _reasoning_text(message: Mapping[str, Any]) -> str:
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some compatible servers answer with text parts
+        return "".join(
+            p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+__all__ = ["PATH", "ChatParser", "chat_body", "chat_messages", "chat_tool", "chat_tool_choice"]

@@ -1,0 +1,284 @@
+"""``OpenAIModel``: OpenAI's Chat Completions and Responses APIs, and the
+servers that speak them (vLLM, llama.cpp, Ollama, Groq, OpenRouter, Azure
+OpenAI deployments), over plain httpx: no vendor SDK.
+
+::
+
+    from helikon.providers.openai import OpenAIModel
+
+    model = OpenAIModel.chat("gpt-4o")                 # OPENAI_API_KEY from the environment
+    model = OpenAIModel.responses("gpt-5", reasoning_effort="low", reasoning_summary="auto")
+    model = OpenAIModel.chat("llama3.1", base_url="http://localhost:11434/v1")   # Ollama
+    model = OpenAIModel.chat("gpt-4o", azure=True, api_version="2024-10-21",
+                             base_url="https://RESOURCE.openai.azure.com/openai/deployments/DEPLOYMENT")
+
+The wire formats live in ``_openai_chat`` and ``_openai_responses``; what
+they share (configuration, the streaming driver, strict tool schemas, error
+payloads) in ``_openai_common``. Usage mapping, for both APIs: input tokens
+are all prompt tokens (cached included), cached input tokens are
+``prompt_tokens_details.cached_tokens`` / ``input_tokens_details.cached_tokens``,
+output tokens are all completion tokens (reasoning included) and reasoning
+tokens are ``completion_tokens_details.reasoning_tokens`` /
+``output_tokens_details.reasoning_tokens``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from types import TracebackType
+from typing import Any, Literal, final, get_args
+
+import httpx
+
+from helikon.cancel import CancellationToken
+from helikon.errors import ConfigError
+from helikon.model import ModelCapabilities, ModelEvent, ModelRequest
+from helikon.providers import _openai_chat as chat_api
+from helikon.providers import _openai_responses as responses_api
+from helikon.providers._http import new_client
+from helikon.providers._openai_common import (
+    DEFAULT_BASE_URL,
+    MaxTokensParam,
+    OpenAIConfig,
+    SystemRole,
+    WireParser,
+    stream_events,
+)
+
+#: The environment variable holding the API key.
+API_KEY_ENV = "OPENAI_API_KEY"
+#: Tried first for Azure deployments (then ``OPENAI_API_KEY``).
+AZURE_API_KEY_ENV = "AZURE_OPENAI_API_KEY"
+
+
+@final
+class OpenAIModel:
+    """An OpenAI model (or an OpenAI-compatible server's) behind helikon's
+    :class:`~helikon.protocols.Model` protocol.
+
+    Build it with :meth:`chat` (Chat Completions) or :meth:`responses` (the
+    Responses API); both take the keyword arguments below.
+
+    Args:
+        model_id: the model (or, on Azure, anything: the deployment in the
+            URL decides), e.g. ``"gpt-4o"``.
+        api: ``"chat"`` or ``"responses"``.
+        api_key: the key; defaults to ``OPENAI_API_KEY`` (``AZURE_OPENAI_API_KEY``
+            first with ``azure=True``). Required for OpenAI and Azure; a
+            custom ``base_url`` may go without one (local servers), and then
+            no ``Authorization`` header is sent. Like the official SDK, an
+            environment key is sent to whatever ``base_url`` says: pass
+            ``api_key=`` explicitly for third-party hosts.
+        base_url: the API root, default ``https://api.openai.com/v1``; for a
+            compatible server its ``/v1`` root, for an Azure deployment
+            ``https://RESOURCE.openai.azure.com/openai/deployments/NAME``
+            (Chat) or ``https://RESOURCE.openai.azure.com/openai`` (Responses).
+        organization: sent as ``OpenAI-Organization``.
+        project: sent as ``OpenAI-Project``.
+        extra_headers: more headers (they win over the defaults).
+        extra_body: more top-level JSON fields, merged last (e.g. vLLM's
+            ``chat_template_kwargs``, ``service_tier``, ``include``).
+        http_client: the ``httpx.AsyncClient`` to use (transports, proxies,
+            timeouts); one with long read timeouts is made otherwise.
+        stream: stream the reply (default) or make one non-streaming call;
+            both yield the same model events.
+        azure: authenticate with an ``api-key`` header (Azure OpenAI);
+            needs ``base_url``.
+        api_version: sent as the ``api-version`` query parameter (Azure).
+        provider_name: the telemetry provider name; default ``"openai"``
+            (``"azure.ai.openai"`` with ``azure=True``).
+        system_role: Chat only: the role of the one instruction message,
+            ``"system"`` (default; OpenAI treats it as ``developer`` for
+            reasoning models) or ``"developer"``.
+        max_tokens_param: Chat only: the field that carries
+            ``max_output_tokens``: ``"max_completion_tokens"`` (default,
+            required by OpenAI's reasoning models) or ``"max_tokens"`` (older
+            compatible servers).
+        stream_usage: Chat only: ask for usage in the stream
+            (``stream_options.include_usage``); turn off for servers that
+            reject ``stream_options``.
+        reasoning_effort: ``reasoning_effort`` (Chat) / ``reasoning.effort``
+            (Responses), e.g. ``"low"``.
+        reasoning_summary: Responses only: ``reasoning.summary`` (``"auto"``,
+            ``"concise"``, ``"detailed"``): stream reasoning summaries.
+        parallel_tool_calls: send ``parallel_tool_calls`` (when tools are given).
+        store: send ``store`` (Responses keeps state for ``previous_response_id``
+            unless it is False).
+        capabilities: override the capability flags (e.g. a compatible
+            server without vision).
+
+    Raises:
+        ConfigError: no key where one is needed, or an invalid option.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api: Literal["chat", "responses"] = "chat",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        organization: str | None = None,
+        project: str | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        stream: bool = True,
+        azure: bool = False,
+        api_version: str | None = None,
+        provider_name: str | None = None,
+        system_role: SystemRole = "system",
+        max_tokens_param: MaxTokensParam = "max_completion_tokens",
+        stream_usage: bool = True,
+        reasoning_effort: str | None = None,
+        reasoning_summary: str | None = None,
+        parallel_tool_calls: bool | None = None,
+        store: bool | None = None,
+        capabilities: ModelCapabilities | None = None,
+    ) -> None:
+        if not model_id:
+            raise ConfigError("OpenAIModel needs a model id")
+        if api not in ("chat", "responses"):
+            raise ConfigError(f"OpenAIModel api must be 'chat' or 'responses', got {api!r}")
+        if system_role not in get_args(SystemRole):
+            raise ConfigError(f"system_role must be 'system' or 'developer', got {system_role!r}")
+        if max_tokens_param not in get_args(MaxTokensParam):
+            raise ConfigError(
+                f"max_tokens_param must be 'max_completion_tokens' or 'max_tokens', got {max_tokens_param!r}"
+            )
+        if reasoning_summary is not None and api != "responses":
+            raise ConfigError("reasoning_summary is a Responses API option: use OpenAIModel.responses(...)")
+        if azure and base_url is None:
+            raise ConfigError("azure=True needs base_url= (the resource's deployment URL)")
+        key = _api_key(api_key, azure=azure, required=azure or base_url is None)
+        headers: list[tuple[str, str]] = []
+        if key:
+            headers.append(("api-key", key) if azure else ("authorization", f"Bearer {key}"))
+        if organization:
+            headers.append(("openai-organization", organization))
+        if project:
+            headers.append(("openai-project", project))
+        headers.extend((name.lower(), value) for name, value in (extra_headers or {}).items())
+        self._config = OpenAIConfig(
+            model_id=model_id,
+            api=api,
+            provider=provider_name or ("azure.ai.openai" if azure else "openai"),
+            base_url=base_url or DEFAULT_BASE_URL,
+            headers=tuple(headers),
+            params=(("api-version", api_version),) if api_version else (),
+            extra_body=dict(extra_body or {}),
+            stream=stream,
+            system_role=system_role,
+            max_tokens_param=max_tokens_param,
+            stream_usage=stream_usage,
+            reasoning_effort=reasoning_effort,
+            reasoning_summary=reasoning_summary,
+            parallel_tool_calls=parallel_tool_calls,
+            store=store,
+        )
+        self._owns_client = http_client is None
+        self._client = new_client(http_client)
+        self._capabilities = capabilities or ModelCapabilities(
+            streaming=stream,
+            tools=True,
+            parallel_tool_calls=True,
+            structured_output=True,
+            server_managed_state=api == "responses",
+            reasoning=True,
+            vision=True,
+            audio=False,
+            prompt_caching=True,
+        )
+
+    @classmethod
+    def chat(cls, model_id: str, **options: Any) -> OpenAIModel:
+        """A Chat Completions model (``POST {base_url}/chat/completions``)."""
+        return cls(model_id, api="chat", **options)
+
+    @classmethod
+    def responses(cls, model_id: str, **options: Any) -> OpenAIModel:
+        """A Responses API model (``POST {base_url}/responses``), with
+        server-managed state through ``ModelSettings.previous_response_id``."""
+        return cls(model_id, api="responses", **options)
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return self._capabilities
+
+    @property
+    def provider(self) -> str:
+        return self._config.provider
+
+    @property
+    def model_id(self) -> str:
+        return self._config.model_id
+
+    @property
+    def api(self) -> Literal["chat", "responses"]:
+        """Which OpenAI API this model calls."""
+        return self._config.api
+
+    @property
+    def base_url(self) -> str:
+        return self._config.base_url
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body :meth:`invoke` would send for ``request`` (for inspection)."""
+        if self._config.api == "chat":
+            return chat_api.chat_body(request, self._config)
+        return responses_api.responses_body(request, self._config)
+
+    async def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
+        """Call the model and stream its events.
+
+        Raises:
+            ModelError: the call failed (HTTP error, mid-stream error event,
+                malformed or truncated stream, refusal).
+        """
+        parser: WireParser
+        if self._config.api == "chat":
+            path, parser = chat_api.PATH, chat_api.ChatParser(self._config)
+        else:
+            path, parser = responses_api.PATH, responses_api.ResponsesParser(self._config)
+        body = self.request_body(request)
+        async with aclosing(stream_events(self._client, self._config, path, body, cancel, parser)) as events:
+            async for event in events:
+                yield event
+
+    async def aclose(self) -> None:
+        """Close the HTTP client, if this model made it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> OpenAIModel:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIModel.{self._config.api}({self._config.model_id!r}, base_url={self._config.base_url!r})"
+        )
+
+
+def _api_key(given: str | None, *, azure: bool, required: bool) -> str | None:
+    if given is not None:
+        if not given and required:
+            raise ConfigError("OpenAIModel: api_key is empty")
+        return given
+    names = (AZURE_API_KEY_ENV, API_KEY_ENV) if azure else (API_KEY_ENV,)
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    if required:
+        raise ConfigError(f"OpenAIModel: no API key: pass api_key= or set {' or '.join(names)}")
+    return None
+
+
+__all__ = ["API_KEY_ENV", "AZURE_API_KEY_ENV", "OpenAIModel"]

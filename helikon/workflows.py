@@ -1,0 +1,487 @@
+"""Multi-agent composition: handoffs, agents as tools, and workflow agents.
+
+- :class:`Handoff` — hand the conversation to another agent, which finishes
+  the run (control does not come back).
+- :class:`AgentAsTool` — call an agent like a tool and get its answer back.
+- :class:`SequentialAgent`, :class:`ParallelAgent`, :class:`LoopAgent`,
+  :class:`GraphAgent` — fixed topologies of sub-agents, each one pure
+  machine (:mod:`helikon.agents`) whose only effect is "run these children".
+- :class:`SwarmAgent` — a pool of LLM agents with handoffs among all of them.
+
+Every agent here has the same ``run(ctx, input)`` as :class:`~helikon.LlmAgent`
+and nests inside the others. Each child's final text is written to the run's
+shared state under its key (``ctx.state[key]``), where dynamic instructions
+of later agents can read it. Builder methods return new values; nothing is
+mutated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+
+from helikon.agent import LlmAgent, run_agent
+from helikon.agents import Node, WorkflowKind, WorkflowSpec, graph_errors
+from helikon.config import RunConfig
+from helikon.context import Actions, HookRegistry, RunContext, SessionState, ToolContext
+from helikon.errors import ConfigError, MaxHandoffsExceeded, RunError, ToolError, describe
+from helikon.events import AgentEvent, HandoffItem, RunFailed
+from helikon.ids import RunId
+from helikon.items import AgentInput
+from helikon.cancel import CancellationToken
+from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect, Usage
+
+if TYPE_CHECKING:
+    from helikon.interpreters import RunEnv
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that runs like an agent: a name, a description, and ``run``.
+
+    Your own agents (arbitrary async code) fit too; composites run them as
+    an effect and forward their events.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    def run(self, ctx: RunContext[Any], input: AgentInput) -> AsyncIterator[AgentEvent]: ...
+
+
+# -- handoffs --------------------------------------------------------------------
+
+
+@attrs.frozen(eq=False)
+class Handoff:
+    """A candidate agent the conversation may be transferred to.
+
+    ``Handoff.to(agent)`` names it; the agent loop shows the model one
+    ``transfer_to_<slug>`` tool per handoff, described by the target's
+    description.
+    """
+
+    target_name: str
+    description: str
+    _agent: Any = None
+    _registry: Mapping[str, Any] | None = None
+
+    @classmethod
+    def to(cls, agent: Any) -> Handoff:
+        """A handoff to ``agent``."""
+        return cls(agent.name, getattr(agent, "description", ""), agent)
+
+    @classmethod
+    def lazy(cls, name: str, description: str, registry: Mapping[str, Any]) -> Handoff:
+        """A handoff to whatever ``registry[name]`` is when it fires (swarms)."""
+        return cls(name, description, None, registry)
+
+    def resolve(self) -> Any:
+        """The target agent."""
+        if self._agent is not None:
+            return self._agent
+        assert self._registry is not None
+        return self._registry[self.target_name]
+
+
+# -- agent as tool ---------------------------------------------------------------
+
+
+@attrs.frozen(eq=False)
+class AgentAsTool:
+    """Any agent as a tool with one string argument, ``input``.
+
+    The sub-run is isolated: a fresh (no) session, empty hooks, its own run
+    config. It inherits the user context, tracer, cancel token, the nesting
+    depth (still capped by ``max_agent_depth``) and the permission mode. The
+    tool's output is the sub-agent's final text; a failed sub-run is a tool
+    error the model sees.
+    """
+
+    agent: Any
+    name: str = attrs.field(default=None)
+    description: str = attrs.field(default=None)
+    effect: ToolEffect = ToolEffect.SIDE_EFFECT
+
+    def __attrs_post_init__(self) -> None:
+        if self.name is None:
+            object.__setattr__(self, "name", self.agent.name)
+        if self.description is None:
+            object.__setattr__(self, "description", getattr(self.agent, "description", "") or self.agent.name)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"input": {"type": "string", "description": "What to ask the agent."}},
+            "required": ["input"],
+            "additionalProperties": False,
+        }
+
+    @property
+    def output_schema(self) -> None:
+        return None
+
+    def with_name(self, name: str) -> AgentAsTool:
+        return attrs.evolve(self, name=name)
+
+    def with_description(self, description: str) -> AgentAsTool:
+        return attrs.evolve(self, description=description)
+
+    async def invoke(self, ctx: ToolContext[Any], args: Mapping[str, Any]) -> str:
+        from helikon.results import collect
+
+        sub_ctx: RunContext[Any] = RunContext(
+            ctx.user_ctx,
+            None,
+            HookRegistry(),
+            ctx.tracer,
+            ctx.cancel,
+            SessionState(),
+            ctx.permission_mode,
+            ctx.agent_depth + 1,
+        )
+        try:
+            result = await collect(self.agent.run(sub_ctx, AgentInput.from_user_text(str(args["input"]))))
+        except RunError as exc:
+            raise ToolError(f"agent {self.agent.name!r} failed: {describe(exc.error)}") from exc
+        return result.final_output
+
+
+# -- workflow agents -------------------------------------------------------------
+
+
+@attrs.frozen(eq=False)
+class _Workflow:
+    """What the workflow agents share: children by key, a spec, ``run``."""
+
+    name: str
+    description: str = ""
+    children: tuple[tuple[str, Any], ...] = ()
+    config: RunConfig = RunConfig()
+
+    kind = WorkflowKind.SEQUENTIAL
+
+    def _spec(self, config: RunConfig) -> WorkflowSpec:
+        return WorkflowSpec(
+            self.name,
+            self.kind,
+            tuple(Node(key, child.name) for key, child in self.children),
+            self._edges(),
+            self._max_iterations(),
+            config.max_agent_depth,
+        )
+
+    def _edges(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def _max_iterations(self) -> int:
+        return 1
+
+    @property
+    def spec(self) -> WorkflowSpec:
+        """The workflow as data."""
+        return self._spec(self.config)
+
+    def _with_child(self, key: str, agent: Any) -> Any:
+        if not isinstance(key, str) or not key:
+            raise ConfigError(f"{self.name!r}: a child key must be a non-empty string")
+        if not callable(getattr(agent, "run", None)):
+            raise ConfigError(f"{self.name!r}: {agent!r} is not an agent (it has no run method)")
+        if any(existing == key for existing, _ in self.children):
+            raise ConfigError(f"{self.name!r} already has a child keyed {key!r}; use a distinct key")
+        return attrs.evolve(self, children=(*self.children, (key, agent)))
+
+    def run(
+        self,
+        ctx: RunContext[Any] | None,
+        input: AgentInput | str,
+        *,
+        config: RunConfig | None = None,
+        interpreter: Any = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run the workflow: an async iterator of its events (see ``LlmAgent.run``)."""
+        if not self.children:
+            raise ConfigError(f"workflow {self.name!r} has no sub-agents")
+        return run_agent(self, ctx, input, config=config, interpreter=interpreter)
+
+    def make_env(
+        self,
+        ctx: RunContext[Any],
+        interpreter: Any,
+        *,
+        run_id: str | None = None,
+        path: tuple[str | int, ...] = (),
+        actions: Actions | None = None,
+        config: RunConfig | None = None,
+        parent_deadline: float | None = None,
+    ) -> RunEnv:
+        """The world an interpreter needs to run this workflow."""
+        from helikon.agent import _deadline
+        from helikon.interpreters import RunEnv
+        from helikon.interpreters._machine import WorkflowMachine
+        from helikon.loop import AgentSpec
+
+        config = config or self.config
+        return RunEnv(
+            AgentSpec(self.name, config=config),
+            _NoModel(),
+            {},
+            None,
+            ctx,
+            RunId(run_id) if run_id is not None else interpreter.new_run_id(),
+            _deadline(config, parent_deadline),
+            actions or Actions(),
+            machine=WorkflowMachine(self._spec(config)),
+            children=dict(self.children),
+            path=path,
+        )
+
+
+class _NoModel:
+    """A workflow has no model of its own."""
+
+    capabilities = ModelCapabilities()
+    provider = "none"
+    model_id = ""
+
+    def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
+        raise ConfigError("a workflow agent does not call a model")
+
+
+@attrs.frozen(eq=False)
+class SequentialAgent(_Workflow):
+    """Sub-agents in order, each on the workflow's input; fails fast.
+
+    ``SequentialAgent("pipeline", "Research, then write.").then(researcher).then(writer)``
+    """
+
+    kind = WorkflowKind.SEQUENTIAL
+
+    def then(self, agent: Any) -> SequentialAgent:
+        """Append a step keyed by the agent's name."""
+        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+
+    def then_keyed(self, key: str, agent: Any) -> SequentialAgent:
+        """Append a step under an explicit state key."""
+        return self._with_child(key, agent)  # type: ignore[no-any-return]
+
+
+@attrs.frozen(eq=False)
+class ParallelAgent(_Workflow):
+    """Branches at once on the input; collect-all failure; the output is a
+    JSON object of the branches' outputs with sorted keys."""
+
+    kind = WorkflowKind.PARALLEL
+
+    def add(self, agent: Any) -> ParallelAgent:
+        """Add a branch keyed by the agent's name."""
+        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+
+    def branch(self, key: str, agent: Any) -> ParallelAgent:
+        """Add a branch under an explicit key (keys must be unique)."""
+        return self._with_child(key, agent)  # type: ignore[no-any-return]
+
+
+@attrs.frozen(eq=False)
+class LoopAgent(_Workflow):
+    """Sub-agents in order, pass after pass, up to ``max_iterations`` passes;
+    a tool that escalates (``ctx.actions.escalate()``) ends the loop."""
+
+    max_iterations: int = 1
+    kind = WorkflowKind.LOOP
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_iterations < 1:
+            raise ConfigError(f"loop {self.name!r}: max_iterations must be >= 1")
+
+    def _max_iterations(self) -> int:
+        return self.max_iterations
+
+    def then(self, agent: Any) -> LoopAgent:
+        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+
+    def then_keyed(self, key: str, agent: Any) -> LoopAgent:
+        return self._with_child(key, agent)  # type: ignore[no-any-return]
+
+
+class GraphBuildError(ConfigError):
+    """A graph that cannot run: empty, duplicate or unknown nodes, a cycle."""
+
+
+@attrs.frozen(eq=False)
+class GraphAgent(_Workflow):
+    """A DAG of agents: a node runs when its predecessors are done, with
+    their outputs as labelled context. Build it with :meth:`builder`."""
+
+    edges: tuple[tuple[str, str], ...] = ()
+    kind = WorkflowKind.GRAPH
+
+    def _edges(self) -> tuple[tuple[str, str], ...]:
+        return self.edges
+
+    @staticmethod
+    def builder() -> GraphBuilder:
+        return GraphBuilder()
+
+
+@attrs.frozen
+class GraphBuilder:
+    """Builds a :class:`GraphAgent`; ``build()`` checks the graph."""
+
+    _name: str = ""
+    _description: str = ""
+    _nodes: tuple[tuple[str, Any], ...] = ()
+    _edges: tuple[tuple[str, str], ...] = ()
+
+    def name(self, name: str) -> GraphBuilder:
+        return attrs.evolve(self, name=name)
+
+    def description(self, description: str) -> GraphBuilder:
+        return attrs.evolve(self, description=description)
+
+    def node(self, key: str, agent: Any) -> GraphBuilder:
+        return attrs.evolve(self, nodes=(*self._nodes, (key, agent)))
+
+    def edge(self, src: str, dst: str) -> GraphBuilder:
+        return attrs.evolve(self, edges=(*self._edges, (src, dst)))
+
+    def build(self) -> GraphAgent:
+        if not self._name:
+            raise GraphBuildError("a graph needs a name")
+        errors = graph_errors(tuple(k for k, _ in self._nodes), self._edges)
+        if errors:
+            raise GraphBuildError(f"graph {self._name!r}: " + "; ".join(errors))
+        return GraphAgent(self._name, self._description, self._nodes, RunConfig(), self._edges)
+
+
+# -- swarm -------------------------------------------------------------------------
+
+
+class SwarmBuildError(ConfigError):
+    """A swarm that cannot run: no members, duplicate names, unknown entry."""
+
+
+@attrs.frozen(eq=False)
+class SwarmAgent:
+    """A pool of LLM agents with a handoff from every member to every other.
+
+    The run is the ordinary handoff-driven loop of the entry member; it ends
+    as soon as the active member answers instead of handing off. With
+    ``max_handoffs``, the run fails with ``MaxHandoffsExceeded`` once more
+    handoffs than that have happened. Build it with :meth:`builder`.
+    """
+
+    name: str
+    description: str
+    members: Mapping[str, LlmAgent[Any]]
+    entry: str
+    max_handoffs: int | None = None
+
+    @staticmethod
+    def builder() -> SwarmBuilder:
+        return SwarmBuilder()
+
+    def run(
+        self,
+        ctx: RunContext[Any] | None,
+        input: AgentInput | str,
+        *,
+        config: RunConfig | None = None,
+        interpreter: Any = None,
+    ) -> AsyncIterator[AgentEvent]:
+        stream = self.members[self.entry].run(ctx, input, config=config, interpreter=interpreter)
+        if self.max_handoffs is None:
+            return stream
+        return _bounded(stream, self.max_handoffs)
+
+    def make_env(self, ctx: RunContext[Any], interpreter: Any, **kw: Any) -> RunEnv:
+        """Runs as its entry member (handoff budgets apply to top-level runs)."""
+        return self.members[self.entry].make_env(ctx, interpreter, **kw)
+
+
+async def _bounded(stream: AsyncIterator[AgentEvent], limit: int) -> AsyncIterator[AgentEvent]:
+    handoffs = 0
+    usage = Usage()
+    try:
+        async for event in stream:
+            if type(event) is HandoffItem:
+                handoffs += 1
+                if handoffs > limit:
+                    yield RunFailed(MaxHandoffsExceeded(limit), usage)
+                    return
+            yield event
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+@attrs.frozen
+class SwarmBuilder:
+    """Builds a :class:`SwarmAgent`; ``build()`` checks it."""
+
+    _name: str = ""
+    _description: str = ""
+    _members: tuple[LlmAgent[Any], ...] = ()
+    _entry: str | None = None
+    _max_handoffs: int | None = None
+
+    def name(self, name: str) -> SwarmBuilder:
+        return attrs.evolve(self, name=name)
+
+    def description(self, description: str) -> SwarmBuilder:
+        return attrs.evolve(self, description=description)
+
+    def member(self, agent: LlmAgent[Any]) -> SwarmBuilder:
+        return attrs.evolve(self, members=(*self._members, agent))
+
+    def entry(self, name: str) -> SwarmBuilder:
+        return attrs.evolve(self, entry=name)
+
+    def max_handoffs(self, limit: int) -> SwarmBuilder:
+        if limit < 0:
+            raise SwarmBuildError("max_handoffs must be >= 0")
+        return attrs.evolve(self, max_handoffs=limit)
+
+    def build(self) -> SwarmAgent:
+        if not self._members:
+            raise SwarmBuildError("a swarm needs at least one member")
+        names = [m.name for m in self._members]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise SwarmBuildError("duplicate member names: " + ", ".join(duplicates))
+        for member in self._members:
+            if not isinstance(member, LlmAgent):
+                raise SwarmBuildError(f"swarm members must be LlmAgents, not {type(member).__name__}")
+        entry = self._entry or names[0]
+        if entry not in names:
+            raise SwarmBuildError(f"unknown entry {entry!r}; members are: {', '.join(names)}")
+        registry: dict[str, LlmAgent[Any]] = {}
+        for member in self._members:
+            others = [
+                Handoff.lazy(o.name, o.description, registry) for o in self._members if o.name != member.name
+            ]
+            registry[member.name] = member.with_handoffs(*member.handoffs, *others)
+        return SwarmAgent(self._name or entry, self._description, registry, entry, self._max_handoffs)
+
+
+__all__ = [
+    "Agent",
+    "AgentAsTool",
+    "GraphAgent",
+    "GraphBuildError",
+    "GraphBuilder",
+    "Handoff",
+    "LoopAgent",
+    "ParallelAgent",
+    "SequentialAgent",
+    "SwarmAgent",
+    "SwarmBuildError",
+    "SwarmBuilder",
+]
