@@ -81,7 +81,8 @@ class TraceStep:
     """One effect, the result fed back, and the events emitted with it.
 
     ``events`` are the events emitted since the previous step (the machine's
-    events, then the live deltas the effect streamed).
+    events, then the live events the effect streamed); ``live`` are the
+    latter alone (a child agent's forwarded events are replayed from it).
     """
 
     index: int
@@ -89,6 +90,7 @@ class TraceStep:
     result: EffectResult
     events: tuple[AgentEvent, ...]
     path: tuple[str | int, ...] = ()
+    live: tuple[AgentEvent, ...] = ()
 
 
 @attrs.frozen
@@ -119,6 +121,7 @@ class Trace:
                         "effect": codec.unstructure(step.effect, Effect),
                         "result": codec.unstructure(step.result, EffectResult),
                         "events": [codec.unstructure(e, AgentEvent) for e in step.events],
+                        "live": [codec.unstructure(e, AgentEvent) for e in step.live],
                     }
                 )
             )
@@ -172,6 +175,7 @@ class Trace:
                             codec.structure(record["result"], EffectResult),
                             tuple(codec.structure(e, AgentEvent) for e in record["events"]),
                             tuple(record.get("path", ())),
+                            tuple(codec.structure(e, AgentEvent) for e in record.get("live", ())),
                         )
                     )
                 elif record.get("kind") == "end":

@@ -19,7 +19,8 @@ from helikon.ids import RunId
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter
 from helikon.interpreters._env import RunEnv
 from helikon.items import Item, UserMessage
-from helikon.loop import Outcome
+from helikon.agents import WorkflowState
+from helikon.interpreters._machine import OutcomeLike
 from helikon.trace import Trace, TraceHeader, TraceStep, definition_of, fingerprint
 
 
@@ -57,7 +58,7 @@ class RecordingInterpreter:
         self._final = None
         return self.inner.new_run_id()
 
-    def observe(self, env: RunEnv, outcome: Outcome) -> None:
+    def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
         if self._header is None:
             self._header = TraceHeader(
                 agent=env.spec.name,
@@ -75,25 +76,29 @@ class RecordingInterpreter:
 
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         result: EffectResult | None = None
+        live: list[AgentEvent] = []
         async for item in self.inner.perform(effect, env):
             if type(item) in RESULT_TYPES:
                 result = item  # type: ignore[assignment]
             else:
-                self._pending.append(item)  # type: ignore[arg-type]
+                live.append(item)  # type: ignore[arg-type]
             yield item
         if result is not None:
-            self._steps.append(TraceStep(len(self._steps), effect, result, tuple(self._pending)))
+            events = (*self._pending, *live)
+            self._steps.append(TraceStep(len(self._steps), effect, result, events, env.path, tuple(live)))
             self._pending = []
 
 
-def _input_of(outcome: Outcome) -> tuple[Item, ...]:
-    """The run's input: what the first outcome appended (a fresh run's first
-    step appends exactly the input items)."""
-    return (
-        outcome.appended
-        if outcome.appended
-        else tuple(i for i in outcome.state.conversation if isinstance(i, UserMessage))
-    )
+def _input_of(outcome: OutcomeLike) -> tuple[Item, ...]:
+    """The run's input: a workflow keeps it in its state; an agent loop's
+    first step appends exactly the input items (a resumed run's user
+    messages stand in)."""
+    state = outcome.state
+    if isinstance(state, WorkflowState):
+        return state.input
+    if outcome.appended:
+        return outcome.appended
+    return tuple(i for i in state.conversation if isinstance(i, UserMessage))
 
 
 __all__ = ["RecordingInterpreter"]

@@ -27,7 +27,8 @@ from helikon.errors import HelikonError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
-from helikon.loop import Outcome, delta_event
+from helikon.interpreters._machine import OutcomeLike
+from helikon.loop import delta_event
 from helikon.trace import Trace, TraceStep
 
 _CONTEXT_STEPS = 3
@@ -105,7 +106,7 @@ class ReplayInterpreter:
             lines.extend(_describe(s) for s in before)
         return ReplayDivergence("\n".join(lines), index, tuple(differences))
 
-    def observe(self, env: RunEnv, outcome: Outcome) -> None:
+    def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
         self._events.extend(outcome.events)
         if type(outcome.effect) is not Terminate:
             return
@@ -142,11 +143,18 @@ class ReplayInterpreter:
         self._next = index + 1
         result = step.result
         if type(result) is ModelResponded or type(result) is ModelCallFailed:
+            # Deltas come from the recorded chunks through the live path's
+            # own function, so a change in it shows up as a divergence.
             for event in result.events:
                 delta = delta_event(event)
                 if delta is not None:
                     self._events.append(delta)
                     yield delta
+        else:
+            # Child agents' forwarded events are replayed as recorded.
+            for forwarded in step.live:
+                self._events.append(forwarded)
+                yield forwarded
         yield result
 
 

@@ -82,7 +82,7 @@ class BotocoreCredentials:
         found = self._state.get("credentials")
         if found is None:
             try:
-                import botocore.session
+                import botocore.session  # type: ignore[import-not-found,import-untyped,unused-ignore]
             except ImportError as exc:  # pragma: no cover - guarded by the caller
                 raise LookupError("botocore is not installed") from exc
             session = botocore.session.Session(profile=self.profile)
@@ -105,7 +105,7 @@ class BotocoreCredentials:
 def botocore_available() -> bool:
     """Whether the optional botocore dependency can be imported."""
     try:
-        import botocore.session  # noqa: F401
+        import botocore.session  # type: ignore[import-not-found,import-untyped,unused-ignore]  # noqa: F401
     except ImportError:
         return False
     return True
@@ -125,7 +125,9 @@ def _read_ini(path: Path) -> configparser.RawConfigParser | None:
     return parser
 
 
-def _section(parser: configparser.RawConfigParser, name: str, *, config_file: bool) -> Mapping[str, str] | None:
+def _section(
+    parser: configparser.RawConfigParser, name: str, *, config_file: bool
+) -> Mapping[str, str] | None:
     candidates = [name] if not config_file else ([f"profile {name}", name] if name != "default" else [name])
     for candidate in candidates:
         if parser.has_section(candidate):
@@ -213,7 +215,9 @@ def resolve_credentials(
     return Resolved(None, None)
 
 
-def resolve_region(region: str | None, profile: str | None, env: Mapping[str, str] | None = None) -> str | None:
+def resolve_region(
+    region: str | None, profile: str | None, env: Mapping[str, str] | None = None
+) -> str | None:
     """The region to call: ``region``, ``AWS_REGION``, ``AWS_DEFAULT_REGION``,
     then the profile's ``region`` in the config file.
 

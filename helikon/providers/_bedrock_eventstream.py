@@ -231,7 +231,7 @@ def encode_message(headers: Mapping[str, HeaderValue], payload: bytes) -> bytes:
 
     >>> frame = encode_message({":message-type": "event"}, b"{}")
     >>> len(frame), EventStreamDecoder().feed(frame)[0].header(":message-type")
-    (43, 'event')
+    (40, 'event')
     """
     header_block = b"".join(_encode_header(name, value) for name, value in headers.items())
     total = _MIN_FRAME + len(header_block) + len(payload)

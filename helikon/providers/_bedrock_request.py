@@ -42,7 +42,6 @@ from helikon._json import JsonObject
 from helikon.items import (
     AssistantMessage,
     ImagePart,
-    Item,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -188,7 +187,9 @@ class Options:
     extra_body: JsonObject | None = None
 
 
-def build_request(request: ModelRequest, family: ModelFamily, options: Options = Options()) -> ConverseRequest:
+def build_request(
+    request: ModelRequest, family: ModelFamily, options: Options | None = None
+) -> ConverseRequest:
     """The Converse body for ``request``.
 
     >>> from helikon.items import user_text, system_text
@@ -198,6 +199,7 @@ def build_request(request: ModelRequest, family: ModelFamily, options: Options =
     Raises:
         RequestError: an item cannot be sent to Bedrock.
     """
+    options = options or Options()
     system: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
     history_tools: list[str] = []
@@ -214,7 +216,10 @@ def build_request(request: ModelRequest, family: ModelFamily, options: Options =
                 block = {"toolUse": {"toolUseId": call_id, "name": name, "input": _arguments(arguments)}}
                 _append(messages, "assistant", [block])
             case ToolResult(call_id=call_id, content=content, is_error=is_error):
-                result: dict[str, Any] = {"toolUseId": call_id, "content": [{"text": content or "(no output)"}]}
+                result: dict[str, Any] = {
+                    "toolUseId": call_id,
+                    "content": [{"text": content or "(no output)"}],
+                }
                 if is_error and family.tool_result_status:
                     result["status"] = "error"
                 _append(messages, "user", [{"toolResult": result}])
@@ -269,20 +274,23 @@ def _image(part: ImagePart) -> dict[str, Any]:
                 "Bedrock cannot fetch image URLs; pass the image bytes (ImagePart(data=..., media_type=...)) "
                 "or an s3:// URL"
             )
-        header, _, data = part.url.partition(",")
+        header, _, encoded = part.url.partition(",")
         if not header.endswith(";base64"):
             raise RequestError("only base64 data: URLs are supported for images")
         media_type = media_type or header[5:].split(";", 1)[0].lower()
+        data = encoded
     if data is None:
         raise RequestError("an ImagePart needs data or a URL")
-    fmt = _IMAGE_FORMATS.get(media_type)
-    if fmt is None:
-        raise RequestError(f"unsupported image media type {media_type or '(none)'!r}; use PNG, JPEG, GIF or WebP")
+    found = _IMAGE_FORMATS.get(media_type)
+    if found is None:
+        raise RequestError(
+            f"unsupported image media type {media_type or '(none)'!r}; use PNG, JPEG, GIF or WebP"
+        )
     try:
         base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise RequestError("the image data is not valid base64") from None
-    return {"format": fmt, "source": {"bytes": data}}
+    return {"format": found, "source": {"bytes": data}}
 
 
 def _format_from_name(url: str) -> str:
@@ -301,7 +309,9 @@ def _assistant_blocks(content: tuple[object, ...], family: ModelFamily) -> list[
                 if family is not ModelFamily.ANTHROPIC:
                     continue  # other families reject reasoning blocks in the history
                 if signature is not None and signature.startswith(REDACTED_PREFIX):
-                    blocks.append({"reasoningContent": {"redactedContent": signature[len(REDACTED_PREFIX) :]}})
+                    blocks.append(
+                        {"reasoningContent": {"redactedContent": signature[len(REDACTED_PREFIX) :]}}
+                    )
                 elif text:
                     reasoning: dict[str, Any] = {"text": text}
                     if signature:

@@ -87,7 +87,12 @@ def _kind(name: str) -> str:
 
 
 def classify_exception(
-    model_id: str, kind: str, message: str, *, status: int | None = None, headers: Mapping[str, str] | None = None
+    model_id: str,
+    kind: str,
+    message: str,
+    *,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> ModelError:
     """The :class:`ModelError` for a Bedrock exception type and message.
 
@@ -129,8 +134,9 @@ def http_error(model_id: str, status: int, headers: Mapping[str, str], body: byt
         message = body.decode(errors="replace").strip()[:500] or "(empty body)"
     kind = lowered.get("x-amzn-errortype", "") or kind
     if kind:
-        return classify_exception(model_id, kind.split(":", 1)[0].rsplit("#", 1)[-1], message,
-                                  status=status, headers=headers)
+        return classify_exception(
+            model_id, kind.split(":", 1)[0].rsplit("#", 1)[-1], message, status=status, headers=headers
+        )
     return classify(PROVIDER, model_id, status, message, headers)
 
 
@@ -157,9 +163,9 @@ def usage_of(raw: Mapping[str, Any]) -> Usage:
 class StreamTranslator:
     """Turns ConverseStream events into model events (one instance per call)."""
 
-    def __init__(self, model_id: str, plan: OutputPlan = OutputPlan()) -> None:
+    def __init__(self, model_id: str, plan: OutputPlan | None = None) -> None:
         self.model_id = model_id
-        self.plan = plan
+        self.plan = plan or OutputPlan()
         self._tool_numbers: dict[int, int] = {}
         self._output_blocks: set[int] = set()
         self._output_json: dict[int, list[str]] = {}

@@ -145,7 +145,9 @@ class _Rewriter:
                 out[key] = {name: self.schema(sub, refs) for name, sub in value.items()}
             elif key in _SCHEMA_ONE and isinstance(value, Mapping | bool):
                 out[key] = value if isinstance(value, bool) else self.schema(value, refs)
-            elif key in ("items", "prefixItems") and isinstance(value, Sequence) and not isinstance(value, str):
+            elif (
+                key in ("items", "prefixItems") and isinstance(value, Sequence) and not isinstance(value, str)
+            ):
                 out[key] = [self.schema(sub, refs) for sub in value]
             else:
                 out[key] = _copy(value)

@@ -24,7 +24,7 @@ import hashlib
 import hmac
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import quote, unquote
 
@@ -59,12 +59,12 @@ class AwsCredentials:
 def amz_date(moment: datetime) -> str:
     """The ``x-amz-date`` form of ``moment`` (converted to UTC).
 
-    >>> amz_date(datetime(2015, 8, 30, 12, 36, tzinfo=timezone.utc))
+    >>> amz_date(datetime(2015, 8, 30, 12, 36, tzinfo=UTC))
     '20150830T123600Z'
     """
     if moment.tzinfo is None:
         raise ValueError("the signing time must be timezone-aware")
-    return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def canonical_uri(raw_path: str) -> str:

@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 
 from helikon.errors import HelikonError
 from helikon.items import Item
-from helikon.sessions._events import SequenceId, SessionEvent
+from helikon.sessions._events import EventDecodeError, SequenceId, SessionEvent, decode_event
 
 
 class SessionErrorKind(enum.Enum):
@@ -98,6 +98,14 @@ class Session(Protocol):
             SessionError: the log could not be read.
         """
         ...
+
+
+def decode_stored(session_id: str, sequence: int, payload: str | bytes) -> SessionEvent:
+    """Decode a stored event; a corrupt one raises ``SessionError`` (kind other)."""
+    try:
+        return decode_event(payload)
+    except EventDecodeError as exc:
+        raise SessionError.other(f"session {session_id!r}: event {sequence} is corrupt: {exc}", exc) from exc
 
 
 __all__ = ["Session", "SessionError", "SessionErrorKind"]

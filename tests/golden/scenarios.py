@@ -16,6 +16,7 @@ from helikon import AgentInput, LlmAgent, RunConfig, RunContext, ToolContext, To
 from helikon.errors import ModelError
 from helikon.model import Finish, FinishReason, ReasoningChunk, TextChunk
 from helikon.testing import MockModel, call_tools, say
+from helikon.workflows import GraphAgent, Handoff, ParallelAgent
 
 Scenario = tuple[LlmAgent[Any], AgentInput | str, RunContext[Any] | None]
 
@@ -151,6 +152,49 @@ def reasoning_deltas() -> Scenario:
     return _agent(model), "Dining budget?", None
 
 
+def _specialist(name: str, answer: str) -> LlmAgent[Any]:
+    return LlmAgent(
+        name=name, model=MockModel([say(answer)]), description=f"Answers {name} questions.", tools=[]
+    )
+
+
+def handoff() -> Scenario:
+    investing = _specialist("investing specialist", "Start with a broad index fund.")
+    budgeting = _specialist("budgeting specialist", "Cook at home.")
+    triage = LlmAgent(
+        name="triage",
+        model=MockModel([call_tools(("transfer_to_investing_specialist", {}), usage=Usage(30, 5))]),
+        instructions="Route the question; never answer yourself.",
+        handoffs=[Handoff.to(budgeting), Handoff.to(investing)],
+    )
+    return triage, "How should I start investing $5,000?", None
+
+
+def parallel_fan_out() -> Scenario:
+    fan = (
+        ParallelAgent("three-lenses", "Three independent takes.")
+        .branch("optimist", _specialist("optimist", "It will go up."))
+        .branch("pessimist", _specialist("pessimist", "It will go down."))
+        .branch("realist", _specialist("realist", "It will wobble."))
+    )
+    return fan, "What will the market do?", None  # type: ignore[return-value]
+
+
+def graph_report() -> Scenario:
+    graph = (
+        GraphAgent.builder()
+        .name("finance_report")
+        .description("Spending and income into one summary.")
+        .node("spending", _specialist("spending", "Spent $2,100."))
+        .node("income", _specialist("income", "Earned $3,000."))
+        .node("summary", _specialist("summary", "Saved $900 this month."))
+        .edge("spending", "summary")
+        .edge("income", "summary")
+        .build()
+    )
+    return graph, "Report on December.", None  # type: ignore[return-value]
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     f.__name__: f
     for f in (
@@ -164,5 +208,8 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         model_error,
         cancelled_run,
         reasoning_deltas,
+        handoff,
+        parallel_fan_out,
+        graph_report,
     )
 }

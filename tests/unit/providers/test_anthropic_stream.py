@@ -364,7 +364,7 @@ def test_stop_reasons(stop_reason: str, finish: FinishReason, stream: bool) -> N
 def test_structured_output_by_forced_tool_streams_the_input_as_text() -> None:
     wire = wire_for(OWN / "stream_structured_output_tool.sse")
     model = model_on(wire, "claude-3-5-haiku-latest", structured_output=StructuredOutputMode.TOOL)
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {"category": {"type": "string"}, "recurring": {"type": "boolean"}},
     }
