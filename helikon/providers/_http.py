@@ -173,8 +173,9 @@ async def read_all(
 async def chunks(
     response: httpx.Response, cancel: CancellationToken, *, provider: str, model_id: str
 ) -> AsyncIterator[bytes]:
-    """The raw bytes of a streamed body; stops early (quietly) on cancel."""
-    iterator = response.aiter_raw()
+    """The bytes of a streamed body (content-decoded); stops early (quietly)
+    on cancel. Works for pre-read responses too."""
+    iterator = response.aiter_bytes()
     try:
         while True:
             with cancel.scope() as scope:
@@ -232,6 +233,21 @@ class SseDecoder:
                 events.append(event)
         return events
 
+    def flush(self) -> list[SseEvent]:
+        """End of stream: the last line and event, even without a final
+        blank line (real servers end streams that way)."""
+        events: list[SseEvent] = []
+        if self._buffer:
+            line = self._buffer.rstrip(b"\r\n").decode("utf-8", errors="replace")
+            self._buffer = b""
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        last = self._line("")
+        if last is not None:
+            events.append(last)
+        return events
+
     @property
     def incomplete(self) -> bool:
         """Whether bytes or fields are waiting for an event's end."""
@@ -277,6 +293,11 @@ async def sse_events(
 ) -> AsyncIterator[SseEvent]:
     """The SSE events of a streamed response.
 
+    A last event without its closing blank line is still delivered when its
+    data is whole (real servers end streams that way); a last event whose
+    data is cut off is a transport error. Whether the stream reached its
+    terminal event is the adapter's to check.
+
     Raises:
         ModelError: the stream ended in the middle of an event (truncated).
     """
@@ -284,8 +305,25 @@ async def sse_events(
     async for chunk in chunks(response, cancel, provider=provider, model_id=model_id):
         for event in decoder.feed(chunk):
             yield event
-    if decoder.incomplete and not cancel.cancelled:
-        raise ModelError.transport(f"{provider} {model_id}: the event stream was cut off mid-event")
+    if cancel.cancelled:
+        return
+    for event in decoder.flush():
+        if not _whole(event.data):
+            raise ModelError.transport(f"{provider} {model_id}: the event stream was cut off mid-event")
+        yield event
+
+
+def _whole(data: str) -> bool:
+    """Whether an event's data at the very end of a stream is complete JSON
+    (or not JSON at all, like ``[DONE]``)."""
+    text = data.strip()
+    if not text.startswith(("{", "[")) or text == "[DONE]":
+        return True
+    try:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def decode_json(data: str | bytes, *, provider: str, model_id: str) -> Any:

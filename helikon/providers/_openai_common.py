@@ -32,7 +32,7 @@ from helikon.cancel import CancellationToken
 from helikon.errors import ModelError
 from helikon.items import ImagePart, Item, SystemMessage, TextPart, text_of
 from helikon.model import FinishReason, ModelEvent, Usage
-from helikon.providers._http import SseEvent, classify, decode_json, read_all, send, sse_events
+from helikon.providers._http import SseDecoder, SseEvent, chunks, classify, decode_json, read_all, send
 from helikon.schema import strict
 
 #: Where OpenAI's own API lives.
@@ -137,15 +137,23 @@ async def stream_events(
         return
     content_type = response.headers.get("content-type", "")
     if "event-stream" in content_type or (config.stream and "json" not in content_type):
-        events_of = cast(AsyncGenerator[SseEvent, None], sse_events(response, cancel, **where))
-        async with aclosing(events_of) as events:
-            async for event in events:
-                for model_event in parser.feed(event):
-                    yield model_event
-                if parser.done:
-                    break
+        # chunks + SseDecoder rather than _http.sse_events, so that stopping at the
+        # terminal event (or on a parser error) closes the byte stream at once.
+        decoder = SseDecoder()
+        body_chunks = cast(AsyncGenerator[bytes, None], chunks(response, cancel, **where))
+        async with aclosing(body_chunks) as stream:
+            async for piece in stream:
+                for event in decoder.feed(piece):
+                    for model_event in parser.feed(event):
+                        yield model_event
+                    if parser.done:
+                        return
         if cancel.cancelled:
             return
+        if decoder.incomplete:
+            raise ModelError.transport(
+                f"{config.provider} {config.model_id}: the event stream was cut off mid-event"
+            )
         for model_event in parser.close():
             yield model_event
         return

@@ -239,7 +239,9 @@ class AnthropicModel:
             if response is None:
                 return
             try:
-                if self._options.stream:
+                # A gateway may answer a streamed request with one JSON message.
+                whole = response.headers.get("content-type", "").startswith("application/json")
+                if self._options.stream and not whole:
                     async for event in self._stream(response, cancel, output_tool):
                         yield event
                 else:

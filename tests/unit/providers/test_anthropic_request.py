@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from test_anthropic_support import OWN, Wire, drain, model_on, wire_for
 
@@ -36,6 +37,7 @@ from helikon.model import (
     ToolChoiceRequired,
     ToolDef,
 )
+from helikon.providers import _http
 from helikon.providers.anthropic import (
     DEFAULT_MAX_TOKENS,
     AnthropicModel,
@@ -494,3 +496,31 @@ def test_request_body_is_inspectable_without_sending() -> None:
         "max_tokens": 4096,
         "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
     }
+
+
+def test_without_a_client_each_call_opens_and_closes_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    wire = reply()
+    opened: list[httpx.AsyncClient] = []
+
+    def new_client(given: httpx.AsyncClient | None) -> httpx.AsyncClient:
+        assert given is None
+        opened.append(wire.client())
+        return opened[-1]
+
+    monkeypatch.setattr(_http, "new_client", new_client)
+    model = AnthropicModel.messages("claude-x", api_key="k")
+
+    drain(model, ModelRequest((user_text("hi"),)))
+    drain(model, ModelRequest((user_text("again"),)))
+
+    assert len(opened) == 2 and all(client.is_closed for client in opened)
+
+
+def test_a_given_client_is_left_open() -> None:
+    wire = reply()
+    client = wire.client()
+    model = AnthropicModel.messages("claude-x", api_key="k", http_client=client)
+
+    drain(model, ModelRequest((user_text("hi"),)))
+
+    assert not client.is_closed

@@ -558,3 +558,13 @@ def test_stopping_early_closes_the_response() -> None:
 
 def read_own_long() -> Wire:
     return wire_for(OWN / "stream_parallel_tool_use_interleaved.sse")
+
+
+def test_a_json_answer_to_a_streamed_request_is_read_whole() -> None:
+    # Some gateways ignore "stream": true and send one message.
+    wire = wire_for(OWN / "nonstream_refusal.json")
+
+    r = fold(drain(model_on(wire, stream=True), HELLO))
+
+    assert wire.sent["stream"] is True
+    assert r.text == "I can't help with that." and r.finish is FinishReason.CONTENT_FILTER
