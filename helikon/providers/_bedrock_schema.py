@@ -278,7 +278,7 @@ def _merge_scalars(variants: list[dict[str, Any]]) -> dict[str, Any]:
         if nullable and isinstance(kind, str):
             only["type"] = [kind, "null"]
         return only
-    enums = [v.get("enum") for v in rest]
+    enums = [[v["const"]] if "const" in v else v.get("enum") for v in rest]
     if all(isinstance(e, list) for e in enums):
         values: list[Any] = []
         for enum in enums:
@@ -287,6 +287,11 @@ def _merge_scalars(variants: list[dict[str, Any]]) -> dict[str, Any]:
         kinds = {_json_type(x) for x in values}
         merged: dict[str, Any] = {"type": kinds.pop()} if len(kinds) == 1 else {}
         merged["enum"] = [*values, None] if nullable else values
+        if nullable and isinstance(merged.get("type"), str):
+            merged["type"] = [merged["type"], "null"]
+        description = next((v["description"] for v in rest if isinstance(v.get("description"), str)), None)
+        if description is not None:
+            merged["description"] = description
         return merged
     types: list[str] = []
     for variant in rest:

@@ -75,6 +75,32 @@ def retry_after_ms(headers: Mapping[str, str]) -> int | None:
     return max(0, int((when.timestamp() - time.time()) * 1000))
 
 
+def body_retry_after_ms(body: bytes) -> int | None:
+    """A retry hint inside an error body (Google's ``google.rpc.RetryInfo``
+    ``retryDelay: "12s"``), in milliseconds, or None.
+
+    >>> body_retry_after_ms(b'{"error": {"details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",'
+    ...                     b' "retryDelay": "1.5s"}]}}')
+    1500
+    """
+    try:
+        data: Any = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(data, list) and data:
+        data = data[0]
+    error = data.get("error") if isinstance(data, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0, int(float(delay[:-1]) * 1000))
+            except ValueError:
+                return None
+    return None
+
+
 def error_message(body: bytes) -> str:
     """The human message inside a provider's error body (or the body itself)."""
     try:
@@ -87,7 +113,8 @@ def error_message(body: bytes) -> str:
         error = data.get("error", data)
         if isinstance(error, dict):
             message = error.get("message") or error.get("Message")
-            kind = error.get("type") or error.get("code") or error.get("status")
+            kinds = (error.get("type"), error.get("status"), error.get("code"))
+            kind = next((k for k in kinds if isinstance(k, str)), None)
             if isinstance(message, str):
                 return f"{message} ({kind})" if isinstance(kind, str) and kind not in message else message
         for key in ("message", "Message", "detail"):
@@ -146,9 +173,11 @@ async def send(
             if response.status_code >= 400:
                 body = await response.aread()
                 await response.aclose()
-                raise classify(
-                    provider, model_id, response.status_code, error_message(body), response.headers
-                )
+                headers = dict(response.headers)
+                hint = body_retry_after_ms(body)
+                if hint is not None and retry_after_ms(headers) is None:
+                    headers["retry-after-ms"] = str(hint)
+                raise classify(provider, model_id, response.status_code, error_message(body), headers)
     except httpx.HTTPError as exc:
         raise transport_error(provider, model_id, exc) from exc
     if scope.cancelled_caught:

@@ -214,18 +214,39 @@ class BedrockModel:
         region: str | None = None,
         profile: str | None = None,
         http_client: httpx.AsyncClient | None = None,
+        base_url: str | None = None,
         stream: bool = True,
+        additional_model_request_fields: JsonObject | None = None,
+        stop_sequences: Sequence[str] = (),
+        prompt_caching: bool = False,
+        extra_body: JsonObject | None = None,
     ) -> BedrockModel:
-        """A model configured from the standard AWS chain alone.
+        """A model configured from the standard AWS chain (no explicit credentials).
 
-        Asynchronous for parity with the AWS SDKs: reading the shared files
-        happens in a worker thread. The botocore part of the chain stays lazy:
-        SSO, container and instance-role failures surface from ``invoke``, not
-        here.
+        Asynchronous for parity with the AWS SDKs: the environment and the
+        shared files are read in a worker thread. The botocore part of the
+        chain stays lazy: SSO, container and instance-role failures surface
+        from ``invoke``, not here.
+
+        Raises:
+            ConfigError: no region, or no credentials could come from anywhere.
         """
-        return await anyio.to_thread.run_sync(
-            lambda: cls(model_id, region=region, profile=profile, http_client=http_client, stream=stream)
-        )
+
+        def build() -> BedrockModel:
+            return cls(
+                model_id,
+                region=region,
+                profile=profile,
+                http_client=http_client,
+                base_url=base_url,
+                stream=stream,
+                additional_model_request_fields=additional_model_request_fields,
+                stop_sequences=stop_sequences,
+                prompt_caching=prompt_caching,
+                extra_body=extra_body,
+            )
+
+        return await anyio.to_thread.run_sync(build)
 
     # -- the Model protocol -------------------------------------------------------------
 

@@ -28,9 +28,11 @@ last part when there are no calls.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import Final, final
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import Any, Final, cast, final
 
+import anyio
 import httpx
 import msgspec
 
@@ -45,7 +47,7 @@ from helikon.providers._gemini_auth import (
 from helikon.providers._gemini_request import Thinking, build_body
 from helikon.providers._gemini_response import ResponseParser
 from helikon.providers._gemini_schema import sanitize_schema
-from helikon.providers._http import decode_json, new_client, read_all, send, sse_events
+from helikon.providers._http import SseEvent, decode_json, new_client, read_all, send, sse_events
 
 #: The Developer API's base URL (``generativelanguage.googleapis.com``).
 DEVELOPER_BASE_URL: Final = "https://generativelanguage.googleapis.com/v1beta"
@@ -91,7 +93,7 @@ class GeminiModel:
             (Developer) or ``https://{location}-aiplatform.googleapis.com/v1``
             (Vertex), e.g. for a proxy.
         http_client: the ``httpx.AsyncClient`` to use (transports, proxies,
-            timeouts); a new one otherwise.
+            timeouts, pooling); without one, each call opens and closes its own.
         stream: stream with ``streamGenerateContent`` (default) or call
             ``generateContent``.
         include_thoughts: ask for thought summaries (streamed as reasoning).
@@ -128,8 +130,7 @@ class GeminiModel:
         self._stream = stream
         self._thinking = Thinking(include_thoughts, thinking_budget, thinking_level)
         self._extra_headers = dict(headers or {})
-        self._owns_client = http_client is None
-        self._client = new_client(http_client)
+        self._client = http_client
         self._api_key: str | None = None
         self._token_provider: TokenProvider | None = None
         if project is not None:
@@ -346,34 +347,73 @@ class GeminiModel:
         headers = await self._headers(cancel)
         if headers is None:
             return
-        http_request = self._client.build_request(
+        # Without a caller's client, each call opens and closes its own: a
+        # pooled connection must not outlive the event loop that opened it
+        # (``run_sync`` starts a new one every time).
+        client = self._client if self._client is not None else new_client(None)
+        try:
+            async with aclosing(self._exchange(client, body, headers, cancel)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if client is not self._client:
+                with anyio.CancelScope(shield=True):
+                    await client.aclose()
+
+    async def _exchange(
+        self,
+        client: httpx.AsyncClient,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        cancel: CancellationToken,
+    ) -> AsyncGenerator[ModelEvent, None]:
+        """Send the request and parse the answer (streamed or whole)."""
+        provider, model_id = self._provider, self._model_id
+        http_request = client.build_request(
             "POST", self.url, headers=headers, content=msgspec.json.encode(body)
         )
-        response = await send(self._client, http_request, cancel, provider=provider, model_id=model_id)
+        response = await send(client, http_request, cancel, provider=provider, model_id=model_id)
         if response is None:
             return
         parser = ResponseParser(provider, model_id)
-        if self._stream:
-            async for event in sse_events(response, cancel, provider=provider, model_id=model_id):
-                if not event.data.strip():
-                    continue
-                payload = decode_json(event.data, provider=provider, model_id=model_id)
-                for model_event in parser.feed(payload):
-                    yield model_event
+        # A gateway that drops ``alt=sse`` answers a stream request with one
+        # JSON array of response objects: read it whole, like generateContent.
+        if self._stream and "json" not in response.headers.get("content-type", ""):
+            # sse_events is an async generator: close it (and the response) on an early return.
+            stream = cast(
+                AsyncGenerator[SseEvent, None],
+                sse_events(response, cancel, provider=provider, model_id=model_id),
+            )
+            async with aclosing(stream) as events:
+                async for event in events:
+                    if not event.data.strip():
+                        continue
+                    payload = decode_json(event.data, provider=provider, model_id=model_id)
+                    for model_event in parser.feed(payload):
+                        yield model_event
+                        if cancel.cancelled:
+                            return
             if cancel.cancelled:
                 return
         else:
             raw = await read_all(response, cancel, provider=provider, model_id=model_id)
             if raw is None:
                 return
-            for model_event in parser.feed(decode_json(raw, provider=provider, model_id=model_id)):
-                yield model_event
+            payload = decode_json(raw, provider=provider, model_id=model_id)
+            for item in payload if isinstance(payload, list) else [payload]:
+                for model_event in parser.feed(item):
+                    yield model_event
         for model_event in parser.close():
             yield model_event
 
     async def _headers(self, cancel: CancellationToken) -> dict[str, str] | None:
         """The request headers, with credentials; None if cancelled meanwhile."""
         headers = {"content-type": "application/json", **self._extra_headers}
+        if self._stream:
+            # The shared SSE reader takes the raw (undecoded) body bytes, so
+            # ask for an uncompressed stream: Google front ends gzip when told
+            # they may.
+            headers.setdefault("accept-encoding", "identity")
         if self._api_key is not None:
             headers["x-goog-api-key"] = self._api_key
             return headers
@@ -392,11 +432,6 @@ class GeminiModel:
             return None
         headers["authorization"] = f"Bearer {token}"
         return headers
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this model created it."""
-        if self._owns_client:
-            await self._client.aclose()
 
     def __repr__(self) -> str:
         return f"GeminiModel({self._model_id!r}, provider={self._provider!r}, stream={self._stream})"

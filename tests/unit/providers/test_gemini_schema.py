@@ -69,7 +69,11 @@ def test_const_becomes_a_single_item_enum_with_its_type() -> None:
 
 
 def test_enum_values_become_strings_and_null_becomes_nullable() -> None:
-    assert sanitize_schema({"enum": ["a", "b", None]}) == {"enum": ["a", "b"], "type": "string", "nullable": True}
+    assert sanitize_schema({"enum": ["a", "b", None]}) == {
+        "enum": ["a", "b"],
+        "type": "string",
+        "nullable": True,
+    }
     assert sanitize_schema({"type": "integer", "enum": [1, 2]}) == {"type": "integer", "enum": ["1", "2"]}
 
 
@@ -110,17 +114,25 @@ def test_all_of_members_merge() -> None:
 
 
 def test_refs_are_inlined_including_definitions_and_siblings() -> None:
-    schema = {
+    schema: dict[str, Any] = {
         "definitions": {"Tag": {"type": "string", "description": "a tag"}},
         "type": "array",
         "items": {"$ref": "#/definitions/Tag", "description": "overridden"},
     }
-    assert sanitize_schema(schema) == {"type": "array", "items": {"type": "string", "description": "overridden"}}
+    assert sanitize_schema(schema) == {
+        "type": "array",
+        "items": {"type": "string", "description": "overridden"},
+    }
 
 
 def test_recursive_and_unresolvable_refs_are_cut_off() -> None:
-    tree = {
-        "$defs": {"Tree": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}},
+    tree: dict[str, Any] = {
+        "$defs": {
+            "Tree": {
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}},
+            }
+        },
         "$ref": "#/$defs/Tree",
     }
     assert sanitize_schema(tree) == {
@@ -128,7 +140,10 @@ def test_recursive_and_unresolvable_refs_are_cut_off() -> None:
         "properties": {"kids": {"type": "array", "items": {"type": "object"}}},
     }
     assert sanitize_schema({"$ref": "https://example.com/remote.json"}) == {"type": "object"}
-    assert sanitize_schema({"$ref": "#/$defs/Missing", "description": "d"}) == {"type": "object", "description": "d"}
+    assert sanitize_schema({"$ref": "#/$defs/Missing", "description": "d"}) == {
+        "type": "object",
+        "description": "d",
+    }
 
 
 def test_formats_are_kept_only_where_gemini_knows_them() -> None:
@@ -172,24 +187,36 @@ def test_unsupported_validation_keywords_are_dropped_supported_kept() -> None:
             "prefixItems": [{"type": "string"}],
         }
     )
-    assert out == {"type": "array", "items": {"type": "number", "minimum": 1, "maximum": 9}, "minItems": 1, "maxItems": 4}
+    assert out == {
+        "type": "array",
+        "items": {"type": "number", "minimum": 1, "maximum": 9},
+        "minItems": 1,
+        "maxItems": 4,
+    }
 
 
 def test_the_input_is_not_modified() -> None:
-    schema = {"type": ["string", "null"], "$defs": {"X": {"const": 1}}, "properties": {"x": {"$ref": "#/$defs/X"}}}
+    schema: dict[str, Any] = {
+        "type": ["string", "null"],
+        "$defs": {"X": {"const": 1}},
+        "properties": {"x": {"$ref": "#/$defs/X"}},
+    }
     before = json.dumps(schema, sort_keys=True)
     sanitize_schema(schema)
     assert json.dumps(schema, sort_keys=True) == before
 
 
-def test_a_tool_decorator_schema_passes_gemini_validation() -> None:
-    @attrs.frozen
-    class Window:
-        start: str
-        end: str | None = None
+@attrs.frozen
+class Window:
+    start: str
+    end: str | None = None
 
+
+def test_a_tool_decorator_schema_passes_gemini_validation() -> None:
     @tool
-    async def search(query: str, limit: int = 5, window: Window | None = None, tags: list[str] | None = None) -> str:
+    async def search(
+        query: str, limit: int = 5, window: Window | None = None, tags: list[str] | None = None
+    ) -> str:
         """Search the archive.
 
         Args:
@@ -211,7 +238,7 @@ def test_a_tool_decorator_schema_passes_gemini_validation() -> None:
 
 
 def test_a_pydantic_style_schema_passes_gemini_validation() -> None:
-    schema = {
+    schema: dict[str, Any] = {
         "$defs": {
             "Kind": {"enum": ["home", "work"], "title": "Kind", "type": "string"},
             "Address": {
@@ -220,7 +247,10 @@ def test_a_pydantic_style_schema_passes_gemini_validation() -> None:
                 "properties": {
                     "street": {"title": "Street", "type": "string"},
                     "kind": {"$ref": "#/$defs/Kind", "default": "home"},
-                    "zip": {"anyOf": [{"type": "string", "pattern": "^[0-9]{5}$"}, {"type": "null"}], "default": None},
+                    "zip": {
+                        "anyOf": [{"type": "string", "pattern": "^[0-9]{5}$"}, {"type": "null"}],
+                        "default": None,
+                    },
                 },
                 "required": ["street"],
                 "additionalProperties": False,
@@ -234,7 +264,10 @@ def test_a_pydantic_style_schema_passes_gemini_validation() -> None:
             "shape": {
                 "oneOf": [
                     {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}}},
-                    {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "number"}}},
+                    {
+                        "type": "object",
+                        "properties": {"kind": {"const": "square"}, "side": {"type": "number"}},
+                    },
                 ],
                 "discriminator": {"propertyName": "kind"},
             },
@@ -253,7 +286,11 @@ def test_a_pydantic_style_schema_passes_gemini_validation() -> None:
 
 _names = st.text(alphabet="abcxyz", min_size=1, max_size=3)
 _leaf = st.fixed_dictionaries(
-    {"type": st.sampled_from(["string", "integer", "number", "boolean", ["string", "null"], ["integer", "null"]])},
+    {
+        "type": st.sampled_from(
+            ["string", "integer", "number", "boolean", ["string", "null"], ["integer", "null"]]
+        )
+    },
     optional={
         "default": st.none(),
         "examples": st.lists(st.integers(), max_size=1),
@@ -278,7 +315,9 @@ _schemas = st.recursive(
         ),
         st.builds(lambda item: {"type": "array", "items": item, "uniqueItems": True}, inner),
         st.builds(lambda members: {"oneOf": members}, st.lists(inner, min_size=1, max_size=3)),
-        st.builds(lambda members: {"anyOf": [*members, {"type": "null"}]}, st.lists(inner, min_size=1, max_size=2)),
+        st.builds(
+            lambda members: {"anyOf": [*members, {"type": "null"}]}, st.lists(inner, min_size=1, max_size=2)
+        ),
     ),
     max_leaves=8,
 )
