@@ -7,5 +7,7 @@ module, so ``import helikon`` never pays for them::
 
     from helikon.providers.openai import OpenAIModel
     from helikon.providers.anthropic import AnthropicModel
+    from helikon.providers.gemini import GeminiModel
+    from helikon.providers.bedrock import BedrockModel
     from helikon.providers.retry import RetryingModel, RetryPolicy
 """

@@ -277,6 +277,8 @@ def _merge_scalars(variants: list[dict[str, Any]]) -> dict[str, Any]:
         kind = only.get("type")
         if nullable and isinstance(kind, str):
             only["type"] = [kind, "null"]
+        elif nullable and isinstance(kind, list) and "null" not in kind:
+            only["type"] = [*kind, "null"]
         return only
     enums = [[v["const"]] if "const" in v else v.get("enum") for v in rest]
     if all(isinstance(e, list) for e in enums):
@@ -286,7 +288,7 @@ def _merge_scalars(variants: list[dict[str, Any]]) -> dict[str, Any]:
             values.extend(x for x in enum if x not in values)
         kinds = {_json_type(x) for x in values}
         merged: dict[str, Any] = {"type": kinds.pop()} if len(kinds) == 1 else {}
-        merged["enum"] = [*values, None] if nullable else values
+        merged["enum"] = [*values, None] if nullable and None not in values else values
         if nullable and isinstance(merged.get("type"), str):
             merged["type"] = [merged["type"], "null"]
         description = next((v["description"] for v in rest if isinstance(v.get("description"), str)), None)
@@ -299,7 +301,7 @@ def _merge_scalars(variants: list[dict[str, Any]]) -> dict[str, Any]:
         for name in kind if isinstance(kind, list) else [kind]:
             if isinstance(name, str) and name not in types:
                 types.append(name)
-    if nullable:
+    if nullable and "null" not in types:
         types.append("null")
     return {"type": types} if types else {}
 

@@ -86,7 +86,7 @@ class BedrockModel:
         profile: the shared-config profile (default ``AWS_PROFILE``, else
             ``default``).
         http_client: the :class:`httpx.AsyncClient` to use (transports,
-            proxies, timeouts); a new one otherwise.
+            proxies, timeouts); otherwise each call opens and closes its own.
         base_url: the endpoint (default
             ``https://bedrock-runtime.{region}.amazonaws.com``), e.g. a VPC
             endpoint or a proxy; requests are still signed for ``region``.
@@ -158,7 +158,7 @@ class BedrockModel:
             )
         self._region = found_region or ""
         self._base_url = (base_url or f"https://bedrock-runtime.{self._region}.amazonaws.com").rstrip("/")
-        self._client = new_client(http_client)
+        self._client = http_client
         self._stream = stream
         self._family = detect_family(self._model_id)
         self._options = Options(
@@ -287,39 +287,71 @@ class BedrockModel:
         except RequestError as exc:
             raise ModelError.other(f"{PROVIDER} {self._model_id}: {exc}") from None
         http_request = await self._http_request(dumps(converse.body))
-        response = await self._send(http_request, cancel)
-        if response is None:
-            return
-        translator = StreamTranslator(self._model_id, converse.output)
-        if self._stream:
-            decoder = EventStreamDecoder()
-            body_chunks = cast(  # chunks() is an async generator; aclosing needs to know it
-                AsyncGenerator[bytes, None],
-                chunks(response, cancel, provider=PROVIDER, model_id=self._model_id),
-            )
-            async with aclosing(body_chunks) as body:
-                async for chunk in body:
-                    try:
-                        messages = decoder.feed(chunk)
-                    except EventStreamError as exc:
-                        raise self._corrupt(exc) from None
-                    for message in messages:
-                        for event in translator.on_message(message):
-                            yield event
-            if _stopped(cancel):
+        # Without a caller's client, each call has its own: a pooled
+        # connection must not outlive the event loop that opened it.
+        client = new_client(self._client)
+        try:
+            response = await self._send(client, http_request, cancel)
+            if response is None:
                 return
             try:
-                decoder.close()
-            except EventStreamError as exc:
-                raise self._corrupt(exc) from None
-        else:
-            raw = await read_all(response, cancel, provider=PROVIDER, model_id=self._model_id)
-            if raw is None:
-                return
-            data = decode_json(raw, provider=PROVIDER, model_id=self._model_id)
-            for event_type, payload in converse_events(data, self._model_id):
-                for event in translator.on_event(event_type, payload):
-                    yield event
+                translator = StreamTranslator(self._model_id, converse.output)
+                # A gateway may answer a streamed request with one JSON response.
+                whole = response.headers.get("content-type", "").startswith("application/json")
+                events = (
+                    self._stream_events(response, cancel, translator)
+                    if self._stream and not whole
+                    else self._whole_events(response, cancel, translator)
+                )
+                async with aclosing(events):
+                    async for event in events:
+                        yield event
+            finally:
+                await response.aclose()
+        finally:
+            if self._client is None:
+                await client.aclose()
+
+    async def _stream_events(
+        self, response: httpx.Response, cancel: CancellationToken, translator: StreamTranslator
+    ) -> AsyncGenerator[ModelEvent, None]:
+        decoder = EventStreamDecoder()
+        body_chunks = cast(  # chunks() is an async generator; aclosing needs to know it
+            AsyncGenerator[bytes, None],
+            chunks(response, cancel, provider=PROVIDER, model_id=self._model_id),
+        )
+        async with aclosing(body_chunks) as body:
+            async for chunk in body:
+                try:
+                    messages = decoder.feed(chunk)
+                except EventStreamError as exc:
+                    raise self._corrupt(exc) from None
+                for message in messages:
+                    # In-memory transports may never reach a checkpoint where
+                    # the cancel scope could act: poll the token too.
+                    if cancel.cancelled:
+                        return
+                    for event in translator.on_message(message):
+                        yield event
+        if _stopped(cancel):
+            return
+        try:
+            decoder.close()
+        except EventStreamError as exc:
+            raise self._corrupt(exc) from None
+        for event in translator.finish():
+            yield event
+
+    async def _whole_events(
+        self, response: httpx.Response, cancel: CancellationToken, translator: StreamTranslator
+    ) -> AsyncGenerator[ModelEvent, None]:
+        raw = await read_all(response, cancel, provider=PROVIDER, model_id=self._model_id)
+        if raw is None:
+            return
+        data = decode_json(raw, provider=PROVIDER, model_id=self._model_id)
+        for event_type, payload in converse_events(data, self._model_id):
+            for event in translator.on_event(event_type, payload):
+                yield event
         for event in translator.finish():
             yield event
 
@@ -360,7 +392,9 @@ class BedrockModel:
         request.headers.update(signed)
         return request
 
-    async def _send(self, request: httpx.Request, cancel: CancellationToken) -> httpx.Response | None:
+    async def _send(
+        self, client: httpx.AsyncClient, request: httpx.Request, cancel: CancellationToken
+    ) -> httpx.Response | None:
         """Send for a streamed response; None if cancelled first.
 
         Like :func:`helikon.providers._http.send`, but errors are classified by
@@ -369,7 +403,7 @@ class BedrockModel:
         """
         try:
             with cancel.scope() as scope:
-                response = await self._client.send(request, stream=True)
+                response = await client.send(request, stream=True)
                 if response.status_code >= 400:
                     body = await response.aread()
                     await response.aclose()
