@@ -2,8 +2,8 @@
 
 Run it with ``python examples/budget_assistant.py``. Without an
 ``OPENAI_API_KEY`` it uses a scripted model (no network), so the demo runs
-anywhere; with a key it uses OpenAI's Chat Completions API when the OpenAI
-provider is installed.
+anywhere; with a key it calls OpenAI's Chat Completions API (install the
+``openai`` extra). Switching provider is the one line in ``choose_model``.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from helikon.errors import (
     ChildrenFailed,
     MaxAgentDepthExceeded,
     MaxIterationsExceeded,
+    OtherError,
     StepError,
 )
 from helikon.events import AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted
@@ -204,6 +205,8 @@ def start_workflow(spec: WorkflowSpec, input: tuple[Item, ...], run_id: RunId, d
     events: list[AgentEvent] = [RunStarted(spec.name, run_id)]
     if depth > spec.max_agent_depth:
         return _fail(state, MaxAgentDepthExceeded(spec.max_agent_depth), events)
+    if not spec.nodes:  # a nested empty workflow fails its run instead of raising IndexError
+        return _fail(state, OtherError(f"workflow {spec.name!r} has no sub-agents"), events)
     match spec.kind:
         case WorkflowKind.SEQUENTIAL | WorkflowKind.LOOP:
             keys: tuple[str, ...] = (spec.nodes[0].key,)

@@ -4,7 +4,7 @@ This module owns the pragmatic shell reading that deny rules, allow rules and
 guard rules share (and that a Bash tool's own deny/allow lists should use). It
 is not a POSIX shell parser; it follows the book's four steps:
 
-1. **Split** the line into sub-commands on ``&&``, ``||``, ``;``, ``|``,
+1. **Split** (:mod:`._lexer`) the line into sub-commands on ``&&``, ``||``, ``;``, ``|``,
    ``|&``, ``&`` and newlines, outside quotes. The ``&`` of a redirection
    (``2>&1``, ``&>file``, ``>&2``) and the ``|`` of ``>|`` are not operators.
    Beyond the book, ``(``, ``)`` and backticks outside quotes split too, so a
@@ -40,12 +40,13 @@ Known limitations (the book's "Scope & limitations", kept true here):
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Collection
 from typing import Final, final
 
 import attrs
+
+from helikon.governance._lexer import Redirect, Word, split_line, tokenize
 
 #: How many nested ``bash -c`` levels are followed (the top level is depth 0).
 MAX_SHELL_DEPTH: Final = 3
@@ -57,33 +58,6 @@ SHELLS: Final = frozenset({"bash", "dash", "ksh", "sh", "zsh"})
 RESERVED_WORDS: Final = frozenset(
     {"!", "{", "}", "do", "done", "elif", "else", "esac", "fi", "if", "then", "until", "while"}
 )
-
-
-class RedirectKind(enum.Enum):
-    """What a redirection does with its target."""
-
-    #: ``>``, ``>|``, ``&>``, ``>&file`` and ``<>``: opens the target for writing.
-    WRITE = "write"
-    #: ``>>`` and ``&>>``: appends to the target.
-    APPEND = "append"
-    #: ``<``, ``<<`` and ``<<<``: reads (a heredoc's target is its delimiter).
-    READ = "read"
-    #: ``>&2``, ``2>&1``, ``<&0``, ``>&-``: duplicates or closes a descriptor.
-    DUPLICATE = "duplicate"
-
-
-@final
-@attrs.frozen
-class Redirect:
-    """One redirection of a sub-command, its target unquoted."""
-
-    kind: RedirectKind
-    target: str
-
-    @property
-    def writes(self) -> bool:
-        """Whether the redirection writes to a path (``WRITE`` or ``APPEND``)."""
-        return self.kind in (RedirectKind.WRITE, RedirectKind.APPEND)
 
 
 @final
@@ -128,11 +102,11 @@ class Wrapper:
 
     name: str
     short_with_value: str = ""
-    long_with_value: frozenset[str] = frozenset()
+    long_with_value: tuple[str, ...] = ()
     operands: int = 0
     assignments: bool = False
     numeric_options: bool = False
-    split_string: frozenset[str] = frozenset()
+    split_string: tuple[str, ...] = ()
 
 
 #: The wrappers stripped before the program is read. ``sudo -h`` is help, not
@@ -143,240 +117,49 @@ WRAPPERS: Final[tuple[Wrapper, ...]] = (
     Wrapper(
         "env",
         short_with_value="uCS",
-        long_with_value=frozenset({"unset", "chdir", "split-string"}),
+        long_with_value=("unset", "chdir", "split-string"),
         assignments=True,
-        split_string=frozenset({"-S", "--split-string"}),
+        split_string=("-S", "--split-string"),
     ),
     Wrapper("exec", short_with_value="a"),
-    Wrapper("nice", short_with_value="n", long_with_value=frozenset({"adjustment"}), numeric_options=True),
+    Wrapper("nice", short_with_value="n", long_with_value=("adjustment",), numeric_options=True),
     Wrapper("nohup"),
-    Wrapper("stdbuf", short_with_value="ioe", long_with_value=frozenset({"input", "output", "error"})),
+    Wrapper("stdbuf", short_with_value="ioe", long_with_value=("input", "output", "error")),
     Wrapper(
         "sudo",
         short_with_value="CDgpRrtTUu",
-        long_with_value=frozenset(
-            {"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type",
-             "command-timeout", "other-user", "user"}
+        long_with_value=(
+            "chdir",
+            "chroot",
+            "close-from",
+            "command-timeout",
+            "group",
+            "host",
+            "other-user",
+            "prompt",
+            "role",
+            "type",
+            "user",
         ),
     ),
     Wrapper("time"),
-    Wrapper("timeout", short_with_value="sk", long_with_value=frozenset({"signal", "kill-after"}), operands=1),
+    Wrapper("timeout", short_with_value="sk", long_with_value=("kill-after", "signal"), operands=1),
 )
 
 _WRAPPER_BY_NAME: Final = {w.name: w for w in WRAPPERS}
 _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 
-@attrs.frozen
-class _Word:
-    text: str
-    #: Index in ``text`` of the first character that came from quoting or escaping.
-    quoted_from: int
-
-    @property
-    def plain(self) -> bool:
-        return self.quoted_from == len(self.text)
-
-
-# -- splitting -----------------------------------------------------------------
-
-
-def split_commands(command: str) -> tuple[str, ...]:
-    """Split a command line into its sub-commands, quote-aware; empty ones are dropped.
-
-    >>> split_commands("echo ok && rm -rf .")
-    ('echo ok', 'rm -rf .')
-    >>> split_commands("a; b | c || d |& e & f\\ng")
-    ('a', 'b', 'c', 'd', 'e', 'f', 'g')
-    >>> split_commands("make 2>&1 >/dev/null && echo 'x; y'")
-    ('make 2>&1 >/dev/null', "echo 'x; y'")
-    """
-    return _split(command)[0]
-
-
-def _split(command: str) -> tuple[tuple[str, ...], bool]:
-    segments: list[str] = []
-    buf: list[str] = []
-    opaque = False
-    i, n = 0, len(command)
-
-    def cut() -> None:
-        segment = "".join(buf).strip()
-        buf.clear()
-        if segment:
-            segments.append(segment)
-
-    while i < n:
-        c = command[i]
-        if c == "\\":
-            buf.append(command[i : i + 2])
-            i += 2
-        elif c == "'" or (c == "$" and command.startswith("$'", i)):
-            end = _closing_single(command, i + 1 if c == "'" else i + 2, escapes=c == "$")
-            buf.append(command[i:end])
-            i = end
-        elif c == '"':
-            j = i + 1
-            while j < n and command[j] != '"':
-                if command[j] == "`" or command.startswith("$(", j):
-                    opaque = True
-                j += 2 if command[j] == "\\" else 1
-            buf.append(command[i : j + 1])
-            i = j + 1
-        elif c in "\n;()`":
-            cut()
-            i += 1
-        elif c == "&":
-            if command.startswith("&&", i):
-                cut()
-                i += 2
-            elif (i > 0 and command[i - 1] in "<>") or command.startswith("&>", i):
-                buf.append(c)  # part of a redirection: >&, <&, &>
-                i += 1
-            else:
-                cut()
-                i += 1
-        elif c == "|":
-            if i > 0 and command[i - 1] == ">":
-                buf.append(c)  # >| (clobber) is a redirection
-                i += 1
-            else:
-                cut()
-                i += 2 if command.startswith(("||", "|&"), i) else 1
-        else:
-            buf.append(c)
-            i += 1
-    cut()
-    return tuple(segments), opaque
-
-
-def _closing_single(s: str, start: int, *, escapes: bool) -> int:
-    """Index just past the ``'`` closing a single-quoted run that starts at ``start``."""
-    j = start
-    while j < len(s) and s[j] != "'":
-        j += 2 if escapes and s[j] == "\\" else 1
-    return min(j + 1, len(s))
-
-
-# -- one sub-command -------------------------------------------------------------
-
-
-def _read_word(s: str, i: int) -> tuple[_Word, int]:
-    """Read one word from ``i``, removing quotes and escapes; stop at a blank or redirection."""
-    out: list[str] = []
-    quoted_from: int | None = None
-
-    def mark() -> None:
-        nonlocal quoted_from
-        if quoted_from is None:
-            quoted_from = len("".join(out))
-
-    n = len(s)
-    while i < n:
-        c = s[i]
-        if c in " \t\n<>" or (c == "&" and s.startswith("&>", i)):
-            break
-        if c == "\\":
-            if i + 1 < n and s[i + 1] != "\n":  # backslash-newline is a line continuation
-                mark()
-                out.append(s[i + 1])
-            i += 2
-        elif c == "'":
-            mark()
-            close = s.find("'", i + 1)
-            close = n if close < 0 else close
-            out.append(s[i + 1 : close])
-            i = close + 1
-        elif c == "$" and s.startswith("$'", i):
-            mark()
-            j = i + 2
-            while j < n and s[j] != "'":
-                if s[j] == "\\" and j + 1 < n:
-                    j += 1
-                out.append(s[j])
-                j += 1
-            i = j + 1
-        elif c == '"':
-            mark()
-            j = i + 1
-            while j < n and s[j] != '"':
-                if s[j] == "\\" and j + 1 < n and s[j + 1] in '"\\$`\n':
-                    j += 1
-                    if s[j] == "\n":
-                        j += 1
-                        continue
-                out.append(s[j])
-                j += 1
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    text = "".join(out)
-    return _Word(text, len(text) if quoted_from is None else quoted_from), i
-
-
-_OPERATORS: Final = (  # longest first
-    ("&>>", RedirectKind.APPEND),
-    ("<<<", RedirectKind.READ),
-    ("<<-", RedirectKind.READ),
-    ("&>", RedirectKind.WRITE),
-    (">>", RedirectKind.APPEND),
-    (">|", RedirectKind.WRITE),
-    (">&", RedirectKind.WRITE),  # >&word writes; >&2 and >&- duplicate (decided below)
-    ("<<", RedirectKind.READ),
-    ("<>", RedirectKind.WRITE),
-    ("<&", RedirectKind.DUPLICATE),
-    (">", RedirectKind.WRITE),
-    ("<", RedirectKind.READ),
-)
-
-
-def _read_redirect(s: str, i: int) -> tuple[Redirect | None, int]:
-    op, kind = next((op, kind) for op, kind in _OPERATORS if s.startswith(op, i))
-    i += len(op)
-    while i < len(s) and s[i] in " \t":
-        i += 1
-    target, i = _read_word(s, i)
-    if op == ">&" and (target.text in ("", "-") or target.text.rstrip("-").isdigit()):
-        kind = RedirectKind.DUPLICATE
-    if not target.text and kind is not RedirectKind.DUPLICATE:
-        return None, i
-    return Redirect(kind, "" if kind is RedirectKind.DUPLICATE else target.text), i
-
-
-def _tokenize(segment: str) -> tuple[list[_Word], tuple[Redirect, ...]]:
-    words: list[_Word] = []
-    redirects: list[Redirect] = []
-    i, n = 0, len(segment)
-    while i < n:
-        if segment[i] in " \t\n" or segment.startswith("\\\n", i):
-            i += 2 if segment[i] == "\\" else 1
-            continue
-        if segment[i] in "<>" or segment.startswith("&>", i):
-            redirect, i = _read_redirect(segment, i)
-        else:
-            word, i = _read_word(segment, i)
-            at_operator = i < n and segment[i] in "<>"
-            if at_operator and word.plain and word.text.isdigit():
-                redirect, i = _read_redirect(segment, i)  # "2>file": the digits are the descriptor
-            else:
-                words.append(word)
-                continue
-        if redirect is not None:
-            redirects.append(redirect)
-    return words, tuple(redirects)
-
-
 def _basename(program: str) -> str:
     return program.rsplit("/", 1)[-1]
 
 
-def _is_assignment(word: _Word) -> bool:
+def _is_assignment(word: Word) -> bool:
     match = _ASSIGNMENT.match(word.text)
     return match is not None and match.end() <= word.quoted_from
 
 
-def _skip_wrapper(spec: Wrapper, words: list[_Word], i: int) -> tuple[list[_Word], int]:
+def _skip_wrapper(spec: Wrapper, words: list[Word], i: int) -> tuple[list[Word], int]:
     """Step over ``spec``'s options and operands starting at ``i`` (just after its name)."""
     while i < len(words):
         text = words[i].text
@@ -391,7 +174,7 @@ def _skip_wrapper(spec: Wrapper, words: list[_Word], i: int) -> tuple[list[_Word
             if text.split("=", 1)[0] in spec.split_string:
                 payload = value if has_value else (words[i + 1].text if i + 1 < len(words) else "")
                 rest = words[i + (1 if has_value else 2) :]
-                words, i = [*words[:i], *_tokenize(payload)[0], *rest], i
+                words, i = [*words[:i], *tokenize(payload)[0], *rest], i
                 continue
             i += 2 if takes else 1
         elif text.startswith("-") and len(text) > 1:
@@ -404,7 +187,7 @@ def _skip_wrapper(spec: Wrapper, words: list[_Word], i: int) -> tuple[list[_Word
                     if f"-{flag}" in spec.split_string:
                         payload = value or (words[i + 1].text if i + 1 < len(words) else "")
                         rest = words[i + (1 if value else 2) :]
-                        words = [*words[:i], *_tokenize(payload)[0], *rest]
+                        words = [*words[:i], *tokenize(payload)[0], *rest]
                         break
                     i += 1 if value else 2
                     break
@@ -431,7 +214,7 @@ def parse_command(segment: str, depth: int = 0) -> SimpleCommand | None:
     >>> parse_command("fi") is None
     True
     """
-    words, redirects = _tokenize(segment)
+    words, redirects = tokenize(segment)
     i = 0
     while i < len(words):
         word = words[i]
@@ -487,7 +270,7 @@ def resolve(command: str, max_depth: int = MAX_SHELL_DEPTH) -> Resolution:
     """
 
     def walk(text: str, depth: int) -> Resolution:
-        segments, opaque = _split(text)
+        segments, opaque = split_line(text)
         found: list[SimpleCommand] = []
         for segment in segments:
             parsed = parse_command(segment, depth)
@@ -549,8 +332,6 @@ __all__ = [
     "RESERVED_WORDS",
     "SHELLS",
     "WRAPPERS",
-    "Redirect",
-    "RedirectKind",
     "Resolution",
     "SimpleCommand",
     "Wrapper",
@@ -560,5 +341,4 @@ __all__ = [
     "runs_any",
     "runs_only",
     "shell_payload",
-    "split_commands",
 ]

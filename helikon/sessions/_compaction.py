@@ -440,7 +440,9 @@ def advance_compaction(state: CompactionState, result: CompactionResult) -> Step
     """
     handler = TABLE.get((type(state.phase), type(result)))
     if handler is None:
-        message = f"{type(result).__name__} does not answer the compaction phase {type(state.phase).__name__!r}"
+        message = (
+            f"{type(result).__name__} does not answer the compaction phase {type(state.phase).__name__!r}"
+        )
         return Failure(StepError(message))
     return handler(state, state.phase, result)
 

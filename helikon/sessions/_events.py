@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, Final, NewType, TypeAlias
+from typing import TYPE_CHECKING, Final, NewType, TypeAlias
 
 import attrs
 import msgspec
 
+from helikon._json import JsonValue
 from helikon.ids import CallId
 from helikon.items import ContentPart, ImagePart, ReasoningPart, TextPart
 
@@ -162,8 +163,8 @@ class EventDecodeError(ValueError):
     """Stored data is not a valid :data:`SessionEvent`."""
 
 
-def _strict(kind: type) -> Callable[[Any, Any], Any]:
-    def structure(value: Any, _: Any) -> Any:
+def _strict(kind: type) -> Callable[[object, object], object]:
+    def structure(value: object, _: object) -> object:
         # bool is an int in Python; JSON keeps them apart and so do we.
         if type(value) is not kind:
             raise TypeError(f"expected a JSON {kind.__name__}, got {type(value).__name__}")
@@ -188,13 +189,13 @@ def _converter() -> Converter:
     return conv
 
 
-def event_to_json(event: SessionEvent) -> dict[str, Any]:
+def event_to_json(event: SessionEvent) -> dict[str, JsonValue]:
     """``event`` as tagged JSON-compatible data.
 
     >>> event_to_json(UserMessageEvent.from_text("hi", at=5))
     {'content': [{'text': 'hi', 'type': 'text'}], 'at': 5, 'type': 'user_message'}
     """
-    data: dict[str, Any] = _converter().unstructure(event, unstructure_as=SessionEvent)
+    data: dict[str, JsonValue] = _converter().unstructure(event, unstructure_as=SessionEvent)
     return data
 
 
@@ -211,7 +212,7 @@ def event_from_json(data: object) -> SessionEvent:
     if tag not in _KNOWN_TAGS:
         raise EventDecodeError(f"not a session event: unknown type tag {tag!r}")
     try:
-        event: SessionEvent = _converter().structure(data, SessionEvent)
+        event: SessionEvent = _converter().structure(data, SessionEvent)  # type: ignore[arg-type]
     except Exception as exc:
         raise EventDecodeError(f"not a session event: {_describe(exc)}") from exc
     return event

@@ -51,5 +51,11 @@ class MemorySession:
     async def aclose(self) -> None:
         """Nothing to release (for symmetry with the durable backends)."""
 
+    async def __aenter__(self) -> MemorySession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
 
 __all__ = ["MemorySession"]

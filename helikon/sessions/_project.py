@@ -163,7 +163,9 @@ def conversation_problems(items: Sequence[Item]) -> tuple[str, ...]:
 
     def close(at: str) -> None:
         nonlocal answering
-        problems.extend(f"tool call {cid!r} (item {pos}) is never answered{at}" for cid, pos in pending.items())
+        problems.extend(
+            f"tool call {cid!r} (item {pos}) is never answered{at}" for cid, pos in pending.items()
+        )
         pending.clear()
         answering = False
 

@@ -51,7 +51,11 @@ class SessionError(HelikonError):
     """
 
     def __init__(
-        self, message: str, *, kind: SessionErrorKind = SessionErrorKind.OTHER, cause: BaseException | None = None
+        self,
+        message: str,
+        *,
+        kind: SessionErrorKind = SessionErrorKind.OTHER,
+        cause: BaseException | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind

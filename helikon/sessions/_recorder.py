@@ -33,7 +33,15 @@ from typing import assert_never, final
 
 import attrs
 
-from helikon.events import AgentEvent, AgentUpdated, HandoffItem, MessageOutput, RunStarted, ToolCallItem, ToolOutputItem
+from helikon.events import (
+    AgentEvent,
+    AgentUpdated,
+    HandoffItem,
+    MessageOutput,
+    RunStarted,
+    ToolCallItem,
+    ToolOutputItem,
+)
 from helikon.items import AssistantMessage, Item, SystemMessage, ToolCall, ToolResult, UserMessage
 from helikon.sessions._events import (
     AssistantMessageEvent,
@@ -162,7 +170,9 @@ class SessionRecorder:
     [('UserMessageEvent', 42), ('AssistantMessageEvent', 42)]
     """
 
-    def __init__(self, items: Iterable[Item] = (), *, clock: Callable[[], int], agent: str | None = None) -> None:
+    def __init__(
+        self, items: Iterable[Item] = (), *, clock: Callable[[], int], agent: str | None = None
+    ) -> None:
         self._clock = clock
         self._state = seed_recording(items, clock(), agent)
 

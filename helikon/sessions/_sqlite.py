@@ -69,7 +69,9 @@ _MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS helikon_session_migrations (
 )"""
 _LAST = "SELECT COALESCE(MAX(sequence), -1) FROM session_events WHERE session_id = ?"
 _INSERT = "INSERT INTO session_events (session_id, sequence, kind, payload, at) VALUES (?, ?, ?, ?, ?)"
-_SELECT = "SELECT sequence, payload FROM session_events WHERE session_id = ? AND sequence > ? ORDER BY sequence"
+_SELECT = (
+    "SELECT sequence, payload FROM session_events WHERE session_id = ? AND sequence > ? ORDER BY sequence"
+)
 
 
 def _error(exc: sqlite3.Error) -> SessionError:
@@ -78,7 +80,9 @@ def _error(exc: sqlite3.Error) -> SessionError:
     return SessionError.backend(exc)
 
 
-def _connect(path: str | os.PathLike[str], busy_timeout: float, synchronous: Synchronous) -> sqlite3.Connection:
+def _connect(
+    path: str | os.PathLike[str], busy_timeout: float, synchronous: Synchronous
+) -> sqlite3.Connection:
     if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     try:

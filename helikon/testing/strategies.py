@@ -67,7 +67,7 @@ from helikon.items import (
     ToolResult,
     UserMessage,
 )
-from helikon.loop import AgentSpec, ExecutingTools, OutputSchema
+from helikon.loop import AgentSpec, ExecutingTools, HandoffSpec, OutputSchema, handoff_slug
 from helikon.model import (
     Finish,
     FinishReason,
@@ -573,9 +573,7 @@ def _turn_plans(
     planned = [draw(_planned_call(tools, kinds)) for _ in range(n_calls)]
     keying: Keying = draw(st.sampled_from(["index", "call_id", "sequential"]))
     # Distinct within the turn by construction (a suffix per call), not by filtering.
-    ids: list[str | None] = [
-        f"{draw(provider_call_ids())}{k}" for k in range(n_calls)
-    ]
+    ids: list[str | None] = [f"{draw(provider_call_ids())}{k}" for k in range(n_calls)]
     if keying == "index" or (keying == "sequential" and n_calls == 1):
         ids = [i if draw(st.booleans()) else None for i in ids]
     fragment_streams = [
@@ -744,25 +742,61 @@ def model_settings() -> st.SearchStrategy[ModelSettings]:
     )
 
 
+def handoff_specs() -> st.SearchStrategy[HandoffSpec]:
+    """A handoff to another agent, its transfer tool named by :func:`handoff_slug`."""
+    return st.builds(_handoff, tool_names(), st.text(max_size=10))
+
+
+def _handoff(target: str, description: str) -> HandoffSpec:
+    return HandoffSpec(handoff_slug(target), target, description)
+
+
+@st.composite
+def _agent_specs(
+    draw: st.DrawFn,
+    tools: st.SearchStrategy[tuple[ToolDef, ...]],
+    output: st.SearchStrategy[OutputSchema | None],
+    dynamic_instructions: st.SearchStrategy[bool],
+    config: st.SearchStrategy[RunConfig],
+    handoffs: st.SearchStrategy[tuple[HandoffSpec, ...]],
+) -> AgentSpec:
+    own = draw(tools)
+    taken = {t.name for t in own}
+    return AgentSpec(
+        name=draw(tool_names()),
+        instructions=draw(st.none() | st.text(max_size=20)),
+        dynamic_instructions=draw(dynamic_instructions),
+        tools=own,
+        settings=draw(model_settings()),
+        output=draw(output),
+        config=draw(config),
+        model_id=draw(st.text(max_size=8)),
+        # A transfer tool never shadows one of the agent's own tools.
+        handoffs=tuple(h for h in draw(handoffs) if h.tool_name not in taken),
+    )
+
+
 def agent_specs(
     *,
     tools: st.SearchStrategy[tuple[ToolDef, ...]] | None = None,
     output: st.SearchStrategy[OutputSchema | None] | None = None,
     dynamic_instructions: st.SearchStrategy[bool] | None = None,
     config: st.SearchStrategy[RunConfig] | None = None,
+    handoffs: st.SearchStrategy[tuple[HandoffSpec, ...]] | None = None,
 ) -> st.SearchStrategy[AgentSpec]:
-    """An :class:`AgentSpec`; each keyword overrides the strategy of one part."""
-    return st.builds(
-        AgentSpec,
-        name=tool_names(),
-        instructions=st.none() | st.text(max_size=20),
-        dynamic_instructions=dynamic_instructions if dynamic_instructions is not None else st.booleans(),
-        tools=tools if tools is not None else tool_def_lists(),
-        settings=model_settings(),
-        output=output if output is not None else st.none() | output_schemas(),
-        config=config if config is not None else run_configs(),
-        model_id=st.text(max_size=8),
+    """An :class:`AgentSpec`; each keyword overrides the strategy of one part (no handoffs by default)."""
+    return _agent_specs(
+        tools if tools is not None else tool_def_lists(),
+        output if output is not None else st.none() | output_schemas(),
+        dynamic_instructions if dynamic_instructions is not None else st.booleans(),
+        config if config is not None else run_configs(),
+        handoffs if handoffs is not None else st.just(()),
     )
+
+
+def handoff_lists(max_size: int = 2) -> st.SearchStrategy[tuple[HandoffSpec, ...]]:
+    """A tuple of handoffs with distinct transfer tools."""
+    return st.lists(handoff_specs(), max_size=max_size, unique_by=lambda h: h.tool_name).map(tuple)
 
 
 def agent_inputs() -> st.SearchStrategy[AgentInput]:
@@ -810,7 +844,7 @@ def _overrides() -> dict[object, st.SearchStrategy[Any]]:
     # Carriers whose fields have constraints their types do not say.
     return {
         RunConfig: run_configs(),
-        AgentSpec: agent_specs(),
+        AgentSpec: agent_specs(handoffs=handoff_lists()),
         ToolDef: tool_defs(),
         OutputSchema: output_schemas(),
         JsonSchema: st.builds(JsonSchema, tool_names(), arg_schemas(max_properties=2), st.booleans()),
@@ -877,6 +911,8 @@ __all__ = [
     "arg_schemas",
     "carriers",
     "final_answers",
+    "handoff_lists",
+    "handoff_specs",
     "interruptions",
     "json_objects",
     "json_scalars",

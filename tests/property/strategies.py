@@ -15,7 +15,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from helikon.effects import (
+    AgentsRan,
     EffectResult,
+    HandoffCompleted,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
@@ -46,6 +48,8 @@ from helikon.testing.strategies import (
     arg_schemas,
     carriers,
     final_answers,
+    handoff_lists,
+    handoff_specs,
     interruptions,
     malformed_json,
     matching_args,
@@ -78,7 +82,15 @@ PHASES: Final = (
 )
 
 #: Every result an interpreter can feed back.
-RESULTS: Final = (InstructionsRendered, ModelResponded, ModelCallFailed, ToolsExecuted, RunInterrupted)
+RESULTS: Final = (
+    InstructionsRendered,
+    ModelResponded,
+    ModelCallFailed,
+    ToolsExecuted,
+    HandoffCompleted,
+    AgentsRan,
+    RunInterrupted,
+)
 
 #: One result of every type, for checking that terminal states refuse them all.
 ONE_OF_EACH_RESULT: Final[tuple[EffectResult, ...]] = (
@@ -86,6 +98,8 @@ ONE_OF_EACH_RESULT: Final[tuple[EffectResult, ...]] = (
     ModelResponded((TextChunk("hello"),)),
     ModelCallFailed(Unavailable("down")),
     ToolsExecuted(()),
+    HandoffCompleted("done", Usage()),
+    AgentsRan(()),
     RunInterrupted(Cancelled()),
 )
 
@@ -108,9 +122,11 @@ def usage_of(events: Iterable[ModelEvent]) -> Usage:
 
 
 def fed_usage(result: EffectResult) -> Usage:
-    """The usage a result reports (model results only)."""
+    """The usage a result reports (model calls and handoffs)."""
     if isinstance(result, ModelResponded | ModelCallFailed):
         return usage_of(result.events)
+    if isinstance(result, HandoffCompleted):
+        return result.usage
     return Usage()
 
 
@@ -123,7 +139,9 @@ def scripts(draw: st.DrawFn, spec: AgentSpec, max_turns: int | None = None) -> l
     turn = turn_plans(spec.tools).map(lambda plan: list(plan.events))
     kinds = [turn, turn_plans(spec.tools, max_calls=0).map(lambda plan: list(plan.events))]
     if spec.output is not None:
-        kinds.append(turn_plans(text=final_answers(spec.output.schema), max_calls=0).map(lambda p: list(p.events)))
+        kinds.append(
+            turn_plans(text=final_answers(spec.output.schema), max_calls=0).map(lambda p: list(p.events))
+        )
     result: list[list[object]] = []
     for _ in range(draw(st.integers(1, count))):
         events: list[object] = list(draw(st.one_of(kinds)))
@@ -158,6 +176,8 @@ __all__ = [
     "carriers",
     "fed_usage",
     "final_answers",
+    "handoff_lists",
+    "handoff_specs",
     "instructions_fn",
     "interruptions",
     "malformed_json",

@@ -23,18 +23,23 @@ from strategies import (
     carriers,
     fed_usage,
     final_answers,
+    handoff_lists,
     interruptions,
     model_failures,
     run_ids,
     tool_outcomes,
     turn_plans,
+    usages,
 )
 
 from helikon.codec import from_json, to_json
 from helikon.effects import (
+    AgentsRan,
     CallModel,
     EffectResult,
     ExecuteTools,
+    Handoff,
+    HandoffCompleted,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
@@ -45,7 +50,7 @@ from helikon.effects import (
     ToolReturned,
     ToolsExecuted,
 )
-from helikon.errors import InvalidStructuredOutput, ModelFailed, StepError
+from helikon.errors import AgentError, InvalidStructuredOutput, ModelFailed, StepError
 from helikon.events import (
     TERMINAL_EVENTS,
     MessageOutput,
@@ -60,6 +65,7 @@ from helikon.ids import CallId, RunId
 from helikon.items import AgentInput, AssistantMessage, Item, ToolCall, ToolResult, system_text
 from helikon.loop import (
     AgentSpec,
+    ApplyingHandoff,
     CallingModel,
     Done,
     ExecutingTools,
@@ -68,14 +74,16 @@ from helikon.loop import (
     Outcome,
     RepairingOutput,
     RunState,
+    resume,
     start,
     transition,
 )
 from helikon.model import Usage
 
-
-#: Whether a run may see (model failures, interruptions).
-HAZARDS = st.tuples(st.booleans(), st.booleans())
+#: Whether a run may see (model failures, interruptions), and how deeply it is nested.
+HAZARDS = st.tuples(st.booleans(), st.booleans(), st.integers(0, 3))
+#: Agents that may hand off.
+SPECS = agent_specs(handoffs=handoff_lists())
 
 
 def pending(*types: type) -> Any:
@@ -113,14 +121,17 @@ class LoopMachine(RuleBasedStateMachine):
     out: Outcome
     spec: AgentSpec
 
-    def begin_run(self, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool]) -> None:
+    def begin_run(
+        self, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool, int]
+    ) -> None:
+        depth, hazards = hazards[2], (hazards[0], hazards[1])
         assert from_json(to_json(spec), AgentSpec) == spec
         # Runs that never fail or get interrupted go deeper: a per-run switch
         # (swarm testing by hand) instead of failures at every step.
         self.fallible, self.interruptible = hazards
         self.spec = spec
         self.run_id = run_id
-        self.out = start(spec, input, run_id)
+        self.out = start(spec, input, run_id, depth)
         self.events = list(self.out.events)
         self.appended = list(self.out.appended)
         self.input_items = len(input.items)
@@ -159,21 +170,29 @@ class LoopMachine(RuleBasedStateMachine):
         self.out = nxt
         self.note_effect()
         phase = nxt.state.phase
-        event(f"reached {type(phase).__name__}" + (f"({type(phase.error).__name__})" if type(phase) is Failed else ""))
+        event(
+            f"reached {type(phase).__name__}"
+            + (f"({type(phase.error).__name__})" if type(phase) is Failed else "")
+        )
         return nxt
 
     # -- starting ------------------------------------------------------------
 
-    @initialize(spec=agent_specs(), input=agent_inputs(), run_id=run_ids(), hazards=HAZARDS)
-    def begin(self, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool]) -> None:
+    @initialize(spec=SPECS, input=agent_inputs(), run_id=run_ids(), hazards=HAZARDS)
+    def begin(
+        self, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool, int]
+    ) -> None:
         self.begin_run(spec, input, run_id, hazards)
 
     @precondition(lambda self: self.out.state.terminal)
-    @rule(
-        result=carriers(EffectResult), spec=agent_specs(), input=agent_inputs(), run_id=run_ids(), hazards=HAZARDS
-    )
+    @rule(result=carriers(EffectResult), spec=SPECS, input=agent_inputs(), run_id=run_ids(), hazards=HAZARDS)
     def run_again(
-        self, result: EffectResult, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool]
+        self,
+        result: EffectResult,
+        spec: AgentSpec,
+        input: AgentInput,
+        run_id: RunId,
+        hazards: tuple[bool, bool, int],
     ) -> None:
         """A finished run refuses any result; then a new run begins."""
         outcome = transition(self.out.state, result, self.spec)
@@ -193,10 +212,18 @@ class LoopMachine(RuleBasedStateMachine):
     @pending(CallModel)
     @rule(data=st.data())
     def model_responds(self, data: st.DataObject) -> None:
-        plan = data.draw(turn_plans(self.spec.tools), label="turn")
+        plan = data.draw(turn_plans(self.spec.model_tools), label="turn")
         out = self.feed(ModelResponded(plan.events))
         if plan.calls and not out.state.terminal:
-            assert type(out.effect) in (ExecuteTools, CallModel, RenderInstructions)
+            # The first transfer call wins over every other call of the turn.
+            transfers = [c.name for c in plan.calls if self.spec.handoff(c.name) is not None]
+            if transfers:
+                handoff = self.spec.handoff(transfers[0])
+                assert handoff is not None and out.effect == Handoff(
+                    handoff.target, out.state.conversation, out.state.depth + 1
+                )
+            else:
+                assert type(out.effect) in (ExecuteTools, CallModel, RenderInstructions)
 
     @precondition(lambda self: type(self.out.state.phase) in (Finalizing, RepairingOutput))
     @pending(CallModel)
@@ -218,7 +245,7 @@ class LoopMachine(RuleBasedStateMachine):
     @pending(CallModel)
     @rule(failure=model_failures(), data=st.data())
     def model_fails(self, failure: Any, data: st.DataObject) -> None:
-        partial = data.draw(turn_plans(self.spec.tools, finish=False), label="partial").events
+        partial = data.draw(turn_plans(self.spec.model_tools, finish=False), label="partial").events
         streamed = partial[: data.draw(st.integers(0, len(partial)), label="cut")]
         out = self.feed(ModelCallFailed(failure, streamed))
         assert out.state.phase == Failed(ModelFailed(failure))
@@ -230,6 +257,12 @@ class LoopMachine(RuleBasedStateMachine):
         assert type(effect) is ExecuteTools
         outcomes = tuple(data.draw(tool_outcomes(call.call_id), label=call.name) for call in effect.calls)
         self.feed(ToolsExecuted(outcomes))
+
+    @pending(Handoff)
+    @rule(output=st.text(max_size=20), usage=usages(), error=st.none() | carriers(AgentError))
+    def handoff_completed(self, output: str, usage: Usage, error: AgentError | None) -> None:
+        phase = self.feed(HandoffCompleted(output, usage, error)).state.phase
+        assert phase == (Done(output) if error is None else Failed(error))
 
     @precondition(lambda self: self.interruptible and not self.out.state.terminal)
     @rule(result=interruptions())
@@ -284,7 +317,17 @@ class LoopMachine(RuleBasedStateMachine):
             case CallingModel() | Finalizing() | RepairingOutput():
                 assert type(effect) is CallModel and effect.turn == phase.turn
             case ExecutingTools(calls=calls, prefilled=prefilled):
-                assert effect == ExecuteTools(tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None))
+                assert effect == ExecuteTools(
+                    tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None)
+                )
+            case ApplyingHandoff(target=target, transcript=transcript):
+                assert effect == Handoff(target, transcript, self.out.state.depth + 1)
+                assert transcript == self.out.state.conversation
+
+    @invariant()
+    def pending_effect_is_a_function_of_the_state(self) -> None:
+        """What ``resume`` derives from the state alone is the effect the step asked for."""
+        assert resume(self.out.state, self.spec) == Success(Outcome(self.out.state, (), self.out.effect))
 
     @invariant()
     def conversation_is_everything_appended(self) -> None:
@@ -324,13 +367,20 @@ class LoopMachine(RuleBasedStateMachine):
 def mismatched(effect: Any) -> st.SearchStrategy[EffectResult]:
     """Results that do not answer ``effect``."""
     model = st.one_of(carriers(ModelResponded), carriers(ModelCallFailed))
+    never = st.one_of(carriers(AgentsRan), carriers(HandoffCompleted))  # no loop effect asks for these
     match effect:
         case CallModel():
-            return st.one_of(carriers(InstructionsRendered), carriers(ToolsExecuted))
+            return st.one_of(
+                carriers(InstructionsRendered), carriers(ToolsExecuted), carriers(AgentsRan), never
+            )
         case RenderInstructions():
-            return st.one_of(model, carriers(ToolsExecuted))
+            return st.one_of(model, carriers(ToolsExecuted), never)
         case ExecuteTools(calls=calls):
-            return st.one_of(model, carriers(InstructionsRendered), wrong_outcomes(calls))
+            return st.one_of(model, carriers(InstructionsRendered), wrong_outcomes(calls), never)
+        case Handoff():
+            return st.one_of(
+                model, carriers(InstructionsRendered), carriers(ToolsExecuted), carriers(AgentsRan)
+            )
     raise AssertionError(f"no mismatch for {effect!r}")
 
 

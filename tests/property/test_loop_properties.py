@@ -25,6 +25,7 @@ from strategies import (
     arg_schemas,
     carriers,
     final_answers,
+    handoff_lists,
     instructions_fn,
     matching_args,
     non_matching_args,
@@ -81,6 +82,7 @@ from helikon.loop import (
     aggregate,
     delta_event,
     parse_json,
+    resume,
     schema_errors,
     start,
     transition,
@@ -111,7 +113,7 @@ def arg_errors(arguments: str, tool: ToolDef) -> tuple[str, ...]:
 def results_for(draw: st.DrawFn, result_type: type, state: RunState, spec: AgentSpec) -> EffectResult:
     """A result of ``result_type``: arbitrary, or shaped to get past the handler's checks."""
     if result_type is ModelResponded and draw(st.booleans()):
-        return ModelResponded(draw(turn_plans(spec.tools)).events)
+        return ModelResponded(draw(turn_plans(spec.model_tools)).events)
     phase = state.phase
     if result_type is ToolsExecuted and type(phase) is ExecutingTools and draw(st.booleans()):
         runnable = [c for c, p in zip(phase.calls, phase.prefilled, strict=True) if p is None]
@@ -125,7 +127,7 @@ def results_for(draw: st.DrawFn, result_type: type, state: RunState, spec: Agent
 @given(data=st.data())
 def test_transition_is_total(phase_type: type, result_type: type, data: st.DataObject) -> None:
     """Every (phase, result) pair gives Success or Failure(StepError); nothing raises."""
-    spec = data.draw(agent_specs(), label="spec")
+    spec = data.draw(agent_specs(handoffs=handoff_lists()), label="spec")
     state = attrs.evolve(data.draw(carriers(RunState), label="state"), phase=data.draw(carriers(phase_type)))
     result = data.draw(results_for(result_type, state, spec), label="result")
     outcome = transition(state, result, spec)
@@ -181,7 +183,9 @@ def test_aggregate_reassembles_interleaved_fragmented_calls(
 
 
 @given(tool_def_lists(min_size=1), st.data())
-def test_generated_arguments_are_what_their_kind_says(tools: tuple[ToolDef, ...], data: st.DataObject) -> None:
+def test_generated_arguments_are_what_their_kind_says(
+    tools: tuple[ToolDef, ...], data: st.DataObject
+) -> None:
     """The strategies' own contract: a VALID call's arguments pass, the others do not."""
     plan = data.draw(turn_plans(tools, min_calls=1), label="turn")
     by_name = {t.name: t for t in tools}
@@ -205,11 +209,15 @@ INVALID = (CallKind.MALFORMED_JSON, CallKind.SCHEMA_VIOLATION)
 
 @scaled(0.5)
 @given(
-    spec=agent_specs(tools=tool_def_lists(min_size=1), output=st.none(), config=run_configs(st.integers(3, 6))),
+    spec=agent_specs(
+        tools=tool_def_lists(min_size=1), output=st.none(), config=run_configs(st.integers(3, 6))
+    ),
     data=st.data(),
 )
 def test_invalid_arguments_are_fed_back_once_then_fail_the_run(spec: AgentSpec, data: st.DataObject) -> None:
-    rounds = [data.draw(turn_plans(spec.tools, min_calls=1, kinds=INVALID), label=f"round {n}") for n in (1, 2)]
+    rounds = [
+        data.draw(turn_plans(spec.tools, min_calls=1, kinds=INVALID), label=f"round {n}") for n in (1, 2)
+    ]
     tools = data.draw(tools_for(spec, raises=False), label="tools")
     run = interpreter(spec, [list(r.events) for r in rounds], tools).run(spec, "go", "r")
     by_name = {t.name: t for t in spec.tools}
@@ -228,7 +236,9 @@ def test_invalid_arguments_are_fed_back_once_then_fail_the_run(spec: AgentSpec, 
 
 @scaled(0.5)
 @given(spec=agent_specs(output=st.none(), config=run_configs(st.integers(2, 6))), data=st.data())
-def test_unknown_tools_get_an_error_result_and_the_run_continues(spec: AgentSpec, data: st.DataObject) -> None:
+def test_unknown_tools_get_an_error_result_and_the_run_continues(
+    spec: AgentSpec, data: st.DataObject
+) -> None:
     unknown = data.draw(turn_plans(spec.tools, min_calls=1, kinds=[CallKind.UNKNOWN_TOOL]), label="unknown")
     answer = data.draw(turn_plans(spec.tools, max_calls=0), label="answer")
     run = interpreter(spec, [list(unknown.events), list(answer.events)], {}).run(spec, "go", "r")
@@ -245,7 +255,9 @@ def test_unknown_tools_get_an_error_result_and_the_run_continues(spec: AgentSpec
 
 @scaled(0.3)
 @given(
-    spec=agent_specs(tools=tool_def_lists(min_size=1), output=st.none(), config=run_configs(st.integers(1, 5))),
+    spec=agent_specs(
+        tools=tool_def_lists(min_size=1), output=st.none(), config=run_configs(st.integers(1, 5))
+    ),
     data=st.data(),
 )
 def test_asking_for_tools_past_max_turns_fails_the_run(spec: AgentSpec, data: st.DataObject) -> None:
@@ -346,16 +358,16 @@ def test_every_carrier_round_trips_through_the_codec(union: Any, data: st.DataOb
 # -- resumption ----------------------------------------------------------------------
 
 
-def replay_prefix(spec: AgentSpec, run: ScriptedRun, input: AgentInput, steps: int) -> tuple[Outcome, list[Any]]:
-    """The outcome after ``steps`` recorded steps, and the events emitted before it."""
+def replay(spec: AgentSpec, run: ScriptedRun, input: AgentInput, steps: int) -> tuple[Outcome, list[Any]]:
+    """The outcome after the first ``steps`` recorded steps, and every event emitted up to it."""
     outcome = start(spec, input, run.state.run_id)
-    before: list[Any] = []
+    emitted: list[Any] = list(outcome.events)
     for step in run.steps[:steps]:
-        before.extend(outcome.events)
         if isinstance(step.result, ModelResponded | ModelCallFailed):
-            before.extend(d for d in map(delta_event, step.result.events) if d is not None)
+            emitted.extend(d for d in map(delta_event, step.result.events) if d is not None)
         outcome = transition(outcome.state, step.result, spec).unwrap()
-    return outcome, before
+        emitted.extend(outcome.events)
+    return outcome, emitted
 
 
 @scaled(0.4)
@@ -363,13 +375,17 @@ def replay_prefix(spec: AgentSpec, run: ScriptedRun, input: AgentInput, steps: i
 def test_resuming_a_reloaded_state_at_any_step_gives_the_same_events(
     recorded: tuple[AgentSpec, list[list[Any]], dict[str, Any], str], text: str
 ) -> None:
+    """Dump the state after any step, load it (and the spec), resume: the same run."""
     spec, model, tools, run_id = recorded
     input = AgentInput.from_user_text(text)
     whole = interpreter(spec, model, tools).run(spec, input, run_id)
     for k in range(len(whole.steps) + 1):
-        outcome, before = replay_prefix(spec, whole, input, k)
-        reloaded = from_json(to_json(outcome), Outcome)
+        outcome, emitted = replay(spec, whole, input, k)
+        loaded_spec = from_json(to_json(spec), AgentSpec)
+        pending = resume(from_json(to_json(outcome.state), RunState), loaded_spec).unwrap()
+        assert pending.effect == outcome.effect
         remaining = model[sum(type(s.effect) is CallModel for s in whole.steps[:k]) :]
-        resumed = interpreter(spec, remaining, tools).resume(from_json(to_json(spec), AgentSpec), reloaded)
-        assert [*before, *resumed.events] == list(whole.events)
+        resumed = interpreter(spec, remaining, tools).resume(loaded_spec, pending)
+        assert [*emitted, *resumed.events] == list(whole.events)
         assert resumed.state == whole.state
+        assert resumed.steps == whole.steps[k:]
