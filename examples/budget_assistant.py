@@ -29,6 +29,7 @@ from helikon import (
     ToolOutputItem,
     tool,
 )
+from helikon.errors import describe
 
 
 @attrs.frozen
@@ -140,7 +141,7 @@ async def main() -> int:
             case RunCompleted(usage=usage):
                 print(f"\n[done: {usage.total_tokens} tokens]")
             case RunFailed(error=error):
-                print(f"\n[run failed: {error}]", file=sys.stderr)
+                print(f"\n[run failed: {describe(error)}]", file=sys.stderr)
                 return 1
     return 0
 
