@@ -32,7 +32,7 @@ def _positive_seconds(_: object, attribute: attrs.Attribute[float | None], value
 class PermissionMode(enum.Enum):
     """How tool calls are authorised when no rule decides."""
 
-    #: Ask the policy (and the approval handler) for anything not allowed.
+    #: Ask the permission policy when one is installed; allow when none is.
     DEFAULT = "default"
     #: Auto-approve tools whose effect is WRITE.
     ACCEPT_EDITS = "accept_edits"
