@@ -9,13 +9,14 @@ tool cannot bypass the run's persistence.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Generic, TypeVar
+from collections.abc import Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
 from helikon.cancel import CancellationToken
 from helikon.config import PermissionMode
+from helikon.errors import ConfigError
 from helikon.ids import CallId, RunId
 
 if TYPE_CHECKING:
@@ -61,9 +62,27 @@ class Actions:
 
 @attrs.frozen
 class HookRegistry:
-    """The hooks and guardrails a run carries (see the governance docs)."""
+    """The hooks and guardrails a run carries (see ``docs/governance.md``).
 
-    hooks: tuple[object, ...] = ()
+    A hook is a function ``(ctx, event) -> HookDecision | None`` (sync or
+    async) called for every :mod:`helikon.governance` hook event; a
+    guardrail a function ``(ctx, input) -> GuardrailVerdict`` (sync or
+    async) given the user's text (input guardrails) or the final answer
+    (output guardrails). Run-level ones fire after the agent's own.
+    """
+
+    hooks: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    input_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+
+    def with_hook(self, hook: Any) -> HookRegistry:
+        return attrs.evolve(self, hooks=(*self.hooks, hook))
+
+    def with_input_guardrail(self, guardrail: Any) -> HookRegistry:
+        return attrs.evolve(self, input_guardrails=(*self.input_guardrails, guardrail))
+
+    def with_output_guardrail(self, guardrail: Any) -> HookRegistry:
+        return attrs.evolve(self, output_guardrails=(*self.output_guardrails, guardrail))
 
 
 @attrs.frozen
@@ -89,6 +108,15 @@ class RunContext(Generic[Ctx]):
     state: SessionState = attrs.field(factory=SessionState)
     permission_mode: PermissionMode = PermissionMode.DEFAULT
     agent_depth: int = 0
+    deny_rules: tuple[Any, ...] = ()
+    allow_rules: tuple[Any, ...] = ()
+    guard_rules: tuple[Any, ...] = ()
+    default_guards: bool = True
+    permission_policy: Any = None
+    approval_handler: Any = None
+    extra_secrets: tuple[str, ...] = ()
+    redact_output: bool = True
+    suspend_on_approval: bool = False
 
     @classmethod
     def ephemeral(cls, user_ctx: Ctx) -> RunContext[Ctx]:
@@ -108,16 +136,48 @@ class RunContext(Generic[Ctx]):
         return attrs.evolve(self, cancel=cancel)
 
     def with_user_ctx(self, user_ctx: Ctx2) -> RunContext[Ctx2]:
-        return RunContext(
-            user_ctx,
-            self.session,
-            self.hooks,
-            self.tracer,
-            self.cancel,
-            self.state,
-            self.permission_mode,
-            self.agent_depth,
-        )
+        return attrs.evolve(self, user_ctx=user_ctx)  # type: ignore[return-value, arg-type]
+
+    def with_permission_mode(self, mode: PermissionMode) -> RunContext[Ctx]:
+        """Change the permission mode; it only tightens: BYPASS can only go to
+        DONT_ASK, and DONT_ASK is final (``ConfigError`` otherwise)."""
+        from helikon.governance import mode_change_allowed
+
+        if not mode_change_allowed(self.permission_mode, mode):
+            raise ConfigError(f"permission mode {self.permission_mode.name} cannot change to {mode.name}")
+        return attrs.evolve(self, permission_mode=mode)
+
+    def with_deny_rules(self, rules: Iterable[Any]) -> RunContext[Ctx]:
+        return attrs.evolve(self, deny_rules=(*self.deny_rules, *rules))
+
+    def with_allow_rules(self, rules: Iterable[Any]) -> RunContext[Ctx]:
+        return attrs.evolve(self, allow_rules=(*self.allow_rules, *rules))
+
+    def with_guard_rules(self, rules: Iterable[Any]) -> RunContext[Ctx]:
+        return attrs.evolve(self, guard_rules=(*self.guard_rules, *rules))
+
+    def without_default_guards(self) -> RunContext[Ctx]:
+        """Drop ``GuardRule.destructive_defaults()`` (on by default)."""
+        return attrs.evolve(self, default_guards=False)
+
+    def with_permission_policy(self, policy: Any) -> RunContext[Ctx]:
+        """``policy(ctx, tool_name, args) -> PermissionDecision`` (sync or async)."""
+        return attrs.evolve(self, permission_policy=policy)
+
+    def with_approval_handler(self, handler: Any) -> RunContext[Ctx]:
+        """``handler(request) -> Allow() | Deny(reason)`` (sync or async)."""
+        return attrs.evolve(self, approval_handler=handler)
+
+    def with_extra_secrets(self, secrets: Iterable[str]) -> RunContext[Ctx]:
+        return attrs.evolve(self, extra_secrets=(*self.extra_secrets, *secrets))
+
+    def without_output_redaction(self) -> RunContext[Ctx]:
+        return attrs.evolve(self, redact_output=False)
+
+    def with_suspend_on_approval(self, suspend: bool = True) -> RunContext[Ctx]:
+        """With no approval handler, stop the run in ``NeedsApproval`` instead
+        of denying, to be resumed later with the decision."""
+        return attrs.evolve(self, suspend_on_approval=suspend)
 
 
 @attrs.frozen

@@ -17,7 +17,7 @@ from typing import TypeAlias
 
 import attrs
 
-from helikon.errors import AgentError, Cancelled, ModelFailure, TimedOut, ToolFailure
+from helikon.errors import AgentError, Cancelled, GuardrailTripped, ModelFailure, TimedOut, ToolFailure
 from helikon.ids import CallId
 from helikon.items import Item, ToolCall
 from helikon.model import ModelEvent, ModelRequest, Usage
@@ -42,9 +42,47 @@ class CallModel:
 
 @attrs.frozen
 class ExecuteTools:
-    """Run these tool calls (concurrently); answer in call order."""
+    """Run these tool calls (concurrently); answer in call order.
+
+    ``approved`` lists calls a human already approved (after a suspension):
+    the permission pipeline does not ask about them again.
+    """
 
     calls: tuple[ToolCall, ...]
+    approved: tuple[CallId, ...] = ()
+
+
+@attrs.frozen
+class CheckGuardrails:
+    """Run the agent's and the run's guardrails of ``stage`` ("input" or
+    "output") on ``text``."""
+
+    stage: str
+    text: str
+
+
+@attrs.frozen
+class RunHooks:
+    """Fire the turn-start hooks (and, on turn 1, the run-start hooks)."""
+
+    turn: int
+
+
+@attrs.frozen
+class ApprovalRequest:
+    """A tool call waiting for a human's decision."""
+
+    call_id: CallId
+    tool: str
+    arguments: str
+    prompt: str
+
+
+@attrs.frozen
+class AwaitApproval:
+    """Stop here until these calls are approved or denied (a suspension)."""
+
+    requests: tuple[ApprovalRequest, ...]
 
 
 @attrs.frozen
@@ -83,7 +121,17 @@ class Terminate:
 
 
 #: Everything the core can ask for.
-Effect: TypeAlias = RenderInstructions | CallModel | ExecuteTools | Handoff | RunAgents | Terminate
+Effect: TypeAlias = (
+    RenderInstructions
+    | CallModel
+    | ExecuteTools
+    | CheckGuardrails
+    | RunHooks
+    | AwaitApproval
+    | Handoff
+    | RunAgents
+    | Terminate
+)
 
 # -- results -----------------------------------------------------------------
 
@@ -126,15 +174,58 @@ class ToolRaised:
     failure: ToolFailure
 
 
+@attrs.frozen
+class ApprovalPending:
+    """Tool call ``call_id`` needs a human's approval and no handler was
+    installed (the run suspends)."""
+
+    call_id: CallId
+    prompt: str
+
+
 #: How one tool call ended.
-ToolOutcome: TypeAlias = ToolReturned | ToolRaised
+ToolOutcome: TypeAlias = ToolReturned | ToolRaised | ApprovalPending
 
 
 @attrs.frozen
 class ToolsExecuted:
-    """The tool calls ended; ``outcomes`` are in call order."""
+    """The tool calls ended; ``outcomes`` are in call order. ``injected``
+    are system messages hooks asked to add before the next model call."""
 
     outcomes: tuple[ToolOutcome, ...]
+    injected: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class GuardrailsChecked:
+    """The guardrails passed (``tripwire`` None) or one tripped."""
+
+    tripwire: GuardrailTripped | None = None
+
+
+@attrs.frozen
+class HooksRan:
+    """The hooks ran: one denied (``denied`` is its reason), or not;
+    ``injected`` system messages go before the model call."""
+
+    denied: str | None = None
+    injected: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class ApprovalDecision:
+    """A human's answer about tool call ``call_id``."""
+
+    call_id: CallId
+    approved: bool
+    reason: str = ""
+
+
+@attrs.frozen
+class ApprovalsGiven:
+    """The answers to an ``AwaitApproval``."""
+
+    decisions: tuple[ApprovalDecision, ...]
 
 
 @attrs.frozen
@@ -179,10 +270,22 @@ EffectResult: TypeAlias = (
     | ToolsExecuted
     | HandoffCompleted
     | AgentsRan
+    | GuardrailsChecked
+    | HooksRan
+    | ApprovalsGiven
     | RunInterrupted
 )
 
 __all__ = [
+    "ApprovalDecision",
+    "ApprovalPending",
+    "ApprovalRequest",
+    "ApprovalsGiven",
+    "AwaitApproval",
+    "CheckGuardrails",
+    "GuardrailsChecked",
+    "HooksRan",
+    "RunHooks",
     "AgentRun",
     "AgentRunResult",
     "AgentsRan",

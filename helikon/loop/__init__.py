@@ -14,6 +14,8 @@ from helikon.loop._states import (
     TERMINAL,
     ApplyingHandoff,
     CallingModel,
+    CheckingInput,
+    CheckingOutput,
     Compacting,
     Done,
     ExecutingTools,
@@ -23,6 +25,7 @@ from helikon.loop._states import (
     NeedsApproval,
     RepairingOutput,
     RunState,
+    StartingTurn,
 )
 from helikon.loop._table import TABLE, transition
 from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, start
@@ -38,6 +41,8 @@ __all__ = [
     "AgentSpec",
     "ApplyingHandoff",
     "CallingModel",
+    "CheckingInput",
+    "CheckingOutput",
     "Compacting",
     "Done",
     "ExecutingTools",
@@ -50,6 +55,7 @@ __all__ = [
     "RepairingOutput",
     "Response",
     "RunState",
+    "StartingTurn",
     "aggregate",
     "delta_event",
     "parse_json",

@@ -57,6 +57,9 @@ class AgentSpec:
         config: the run's limits.
         model_id: the model's id, for trace fingerprints.
         handoffs: the agents the model may transfer the conversation to.
+        input_guardrails: check the user's text before the first turn.
+        output_guardrails: check the final answer before the run completes.
+        hooks: fire turn-start hooks (a ``RunHooks`` effect per turn).
     """
 
     name: str
@@ -68,6 +71,9 @@ class AgentSpec:
     config: RunConfig = RunConfig()
     model_id: str = ""
     handoffs: tuple[HandoffSpec, ...] = ()
+    input_guardrails: bool = False
+    output_guardrails: bool = False
+    hooks: bool = False
 
     @property
     def model_tools(self) -> tuple[ToolDef, ...]:

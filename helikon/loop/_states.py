@@ -13,6 +13,7 @@ from typing import TypeAlias
 
 import attrs
 
+from helikon.effects import ApprovalRequest
 from helikon.errors import AgentError
 from helikon.ids import RunId
 from helikon.items import Item, ToolCall, ToolResult
@@ -70,10 +71,37 @@ class RepairingOutput:
 
 @attrs.frozen
 class NeedsApproval:
-    """Waiting for approval of tool calls (driven by the governance layer)."""
+    """Suspended: tool calls of ``turn`` wait for a human's approval.
+
+    ``calls``/``prefilled`` are as in :class:`ExecutingTools` (the finished
+    calls' results are kept); ``pending`` are the requests awaiting an answer.
+    """
 
     turn: int
-    pending: tuple[ToolCall, ...]
+    calls: tuple[ToolCall, ...]
+    prefilled: tuple[ToolResult | None, ...]
+    pending: tuple[ApprovalRequest, ...]
+    invalid_args: bool = False
+
+
+@attrs.frozen
+class CheckingInput:
+    """The input guardrails are checking the user's text."""
+
+
+@attrs.frozen
+class StartingTurn:
+    """The turn-start hooks run before model turn ``turn`` (then ``next``)."""
+
+    turn: int
+    next: CallingModel | Finalizing | RepairingOutput
+
+
+@attrs.frozen
+class CheckingOutput:
+    """The output guardrails are checking the final answer ``output``."""
+
+    output: str
 
 
 @attrs.frozen
@@ -100,6 +128,9 @@ class Failed:
 #: The phase a run is in.
 LoopState: TypeAlias = (
     CallingModel
+    | CheckingInput
+    | StartingTurn
+    | CheckingOutput
     | ExecutingTools
     | ApplyingHandoff
     | Finalizing
@@ -145,6 +176,9 @@ class RunState:
 
 
 __all__ = [
+    "CheckingInput",
+    "CheckingOutput",
+    "StartingTurn",
     "TERMINAL",
     "ApplyingHandoff",
     "CallingModel",

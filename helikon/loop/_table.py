@@ -14,7 +14,10 @@ from typing import Final, TypeAlias, TypeVar
 from returns.result import Failure, Result
 
 from helikon.effects import (
+    ApprovalsGiven,
     EffectResult,
+    GuardrailsChecked,
+    HooksRan,
     HandoffCompleted,
     InstructionsRendered,
     ModelCallFailed,
@@ -29,6 +32,9 @@ from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
     ApplyingHandoff,
     CallingModel,
+    CheckingInput,
+    CheckingOutput,
+    StartingTurn,
     Compacting,
     ExecutingTools,
     Finalizing,
@@ -47,6 +53,13 @@ TABLE: Final[Mapping[tuple[type, type], Handler[EffectResult]]] = {
     (CallingModel, ModelCallFailed): rules.on_model_call_failed,  # type: ignore[dict-item]
     (ExecutingTools, ToolsExecuted): rules.on_tools_executed,  # type: ignore[dict-item]
     (ApplyingHandoff, HandoffCompleted): rules.on_handoff_completed,  # type: ignore[dict-item]
+    (CheckingInput, GuardrailsChecked): rules.on_input_checked,  # type: ignore[dict-item]
+    (CheckingOutput, GuardrailsChecked): rules.on_output_checked,  # type: ignore[dict-item]
+    (StartingTurn, HooksRan): rules.on_hooks_ran,  # type: ignore[dict-item]
+    (NeedsApproval, ApprovalsGiven): rules.on_approvals_given,  # type: ignore[dict-item]
+    (CheckingInput, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
+    (CheckingOutput, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
+    (StartingTurn, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
     (Finalizing, ModelResponded): rules.on_final_response,  # type: ignore[dict-item]
     (Finalizing, ModelCallFailed): rules.on_model_call_failed,  # type: ignore[dict-item]
     (RepairingOutput, ModelResponded): rules.on_final_response,  # type: ignore[dict-item]

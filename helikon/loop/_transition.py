@@ -32,7 +32,15 @@ import attrs
 from returns.result import Failure, Result, Success
 
 from helikon.effects import (
+    ApprovalPending,
+    ApprovalRequest,
+    ApprovalsGiven,
+    AwaitApproval,
     CallModel,
+    CheckGuardrails,
+    GuardrailsChecked,
+    HooksRan,
+    RunHooks,
     Effect,
     ExecuteTools,
     Handoff,
@@ -55,11 +63,14 @@ from helikon.errors import (
     MaxAgentDepthExceeded,
     MaxTurnsExceeded,
     ModelFailed,
+    OtherError,
     StepError,
     describe,
 )
 from helikon.events import (
     AgentEvent,
+    ApprovalRequested,
+    GuardrailTriggered,
     AgentUpdated,
     HandoffItem,
     MessageOutput,
@@ -78,10 +89,13 @@ from helikon.items import (
     AssistantMessage,
     ContentPart,
     Item,
+    SystemMessage,
     TextPart,
     ToolCall,
     ToolResult,
+    UserMessage,
     system_text,
+    text_of,
     user_text,
 )
 from helikon.loop._aggregate import Response, aggregate
@@ -90,6 +104,10 @@ from helikon.loop._spec import AgentSpec, HandoffSpec
 from helikon.loop._states import (
     ApplyingHandoff,
     CallingModel,
+    CheckingInput,
+    CheckingOutput,
+    NeedsApproval,
+    StartingTurn,
     Done,
     ExecutingTools,
     Failed,
@@ -126,13 +144,21 @@ def start(spec: AgentSpec, input: AgentInput, run_id: RunId, depth: int = 0) -> 
     >>> type(out.effect).__name__
     'CallModel'
     """
-    phase = Finalizing(1) if spec.output is not None and not spec.model_tools else CallingModel(1)
+    phase = _first_phase(spec)
     state = RunState(run_id, spec.name, phase, input.items, instructions=spec.instructions, depth=depth)
     if depth > spec.config.max_agent_depth:
         error = MaxAgentDepthExceeded(spec.config.max_agent_depth)
         empty = _evolve(state, conversation=())
         return _fail(empty, error, [RunStarted(spec.name, run_id)], list(input.items), state.usage)
+    if spec.input_guardrails:
+        text = "\n".join(text_of(i.content) for i in input.items if isinstance(i, UserMessage))
+        checking = _evolve(state, phase=CheckingInput())
+        return Outcome(checking, (RunStarted(spec.name, run_id),), CheckGuardrails("input", text), input.items)
     return _begin_turn(state, spec, [RunStarted(spec.name, run_id)], list(input.items))
+
+
+def _first_phase(spec: AgentSpec) -> CallingModel | Finalizing:
+    return Finalizing(1) if spec.output is not None and not spec.model_tools else CallingModel(1)
 
 
 def resume(state: RunState, spec: AgentSpec) -> Step:
@@ -156,6 +182,15 @@ def resume(state: RunState, spec: AgentSpec) -> Step:
             effect = ExecuteTools(tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None))
         case ApplyingHandoff(target=target, transcript=transcript):
             effect = Handoff(target, transcript, state.depth + 1)
+        case StartingTurn(turn=turn):
+            effect = RunHooks(turn)
+        case CheckingInput():
+            text = "\n".join(text_of(i.content) for i in state.conversation if isinstance(i, UserMessage))
+            effect = CheckGuardrails("input", text)
+        case CheckingOutput(output=output):
+            effect = CheckGuardrails("output", output)
+        case NeedsApproval(pending=pending):
+            effect = AwaitApproval(pending)
         case Done() | Failed():
             effect = Terminate()
         case _:
@@ -211,6 +246,16 @@ def _begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appe
     phase = state.phase
     assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
     events.append(TurnStarted(phase.turn))
+    if spec.hooks:
+        starting = _evolve(state, phase=StartingTurn(phase.turn, phase))
+        return Outcome(starting, tuple(events), RunHooks(phase.turn), tuple(appended))
+    return _turn_effect(state, spec, events, appended)
+
+
+def _turn_effect(state: RunState, spec: AgentSpec, events: list[AgentEvent], appended: list[Item]) -> Outcome:
+    """Ask for a model turn's first effect (instructions, or the model)."""
+    phase = state.phase
+    assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
     effect: Effect
     if type(phase) is CallingModel and spec.dynamic_instructions:
         state = _evolve(state, phase=CallingModel(phase.turn, rendered=False))
@@ -226,6 +271,24 @@ def _fail(
     events.append(RunFailed(error, usage))
     conversation = (*state.conversation, *appended) if appended else state.conversation
     final = _evolve(state, phase=Failed(error), conversation=conversation, usage=usage)
+    return Outcome(final, tuple(events), Terminate(), tuple(appended))
+
+
+def _complete(
+    state: RunState,
+    spec: AgentSpec,
+    output: str,
+    events: list[AgentEvent],
+    appended: list[Item],
+    usage: Usage,
+    conversation: tuple[Item, ...],
+) -> Outcome:
+    """Finish with ``output`` — after the output guardrails, if any."""
+    if spec.output_guardrails:
+        checking = _evolve(state, phase=CheckingOutput(output), conversation=conversation, usage=usage)
+        return Outcome(checking, tuple(events), CheckGuardrails("output", output), tuple(appended))
+    events.append(RunCompleted(usage))
+    final = _evolve(state, phase=Done(output), conversation=conversation, usage=usage)
     return Outcome(final, tuple(events), Terminate(), tuple(appended))
 
 
@@ -296,14 +359,8 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
                 usage=usage,
             )
             return Success(_begin_turn(state, spec, events, appended))
-        events.append(RunCompleted(usage))
-        final = _evolve(
-            state,
-            phase=Done(response.text),
-            conversation=(*state.conversation, *appended),
-            usage=usage,
-        )
-        return Success(Outcome(final, tuple(events), Terminate(), tuple(appended)))
+        conversation = (*state.conversation, *appended)
+        return Success(_complete(state, spec, response.text, events, appended, usage, conversation))
 
     for call in response.calls:
         appended.append(call)
@@ -386,8 +443,8 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
     if type(phase) is not ExecutingTools:
         return Failure(StepError("no tools were running"))
     outcomes = iter(result.outcomes)
-    events: list[AgentEvent] = []
-    appended: list[Item] = []
+    merged: list[ToolResult | None] = []
+    pending: list[ApprovalRequest] = []
     invalid = phase.invalid_args
     failed: AgentError | None = None
     for call, ready in zip(phase.calls, phase.prefilled, strict=True):
@@ -404,14 +461,106 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
                         invalid = True
                         if state.strikes >= 1 and failed is None:
                             failed = InvalidToolArgs(call.name, failure.schema_errors)
-        appended.append(ready)
-        events.append(ToolOutputItem(ready))
+                case ApprovalPending(prompt=prompt):
+                    pending.append(ApprovalRequest(call.call_id, call.name, call.arguments, prompt))
+        merged.append(ready)
     if next(outcomes, None) is not None:
         return Failure(StepError("more tool outcomes than tool calls"))
+    injected = [system_text(text) for text in result.injected]
+    if pending:
+        # Suspend: nothing joins the conversation until every call is settled.
+        state = _evolve(
+            state,
+            phase=NeedsApproval(phase.turn, phase.calls, tuple(merged), tuple(pending), invalid),
+            conversation=(*state.conversation, *injected),
+        )
+        events: list[AgentEvent] = [
+            ApprovalRequested(r.call_id, r.tool, parse_json(r.arguments)[0]) for r in pending
+        ]
+        return Success(Outcome(state, tuple(events), AwaitApproval(tuple(pending)), tuple(injected)))
+    return Success(_settle_round(state, spec, phase.turn, merged, injected, invalid, failed))
+
+
+def _settle_round(
+    state: RunState,
+    spec: AgentSpec,
+    turn: int,
+    results: list[ToolResult | None],
+    injected: list[SystemMessage],
+    invalid: bool,
+    failed: AgentError | None,
+) -> Outcome:
+    """Every call of the round has its result: add them (and any hook
+    messages) in call order, then fail or start the next turn."""
+    events: list[AgentEvent] = []
+    appended: list[Item] = []
+    for ready in results:
+        assert ready is not None
+        appended.append(ready)
+        events.append(ToolOutputItem(ready))
+    appended.extend(injected)
     if failed is not None:
-        return Success(_fail(state, failed, events, appended, state.usage))
+        return _fail(state, failed, events, appended, state.usage)
     state = _evolve(state, strikes=state.strikes + 1 if invalid else 0)
-    return Success(_next_turn(state, spec, phase.turn, events, appended))
+    return _next_turn(state, spec, turn, events, appended)
+
+
+def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec) -> Step:
+    phase = state.phase
+    if type(phase) is not NeedsApproval:
+        return Failure(StepError("no approval was asked for"))
+    answers = {d.call_id: d for d in result.decisions}
+    missing = [r.call_id for r in phase.pending if r.call_id not in answers]
+    if missing:
+        return Failure(StepError(f"no decision for tool call(s) {', '.join(missing)}"))
+    prefilled = list(phase.prefilled)
+    approved: list[ToolCall] = []
+    for index, call in enumerate(phase.calls):
+        decision = answers.get(call.call_id)
+        if decision is None or prefilled[index] is not None:
+            continue
+        if decision.approved:
+            approved.append(call)
+        else:
+            reason = decision.reason or "the user declined"
+            prefilled[index] = ToolResult(call.call_id, call.name, f"denied: {reason}", is_error=True)
+    if not approved:
+        return Success(_settle_round(state, spec, phase.turn, prefilled, [], phase.invalid_args, None))
+    state = _evolve(state, phase=ExecutingTools(phase.turn, phase.calls, tuple(prefilled), phase.invalid_args))
+    effect = ExecuteTools(tuple(approved), tuple(c.call_id for c in approved))
+    return Success(Outcome(state, (), effect))
+
+
+def on_input_checked(state: RunState, result: GuardrailsChecked, spec: AgentSpec) -> Step:
+    if type(state.phase) is not CheckingInput:
+        return Failure(StepError("no input check was running"))
+    if result.tripwire is not None:
+        trip = result.tripwire
+        return Success(_fail(state, trip, [GuardrailTriggered(trip.kind, trip.info)], [], state.usage))
+    return Success(_begin_turn(_evolve(state, phase=_first_phase(spec)), spec, [], []))
+
+
+def on_output_checked(state: RunState, result: GuardrailsChecked, spec: AgentSpec) -> Step:
+    phase = state.phase
+    if type(phase) is not CheckingOutput:
+        return Failure(StepError("no output check was running"))
+    if result.tripwire is not None:
+        trip = result.tripwire
+        return Success(_fail(state, trip, [GuardrailTriggered(trip.kind, trip.info)], [], state.usage))
+    final = _evolve(state, phase=Done(phase.output))
+    return Success(Outcome(final, (RunCompleted(state.usage),), Terminate()))
+
+
+def on_hooks_ran(state: RunState, result: HooksRan, spec: AgentSpec) -> Step:
+    phase = state.phase
+    if type(phase) is not StartingTurn:
+        return Failure(StepError("no hooks were running"))
+    if result.denied is not None:
+        error = OtherError(f"a hook stopped the run before turn {phase.turn}: {result.denied}")
+        return Success(_fail(state, error, [], [], state.usage))
+    injected: list[Item] = [system_text(text) for text in result.injected]
+    state = _evolve(state, phase=phase.next, conversation=(*state.conversation, *injected))
+    return Success(_turn_effect(state, spec, [], injected))
 
 
 def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) -> Step:
@@ -433,9 +582,7 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
     errors = (error,) if error is not None else schema_errors(value, output.schema)
     conversation = (*state.conversation, *appended)
     if not errors:
-        events.append(RunCompleted(usage))
-        final = _evolve(state, phase=Done(response.text), conversation=conversation, usage=usage)
-        return Success(Outcome(final, tuple(events), Terminate(), tuple(appended)))
+        return Success(_complete(state, spec, response.text, events, appended, usage, conversation))
     if type(phase) is Finalizing:
         prompt = user_text(REPAIR_PROMPT.format(name=output.name, errors="\n".join(errors)))
         appended.append(prompt)
@@ -466,7 +613,11 @@ def on_interrupted(state: RunState, result: RunInterrupted, spec: AgentSpec) -> 
 __all__ = [
     "FINALIZE_PROMPT",
     "REPAIR_PROMPT",
+    "on_approvals_given",
     "on_final_response",
+    "on_hooks_ran",
+    "on_input_checked",
+    "on_output_checked",
     "on_handoff_completed",
     "on_instructions_rendered",
     "on_interrupted",

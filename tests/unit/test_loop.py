@@ -1,0 +1,605 @@
+"""The agent loop, rule by rule: one concrete run per rule of ``helikon.loop._transition``.
+
+Each test starts a run with :func:`start`, answers the pending effect by hand
+and checks the events, the state and the next effect. The model's turns are
+written with the ``say`` and ``call_tools`` helpers of :mod:`helikon.testing`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+from returns.result import Failure, Success
+
+from helikon.config import RunConfig
+from helikon.effects import (
+    AgentsRan,
+    CallModel,
+    EffectResult,
+    ExecuteTools,
+    HandoffCompleted,
+    InstructionsRendered,
+    ModelCallFailed,
+    ModelResponded,
+    RenderInstructions,
+    RunInterrupted,
+    Terminate,
+    ToolRaised,
+    ToolReturned,
+    ToolsExecuted,
+)
+from helikon.errors import (
+    Cancelled,
+    Denied,
+    InvalidArgs,
+    InvalidStructuredOutput,
+    InvalidToolArgs,
+    MaxAgentDepthExceeded,
+    MaxTurnsExceeded,
+    ModelFailed,
+    RateLimited,
+    StepError,
+    TimedOut,
+    ToolCrashed,
+    Unavailable,
+)
+from helikon.events import (
+    MessageOutput,
+    RepairStarted,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StructuredOutputFailed,
+    ToolCallItem,
+    ToolOutputItem,
+    TurnStarted,
+)
+from helikon.ids import CallId, RunId
+from helikon.items import (
+    AgentInput,
+    AssistantMessage,
+    ReasoningPart,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    system_text,
+    user_text,
+)
+from helikon.loop import (
+    FINALIZE_PROMPT,
+    REPAIR_PROMPT,
+    AgentSpec,
+    ApplyingHandoff,
+    CallingModel,
+    Compacting,
+    Done,
+    ExecutingTools,
+    Failed,
+    Finalizing,
+    NeedsApproval,
+    Outcome,
+    OutputSchema,
+    RepairingOutput,
+    start,
+    transition,
+)
+from helikon.model import (
+    Finish,
+    FinishReason,
+    JsonSchema,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallChunk,
+    ToolDef,
+    Usage,
+)
+from helikon.testing import call_tools, say
+
+RUN = RunId("run-1")
+
+ADD = ToolDef(
+    "add",
+    "Add two integers.",
+    {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    },
+)
+CLOCK = ToolDef("clock", "The time.", {"type": "object", "properties": {}})
+CALC = AgentSpec("calc", instructions="You add numbers.", tools=(ADD, CLOCK))
+
+VERDICT = OutputSchema(
+    "verdict",
+    {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+)
+JUDGE = AgentSpec("judge", output=VERDICT)
+
+
+def begin(spec: AgentSpec, text: str = "What is 1 + 2?") -> Outcome:
+    return start(spec, AgentInput.from_user_text(text), RUN)
+
+
+def step(outcome: Outcome, result: EffectResult, spec: AgentSpec) -> Outcome:
+    match transition(outcome.state, result, spec):
+        case Success(nxt):
+            return nxt
+        case Failure(error):
+            raise error
+    raise AssertionError("unreachable")
+
+
+def refused(outcome: Outcome, result: EffectResult, spec: AgentSpec) -> StepError:
+    match transition(outcome.state, result, spec):
+        case Failure(StepError() as error):
+            return error
+        case other:
+            raise AssertionError(f"expected Failure(StepError), got {other!r}")
+
+
+def model(turn: list[Any]) -> ModelResponded:
+    return ModelResponded(tuple(turn))
+
+
+# -- starting and ending -------------------------------------------------------------
+
+
+def test_start_announces_the_run_and_asks_for_the_first_model_turn() -> None:
+    out = begin(CALC)
+    assert out.events == (RunStarted("calc", RUN), TurnStarted(1))
+    assert type(out.effect) is CallModel and out.effect.turn == 1
+    assert out.effect.request.messages == (system_text("You add numbers."), user_text("What is 1 + 2?"))
+    assert out.effect.request.tools == (ADD, CLOCK)
+    assert out.state.phase == CallingModel(1)
+    assert out.appended == (user_text("What is 1 + 2?"),)
+
+
+def test_a_turn_without_tool_calls_completes_the_run() -> None:
+    out = step(begin(CALC), model(say("It is 3.", usage=Usage(10, 4))), CALC)
+    message = AssistantMessage((TextPart("It is 3."),), "calc")
+    assert out.events == (MessageOutput(message), RunCompleted(Usage(10, 4)))
+    assert out.state.phase == Done("It is 3.")
+    assert out.effect == Terminate()
+    assert out.state.conversation[-1] == message
+
+
+def test_a_turn_with_tool_calls_runs_them_then_starts_the_next_turn() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "add", {"a": 1, "b": 2}))), CALC)
+    call = ToolCall(CallId("c1"), "add", '{"a":1,"b":2}')
+    assert asked.events == (ToolCallItem(call),)
+    assert asked.effect == ExecuteTools((call,))
+    assert type(asked.state.phase) is ExecutingTools
+
+    ran = step(asked, ToolsExecuted((ToolReturned(CallId("c1"), "3"),)), CALC)
+    result = ToolResult(CallId("c1"), "add", "3")
+    assert ran.events == (ToolOutputItem(result), TurnStarted(2))
+    assert type(ran.effect) is CallModel and ran.effect.turn == 2
+    assert ran.effect.request.messages[-2:] == (call, result)
+
+
+def test_usage_adds_up_across_turns() -> None:
+    asked = step(begin(CALC), model(call_tools(("clock", {}), usage=Usage(5, 1))), CALC)
+    ran = step(asked, ToolsExecuted((ToolReturned(asked.effect.calls[0].call_id, "noon"),)), CALC)  # type: ignore[union-attr]
+    done = step(ran, model(say("Noon.", usage=Usage(7, 2, cached_input_tokens=3))), CALC)
+    assert done.events[-1] == RunCompleted(Usage(12, 3, cached_input_tokens=3))
+    assert done.state.usage == Usage(12, 3, cached_input_tokens=3)
+
+
+def test_an_assistant_message_names_the_agent_and_is_omitted_when_empty() -> None:
+    asked = step(begin(CALC), model(call_tools(("clock", {}))), CALC)
+    assert not any(type(e) is MessageOutput for e in asked.events)
+    assert not any(type(i) is AssistantMessage for i in asked.appended)
+
+
+# -- call ids --------------------------------------------------------------------------
+
+
+def test_calls_without_ids_get_ids_derived_from_run_turn_and_position() -> None:
+    asked = step(begin(CALC), model(call_tools(("clock", {}), ("add", {"a": 1, "b": 1}))), CALC)
+    assert [c.call_id for c in asked.effect.calls] == ["call_run-1_1_0", "call_run-1_1_1"]  # type: ignore[union-attr]
+    ran = step(
+        asked,
+        ToolsExecuted(
+            (ToolReturned(CallId("call_run-1_1_0"), "noon"), ToolReturned(CallId("call_run-1_1_1"), "2"))
+        ),
+        CALC,
+    )
+    again = step(ran, model(call_tools(("clock", {}))), CALC)
+    assert again.effect == ExecuteTools((ToolCall(CallId("call_run-1_2_0"), "clock", "{}"),))
+
+
+def test_provider_call_ids_are_kept() -> None:
+    asked = step(begin(CALC), model(call_tools(("toolu_01", "clock", {}))), CALC)
+    assert asked.effect == ExecuteTools((ToolCall(CallId("toolu_01"), "clock", "{}"),))
+
+
+# -- reasoning ---------------------------------------------------------------------------
+
+
+def test_reasoning_parts_keep_their_signatures_and_come_before_the_text() -> None:
+    turn = [
+        ReasoningChunk("Let me "),
+        ReasoningChunk("add.", signature="sig-1"),
+        ReasoningChunk("Sure."),
+        TextChunk("3"),
+        Finish(FinishReason.STOP),
+    ]
+    out = step(begin(CALC), model(turn), CALC)
+    content = (ReasoningPart("Let me add.", "sig-1"), ReasoningPart("Sure."), TextPart("3"))
+    assert out.events[0] == MessageOutput(AssistantMessage(content, "calc"))
+    assert out.state.phase == Done("3")
+
+
+def test_reasoning_is_sent_back_to_the_model_on_the_next_turn() -> None:
+    turn = [ReasoningChunk("Need the clock.", signature="s"), *call_tools(("c1", "clock", {}))]
+    asked = step(begin(CALC), model(turn), CALC)
+    ran = step(asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"),)), CALC)
+    assert AssistantMessage((ReasoningPart("Need the clock.", "s"),), "calc") in ran.effect.request.messages  # type: ignore[union-attr]
+
+
+# -- dynamic instructions --------------------------------------------------------------
+
+
+def test_dynamic_instructions_are_rendered_before_each_model_call() -> None:
+    spec = attrs.evolve(CALC, dynamic_instructions=True)
+    out = begin(spec)
+    assert out.events == (RunStarted("calc", RUN), TurnStarted(1))
+    assert out.effect == RenderInstructions(1)
+
+    rendered = step(out, InstructionsRendered("It is Monday."), spec)
+    assert rendered.events == ()
+    assert type(rendered.effect) is CallModel and rendered.effect.turn == 1
+    assert rendered.effect.request.messages[0] == system_text("It is Monday.")
+
+
+def test_dynamic_instructions_are_rendered_again_on_the_next_turn() -> None:
+    spec = attrs.evolve(CALC, dynamic_instructions=True)
+    first = step(begin(spec), InstructionsRendered("Turn one."), spec)
+    asked = step(first, model(call_tools(("c1", "clock", {}))), spec)
+    ran = step(asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"),)), spec)
+    assert ran.events[-1] == TurnStarted(2)
+    assert ran.effect == RenderInstructions(2)
+    second = step(ran, InstructionsRendered("Turn two."), spec)
+    assert second.effect.request.messages[0] == system_text("Turn two.")  # type: ignore[union-attr]
+    assert system_text("Turn one.") not in second.effect.request.messages  # type: ignore[union-attr]
+
+
+# -- max turns ---------------------------------------------------------------------------
+
+
+def test_asking_for_tools_on_the_last_allowed_turn_fails_without_running_them() -> None:
+    spec = attrs.evolve(CALC, config=RunConfig(max_turns=1))
+    out = step(begin(spec), model(call_tools(("c1", "clock", {}), usage=Usage(3, 1))), spec)
+    call = ToolCall(CallId("c1"), "clock", "{}")
+    assert out.events == (ToolCallItem(call), RunFailed(MaxTurnsExceeded(1), Usage(3, 1)))
+    assert out.effect == Terminate()
+    assert out.state.conversation[-1] == call
+
+
+def test_tools_run_on_every_turn_before_the_last() -> None:
+    spec = attrs.evolve(CALC, config=RunConfig(max_turns=2))
+    asked = step(begin(spec), model(call_tools(("c1", "clock", {}))), spec)
+    assert type(asked.effect) is ExecuteTools
+    ran = step(asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"),)), spec)
+    out = step(ran, model(call_tools(("c2", "clock", {}))), spec)
+    assert out.state.phase == Failed(MaxTurnsExceeded(2))
+
+
+def test_a_text_answer_on_the_last_turn_still_completes() -> None:
+    spec = attrs.evolve(CALC, config=RunConfig(max_turns=1))
+    out = step(begin(spec), model(say("3")), spec)
+    assert out.state.phase == Done("3")
+
+
+# -- unknown tools -------------------------------------------------------------------
+
+
+def test_an_unknown_tool_gets_an_error_result_and_the_run_continues() -> None:
+    out = step(begin(CALC), model(call_tools(("c1", "divide", {"a": 1}))), CALC)
+    result = ToolResult(CallId("c1"), "divide", "unknown tool 'divide'; available tools: add, clock", True)
+    assert out.events == (
+        ToolCallItem(ToolCall(CallId("c1"), "divide", '{"a":1}')),
+        ToolOutputItem(result),
+        TurnStarted(2),
+    )
+    assert type(out.effect) is CallModel
+    assert out.state.strikes == 0
+
+
+def test_an_unknown_tool_beside_a_known_one_only_the_known_one_runs() -> None:
+    out = step(begin(CALC), model(call_tools(("c1", "divide", {}), ("c2", "clock", {}))), CALC)
+    assert out.effect == ExecuteTools((ToolCall(CallId("c2"), "clock", "{}"),))
+    ran = step(out, ToolsExecuted((ToolReturned(CallId("c2"), "noon"),)), CALC)
+    results = [e.item for e in ran.events if type(e) is ToolOutputItem]
+    assert [(r.call_id, r.is_error) for r in results] == [("c1", True), ("c2", False)]
+
+
+# -- invalid arguments -------------------------------------------------------------------
+
+
+def test_malformed_json_arguments_are_fed_back_as_an_error() -> None:
+    out = step(begin(CALC), model(call_tools(("c1", "add", '{"a": 1,'))), CALC)
+    (result,) = [e.item for e in out.events if type(e) is ToolOutputItem]
+    assert result.is_error
+    assert result.content == "invalid arguments: invalid JSON: Input data was truncated"
+    assert out.state.strikes == 1
+    assert type(out.effect) is CallModel
+
+
+def test_arguments_breaking_the_schema_are_fed_back_with_the_schema_errors() -> None:
+    out = step(begin(CALC), model(call_tools(("c1", "add", {"a": "one"}))), CALC)
+    (result,) = [e.item for e in out.events if type(e) is ToolOutputItem]
+    assert (
+        result.content
+        == "invalid arguments: $.a: 'one' is not of type 'integer'; $: 'b' is a required property"
+    )
+    assert out.state.strikes == 1
+
+
+def test_a_second_round_of_invalid_arguments_in_a_row_fails_the_run() -> None:
+    first = step(begin(CALC), model(call_tools(("c1", "add", {"a": 1}))), CALC)
+    out = step(first, model(call_tools(("c2", "add", {"a": 1, "b": "2"}), usage=Usage(1, 1))), CALC)
+    error = InvalidToolArgs("add", ("$.b: '2' is not of type 'integer'",))
+    assert out.events[-1] == RunFailed(error, Usage(1, 1))
+    assert out.state.phase == Failed(error)
+
+
+def test_a_valid_round_between_invalid_ones_resets_the_count() -> None:
+    first = step(begin(CALC), model(call_tools(("c1", "add", {"a": 1}))), CALC)
+    asked = step(first, model(call_tools(("c2", "add", {"a": 1, "b": 2}))), CALC)
+    ran = step(asked, ToolsExecuted((ToolReturned(CallId("c2"), "3"),)), CALC)
+    assert ran.state.strikes == 0
+    again = step(ran, model(call_tools(("c3", "add", {"a": 1}))), CALC)
+    assert type(again.effect) is CallModel
+    assert again.state.strikes == 1
+
+
+def test_a_tool_reporting_invalid_arguments_counts_as_an_invalid_round() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {"tz": "Mars"}))), CALC)
+    ran = step(asked, ToolsExecuted((ToolRaised(CallId("c1"), InvalidArgs(("unknown zone",))),)), CALC)
+    assert ran.state.strikes == 1
+    asked = step(ran, model(call_tools(("c2", "clock", {"tz": "Venus"}))), CALC)
+    out = step(asked, ToolsExecuted((ToolRaised(CallId("c2"), InvalidArgs(("unknown zone",))),)), CALC)
+    assert out.state.phase == Failed(InvalidToolArgs("clock", ("unknown zone",)))
+    assert out.events[-2] == ToolOutputItem(
+        ToolResult(CallId("c2"), "clock", "invalid arguments: unknown zone", is_error=True)
+    )
+
+
+# -- tool results --------------------------------------------------------------------------
+
+
+def test_tool_results_join_the_conversation_in_call_order() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}), ("c2", "add", {"a": 1, "b": 2}))), CALC)
+    ran = step(
+        asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"), ToolReturned(CallId("c2"), "3"))), CALC
+    )
+    assert ran.state.conversation[-2:] == (
+        ToolResult(CallId("c1"), "clock", "noon"),
+        ToolResult(CallId("c2"), "add", "3"),
+    )
+
+
+def test_a_failing_tool_becomes_an_error_result_and_the_run_goes_on() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}), ("c2", "clock", {}))), CALC)
+    outcomes = (
+        ToolRaised(CallId("c1"), ToolCrashed("no clock")),
+        ToolRaised(CallId("c2"), Denied("not now")),
+    )
+    ran = step(asked, ToolsExecuted(outcomes), CALC)
+    assert [e.item for e in ran.events if type(e) is ToolOutputItem] == [
+        ToolResult(CallId("c1"), "clock", "no clock", is_error=True),
+        ToolResult(CallId("c2"), "clock", "denied: not now", is_error=True),
+    ]
+    assert type(ran.effect) is CallModel
+    assert ran.state.strikes == 0
+
+
+# -- structured output -----------------------------------------------------------------
+
+
+def test_an_agent_with_only_an_output_schema_starts_in_the_finalizing_turn() -> None:
+    out = begin(JUDGE, "Is 2 + 2 = 4?")
+    assert out.state.phase == Finalizing(1)
+    assert type(out.effect) is CallModel
+    assert out.effect.request.tools == ()
+    assert out.effect.request.settings.response_format == JsonSchema("verdict", VERDICT.schema, strict=True)
+
+
+def test_a_valid_final_answer_completes_the_run() -> None:
+    out = step(begin(JUDGE), model(say('{"ok": true}', chunked=False)), JUDGE)
+    assert out.state.phase == Done('{"ok": true}')
+    assert type(out.events[-1]) is RunCompleted
+
+
+def test_a_text_answer_of_an_agent_with_tools_and_a_schema_asks_for_the_final_answer() -> None:
+    spec = attrs.evolve(CALC, output=VERDICT)
+    out = step(begin(spec), model(say("It is fine.")), spec)
+    prompt = user_text(FINALIZE_PROMPT.format(name="verdict"))
+    assert out.appended[-1] == prompt
+    assert out.state.phase == Finalizing(2)
+    assert out.events[-1] == TurnStarted(2)
+    assert type(out.effect) is CallModel
+    assert out.effect.request.tools == ()
+    assert out.effect.request.messages[-1] == prompt
+
+
+def test_an_invalid_final_answer_gets_one_repair_turn() -> None:
+    out = step(begin(JUDGE), model(say('{"ok": "yes"}', chunked=False)), JUDGE)
+    errors = "$.ok: 'yes' is not of type 'boolean'"
+    assert out.events[-2:] == (RepairStarted(1), TurnStarted(2))
+    assert out.state.phase == RepairingOutput(2, 1)
+    assert out.appended[-1] == user_text(REPAIR_PROMPT.format(name="verdict", errors=errors))
+    assert type(out.effect) is CallModel and out.effect.turn == 2
+
+
+def test_a_repaired_final_answer_completes_the_run() -> None:
+    repairing = step(begin(JUDGE), model(say("yes")), JUDGE)
+    out = step(repairing, model(say('{"ok": true}', chunked=False)), JUDGE)
+    assert out.state.phase == Done('{"ok": true}')
+
+
+def test_an_invalid_repair_fails_with_the_schema_errors_and_the_text() -> None:
+    repairing = step(begin(JUDGE), model(say("yes", usage=Usage(2, 1))), JUDGE)
+    out = step(repairing, model(say("{}", usage=Usage(3, 1))), JUDGE)
+    errors = ("$: 'ok' is a required property",)
+    assert out.events[-2:] == (
+        StructuredOutputFailed(errors, "{}"),
+        RunFailed(InvalidStructuredOutput(errors, "{}"), Usage(5, 2)),
+    )
+
+
+# -- failures and interruptions -----------------------------------------------------------
+
+
+def test_a_failed_model_call_fails_the_run_and_counts_the_partial_usage() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}), usage=Usage(4, 2))), CALC)
+    ran = step(asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"),)), CALC)
+    failure = RateLimited("slow down", 500)
+    out = step(ran, ModelCallFailed(failure, (TextChunk("It is"), Usage(6, 1))), CALC)
+    assert out.events == (RunFailed(ModelFailed(failure), Usage(10, 3)),)
+    assert out.state.phase == Failed(ModelFailed(failure))
+    assert out.effect == Terminate()
+
+
+def non_terminal_phases() -> list[tuple[str, AgentSpec, Outcome]]:
+    """One outcome in every phase a run can be interrupted in."""
+    dynamic = attrs.evolve(CALC, dynamic_instructions=True)
+    tools = step(begin(CALC), model(call_tools(("c1", "clock", {}), usage=Usage(1, 1))), CALC)
+    repairing = step(begin(JUDGE), model(say("maybe", usage=Usage(1, 1))), JUDGE)
+    reserved = begin(CALC)
+    return [
+        ("CallingModel", CALC, begin(CALC)),
+        ("CallingModel(rendering)", dynamic, begin(dynamic)),
+        ("ExecutingTools", CALC, tools),
+        ("Finalizing", JUDGE, begin(JUDGE)),
+        ("RepairingOutput", JUDGE, repairing),
+        (
+            "ApplyingHandoff",
+            CALC,
+            attrs.evolve(reserved, state=attrs.evolve(reserved.state, phase=ApplyingHandoff("expert", ()))),
+        ),
+        (
+            "NeedsApproval",
+            CALC,
+            attrs.evolve(reserved, state=attrs.evolve(reserved.state, phase=NeedsApproval(1, (), (), ()))),
+        ),
+        ("Compacting", CALC, attrs.evolve(reserved, state=attrs.evolve(reserved.state, phase=Compacting(1)))),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "outcome"), [p[1:] for p in non_terminal_phases()], ids=[p[0] for p in non_terminal_phases()]
+)
+def test_an_interruption_fails_the_run_from_any_phase(spec: AgentSpec, outcome: Outcome) -> None:
+    out = step(outcome, RunInterrupted(Cancelled()), spec)
+    assert out.events == (RunFailed(Cancelled(), outcome.state.usage),)
+    assert out.state.phase == Failed(Cancelled())
+    assert out.state.conversation == outcome.state.conversation
+    assert out.effect == Terminate()
+
+
+def test_a_timeout_fails_the_run_with_timed_out() -> None:
+    out = step(begin(CALC), RunInterrupted(TimedOut(30.0)), CALC)
+    assert out.events == (RunFailed(TimedOut(30.0)),)
+
+
+def test_a_run_nested_deeper_than_allowed_fails_at_once() -> None:
+    spec = attrs.evolve(CALC, config=RunConfig(max_agent_depth=2))
+    out = start(spec, AgentInput.from_user_text("hi"), RUN, depth=3)
+    assert out.events == (RunStarted("calc", RUN), RunFailed(MaxAgentDepthExceeded(2)))
+    assert out.effect == Terminate()
+
+
+# -- misuse: results that do not answer the pending effect -------------------------------
+
+
+ANY_RESULT: list[EffectResult] = [
+    InstructionsRendered("x"),
+    ModelResponded((TextChunk("x"),)),
+    ModelCallFailed(Unavailable("down")),
+    ToolsExecuted(()),
+    HandoffCompleted("x", Usage()),
+    AgentsRan(()),
+    RunInterrupted(Cancelled()),
+]
+
+
+@pytest.mark.parametrize("result", ANY_RESULT, ids=lambda r: type(r).__name__)
+@pytest.mark.parametrize("ending", ["done", "failed"])
+def test_a_finished_run_refuses_every_result(ending: str, result: EffectResult) -> None:
+    finished = step(
+        begin(CALC), model(say("3")) if ending == "done" else ModelCallFailed(Unavailable("x")), CALC
+    )
+    assert finished.state.terminal
+    assert "does not accept" in str(refused(finished, result, CALC))
+
+
+def test_outcomes_for_the_wrong_call_ids_are_refused() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}))), CALC)
+    error = refused(asked, ToolsExecuted((ToolReturned(CallId("c9"), "noon"),)), CALC)
+    assert str(error) == "expected the outcome of tool call 'c1' next"
+
+
+def test_outcomes_in_the_wrong_order_are_refused() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}), ("c2", "clock", {}))), CALC)
+    refused(asked, ToolsExecuted((ToolReturned(CallId("c2"), "b"), ToolReturned(CallId("c1"), "a"))), CALC)
+
+
+def test_extra_tool_outcomes_are_refused() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}))), CALC)
+    result = ToolsExecuted((ToolReturned(CallId("c1"), "noon"), ToolReturned(CallId("c2"), "late")))
+    assert str(refused(asked, result, CALC)) == "more tool outcomes than tool calls"
+
+
+def test_a_missing_tool_outcome_is_refused() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}), ("c2", "clock", {}))), CALC)
+    refused(asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"),)), CALC)
+
+
+def test_an_outcome_for_a_call_the_loop_answered_itself_is_refused() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "divide", {}), ("c2", "clock", {}))), CALC)
+    refused(asked, ToolsExecuted((ToolReturned(CallId("c1"), "?"), ToolReturned(CallId("c2"), "noon"))), CALC)
+
+
+def test_tool_outcomes_while_calling_the_model_are_refused() -> None:
+    refused(begin(CALC), ToolsExecuted(()), CALC)
+
+
+def test_a_model_response_while_tools_run_is_refused() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}))), CALC)
+    refused(asked, model(say("done")), CALC)
+
+
+def test_instructions_nobody_asked_for_are_refused() -> None:
+    assert str(refused(begin(CALC), InstructionsRendered("x"), CALC)) == "instructions were not asked for"
+
+
+@pytest.mark.parametrize(
+    "result",
+    [ModelResponded((TextChunk("x"),)), ModelCallFailed(Unavailable("down"))],
+    ids=lambda r: type(r).__name__,
+)
+def test_a_model_result_while_instructions_are_pending_is_refused(result: EffectResult) -> None:
+    # ModelCallFailed here was once accepted and failed the run: the model
+    # had not been called (RenderInstructions was pending).
+    spec = attrs.evolve(CALC, dynamic_instructions=True)
+    assert str(refused(begin(spec), result, spec)) == "the model was not called"
+
+
+def test_the_same_step_twice_gives_the_same_outcome() -> None:
+    out = begin(CALC)
+    result = model(call_tools(("add", {"a": 1, "b": 2}), ("clock", {}), usage=Usage(1, 2)))
+    assert transition(out.state, result, CALC) == transition(out.state, result, CALC)
+
+
+def test_tool_call_chunks_without_a_finish_still_make_calls() -> None:
+    chunks = [
+        ToolCallChunk(index=0, call_id="c1", name="add", arguments='{"a":'),
+        ToolCallChunk(index=0, arguments='1,"b":2}'),
+    ]
+    out = step(begin(CALC), model(chunks), CALC)
+    assert out.effect == ExecuteTools((ToolCall(CallId("c1"), "add", '{"a":1,"b":2}'),))
