@@ -66,6 +66,10 @@ class LlmAgent(Generic[Ctx]):
         handoffs: agents the model may hand the conversation to
             (:class:`~helikon.workflows.Handoff`), one ``transfer_to_<slug>``
             tool each.
+        hooks: the agent's own hooks, ``(ctx, event) -> HookDecision | None``;
+            they fire before the run context's.
+        input_guardrails: checks of the user's text before the first turn.
+        output_guardrails: checks of the final answer before the run completes.
     """
 
     name: str
@@ -77,6 +81,9 @@ class LlmAgent(Generic[Ctx]):
     output_type: type | None = None
     config: RunConfig = RunConfig()
     handoffs: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    hooks: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    input_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
     spec: AgentSpec = attrs.field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = attrs.field(init=False, repr=False)
 
@@ -175,7 +182,19 @@ class LlmAgent(Generic[Ctx]):
         """The world an interpreter needs to run this agent (used by interpreters)."""
         from helikon.interpreters import RunEnv
 
+        from helikon.interpreters._governed import run_secrets
+
         spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
+        registry = ctx.hooks
+        governed = (
+            bool(self.input_guardrails or registry.input_guardrails),
+            bool(self.output_guardrails or registry.output_guardrails),
+            bool(self.hooks or registry.hooks),
+        )
+        if governed != (spec.input_guardrails, spec.output_guardrails, spec.hooks):
+            spec = attrs.evolve(
+                spec, input_guardrails=governed[0], output_guardrails=governed[1], hooks=governed[2]
+            )
         deadline = _deadline(spec.config, parent_deadline)
         return RunEnv(
             spec,
@@ -188,6 +207,10 @@ class LlmAgent(Generic[Ctx]):
             actions or Actions(),
             children={h.target_name: h for h in self.handoffs},
             path=path,
+            hooks=self.hooks,
+            input_guardrails=self.input_guardrails,
+            output_guardrails=self.output_guardrails,
+            secrets=run_secrets(ctx),
         )
 
     def with_handoffs(self, *handoffs: Any) -> LlmAgent[Ctx]:

@@ -350,6 +350,21 @@ class RunError(HelikonError):
         self.events = events
 
 
+class RunSuspended(HelikonError):
+    """The run stopped in ``NeedsApproval``: tool calls wait for a human.
+
+    Raised by the live interpreter when a call needs approval, no approval
+    handler is installed and the run context asked to suspend
+    (``with_suspend_on_approval()``). Drive such runs with the step API
+    (``start``/``perform``/``advance``) to get the state to save, and resume
+    with ``agent.resume(ctx, state, ApprovalsGiven(...))``.
+    """
+
+    def __init__(self, requests: tuple[object, ...]) -> None:
+        super().__init__(f"{len(requests)} tool call(s) await approval")
+        self.requests = requests
+
+
 class StepError(HelikonError):
     """The step API was misused: a result that does not answer the pending
     effect, or a step on a terminal state. Raised by interpreters from the
@@ -385,6 +400,7 @@ __all__ = [
     "RateLimited",
     "Refused",
     "RunError",
+    "RunSuspended",
     "StepError",
     "TRANSIENT_MODEL_FAILURES",
     "TimedOut",

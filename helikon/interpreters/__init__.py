@@ -9,7 +9,8 @@
 
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter, drive, interruption
 from helikon.interpreters._env import InstructionsFn, RunEnv
-from helikon.interpreters._live import LiveInterpreter, tool_output_text
+from helikon.interpreters._governed import tool_output_text
+from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._recording import RecordingInterpreter
 from helikon.interpreters._replay import ReplayDivergence, ReplayInterpreter
 from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter, ToolFn

@@ -57,22 +57,32 @@ async def run_child(
         stream: AsyncIterator[AgentEvent] = drive(interpreter, env, AgentInput(input))
     else:
         stream = agent.run(ctx, AgentInput(input))
+    limit = getattr(agent, "max_handoffs", None)
+    if isinstance(limit, int):
+        from helikon.workflows import bounded_handoffs
+
+        stream = bounded_handoffs(stream, limit)
     output = ""
     usage = Usage()
-    error: AgentError | None = OtherError(f"agent {getattr(agent, 'name', agent)!r} ended without a terminal event")
-    async for event in stream:
-        kind = type(event)
-        if kind is RunStarted:
-            continue
-        if kind is RunCompleted:
-            usage, error = event.usage, None  # type: ignore[union-attr]
-            continue
-        if kind is RunFailed:
-            usage, error = event.usage, event.error  # type: ignore[union-attr]
-            continue
-        if kind is MessageOutput:
-            output = text_of(event.item.content)  # type: ignore[union-attr, arg-type]
-        yield event
+    error: AgentError | None = OtherError(
+        f"agent {getattr(agent, 'name', agent)!r} ended without a terminal event"
+    )
+    try:
+        async for event in stream:
+            kind = type(event)
+            if kind is RunStarted:
+                continue
+            if kind is RunCompleted:
+                usage, error = event.usage, None  # type: ignore[union-attr]
+                continue
+            if kind is RunFailed:
+                usage, error = event.usage, event.error  # type: ignore[union-attr]
+                continue
+            if kind is MessageOutput:
+                output = text_of(event.item.content)  # type: ignore[union-attr, arg-type]
+            yield event
+    except Exception as exc:  # a user-defined agent's bug is that child's failure
+        error = OtherError(f"agent {getattr(agent, 'name', agent)!r} raised {type(exc).__name__}: {exc}")
     yield ChildEnd(output, usage, error, actions.escalated)
 
 

@@ -16,7 +16,6 @@ from typing import Protocol
 
 from returns.result import Failure, Success
 
-from helikon.effects import Effect as Effect
 from helikon.effects import (
     AgentsRan,
     EffectResult,
@@ -28,12 +27,13 @@ from helikon.effects import (
     Terminate,
     ToolsExecuted,
 )
+from helikon.effects import Effect as Effect
 from helikon.errors import Cancelled, StepError, TimedOut
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
-from helikon.items import AgentInput
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
+from helikon.items import AgentInput
 
 #: The result types, to tell them apart from live events in a perform stream.
 RESULT_TYPES: frozenset[type] = frozenset(

@@ -39,6 +39,10 @@ class RunEnv:
         machine: the pure machine to drive (the agent loop of ``spec`` when None).
         children: sub-agents by key (workflow children, handoff targets).
         path: where this run sits in an agent tree (empty at the root).
+        hooks: the agent's own hooks (the run context's fire after them).
+        input_guardrails: the agent's own input guardrails.
+        output_guardrails: the agent's own output guardrails.
+        secrets: secret values to redact from tool output (captured at start).
     """
 
     spec: AgentSpec
@@ -52,6 +56,10 @@ class RunEnv:
     machine: Any = None
     children: Mapping[str, Any] = attrs.field(factory=dict)
     path: tuple[str | int, ...] = ()
+    hooks: tuple[Any, ...] = ()
+    input_guardrails: tuple[Any, ...] = ()
+    output_guardrails: tuple[Any, ...] = ()
+    secrets: tuple[str, ...] = ()
 
 
 __all__ = ["InstructionsFn", "RunEnv"]

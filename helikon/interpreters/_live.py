@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
-from typing import final
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, final
 
 import attrs
 import msgspec
 
-from helikon._json import JsonObject
-from helikon.context import RunContext, ToolContext
+from helikon.context import RunContext
 from helikon.effects import (
     AgentRun,
     AgentRunResult,
     AgentsRan,
+    AwaitApproval,
     CallModel,
+    CheckGuardrails,
     Effect,
     EffectResult,
     ExecuteTools,
@@ -41,43 +41,36 @@ from helikon.effects import (
     ModelResponded,
     RenderInstructions,
     RunAgents,
+    RunHooks,
     Terminate,
-    ToolOutcome,
-    ToolRaised,
-    ToolReturned,
     ToolsExecuted,
 )
 from helikon.errors import (
     ModelError,
     OtherError,
     OtherModelFailure,
+    RunSuspended,
     StepError,
-    ToolCrashed,
-    ToolError,
     TransportFailure,
 )
 from helikon.events import AgentEvent, AgentUpdated
 from helikon.ids import RunId
+from helikon.interpreters._children import ChildEnd, resolve, run_child
 from helikon.interpreters._drive import interruption
 from helikon.interpreters._env import RunEnv
-from helikon.interpreters._children import ChildEnd, resolve, run_child
+from helikon.interpreters._governed import (
+    CallReport,
+    check_guardrails,
+    run_governed_tool,
+    run_turn_hooks,
+    tool_output_text,
+)
 from helikon.items import Item, ToolCall
 from helikon.loop import delta_event
 from helikon.model import ModelEvent, Usage
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
-
-
-def tool_output_text(value: object) -> str:
-    """The text the model sees for a tool's return value (JSON unless a str).
-
-    msgspec encodes attrs classes, dataclasses, Structs, enums and datetimes
-    directly; a value it cannot encode raises ``TypeError``.
-    """
-    if isinstance(value, str):
-        return value
-    return _encode(value).decode()
 
 
 @final
@@ -104,8 +97,15 @@ class LiveInterpreter:
             case CallModel():
                 async for item in self._call_model(effect, env):
                     yield item
-            case ExecuteTools(calls=calls):
-                yield await self._execute_tools(calls, env)
+            case ExecuteTools(calls=calls, approved=approved):
+                async for item in self._execute_tools(calls, approved, env):
+                    yield item
+            case CheckGuardrails(stage=stage, text=text):
+                yield await _interruptible(check_guardrails(stage, text, env), env)
+            case RunHooks(turn=turn):
+                yield await _interruptible(run_turn_hooks(turn, env), env)
+            case AwaitApproval(requests=requests):
+                raise RunSuspended(requests)
             case RenderInstructions():
                 yield await self._render_instructions(env)
             case Handoff(target=target, transcript=transcript, depth=depth):
@@ -245,31 +245,54 @@ class LiveInterpreter:
             return InstructionsRendered(str(text))
         return interruption(env) or _cancelled()
 
-    async def _execute_tools(self, calls: tuple[ToolCall, ...], env: RunEnv) -> EffectResult:
-        outcomes: list[ToolOutcome | None] = [None] * len(calls)
+    async def _execute_tools(
+        self, calls: tuple[ToolCall, ...], approved: tuple[str, ...], env: RunEnv
+    ) -> AsyncIterator[AgentEvent | EffectResult]:
+        reports: list[CallReport | None] = [None] * len(calls)
+        secrets = env.secrets
+
+        async def one(index: int) -> None:
+            call = calls[index]
+            reports[index] = await run_governed_tool(call, env, call.call_id in approved, secrets)
+
         with env.ctx.cancel.scope(env.deadline):
             if len(calls) == 1:
-                outcomes[0] = await _run_tool(calls[0], env)
+                await one(0)
             else:
                 import anyio
 
                 limit = env.spec.config.parallel_tool_call_limit
                 limiter = anyio.CapacityLimiter(limit) if limit is not None else None
 
-                async def worker(index: int, call: ToolCall) -> None:
+                async def worker(index: int) -> None:
                     if limiter is None:
-                        outcomes[index] = await _run_tool(call, env)
+                        await one(index)
                     else:
                         async with limiter:
-                            outcomes[index] = await _run_tool(call, env)
+                            await one(index)
 
                 async with anyio.create_task_group() as group:
-                    for index, call in enumerate(calls):
-                        group.start_soon(worker, index, call)
+                    for index in range(len(calls)):
+                        group.start_soon(worker, index)
         stopped = interruption(env)
-        if stopped is not None or any(o is None for o in outcomes):
-            return stopped or _cancelled()
-        return ToolsExecuted(tuple(o for o in outcomes if o is not None))
+        if stopped is not None or any(r is None for r in reports):
+            yield stopped or _cancelled()
+            return
+        done = [r for r in reports if r is not None]
+        for report in done:  # in call order, whatever order the calls finished in
+            for event in report.events:
+                yield event
+        injected = tuple(text for report in done for text in report.injected)
+        yield ToolsExecuted(tuple(r.outcome for r in done), injected)
+
+
+async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectResult:
+    """``work`` under the run's cancel token and deadline (an interruption
+    result if either fires first)."""
+    result: EffectResult | None = None
+    with env.ctx.cancel.scope(env.deadline):
+        result = await work
+    return result if result is not None else (interruption(env) or _cancelled())
 
 
 def _cancelled() -> EffectResult:
@@ -277,33 +300,6 @@ def _cancelled() -> EffectResult:
     from helikon.errors import Cancelled
 
     return RunInterrupted(Cancelled())
-
-
-async def _run_tool(call: ToolCall, env: RunEnv) -> ToolOutcome:
-    tool = env.tools.get(call.name)
-    if tool is None:
-        return ToolRaised(call.call_id, ToolCrashed(f"tool {call.name!r} has no implementation"))
-    ctx = env.ctx
-    tool_ctx = ToolContext(
-        ctx.user_ctx,
-        ctx.state,
-        env.actions,
-        ctx.cancel,
-        ctx.tracer,
-        call.call_id,
-        env.run_id,
-        env.spec.name,
-        ctx.agent_depth,
-        env.spec.config.max_agent_depth,
-        ctx.permission_mode,
-    )
-    try:
-        args: JsonObject = _decode(call.arguments) if call.arguments else {}
-        return ToolReturned(call.call_id, tool_output_text(await tool.invoke(tool_ctx, args)))
-    except ToolError as exc:
-        return ToolRaised(call.call_id, exc.failure)
-    except Exception as exc:  # the model sees the failure; the run goes on
-        return ToolRaised(call.call_id, ToolCrashed(f"{type(exc).__name__}: {exc}"))
 
 
 __all__ = ["LiveInterpreter", "tool_output_text"]

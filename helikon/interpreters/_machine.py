@@ -42,7 +42,9 @@ class Machine(Protocol):
 
     def begin(self, input: AgentInput, run_id: RunId, depth: int) -> OutcomeLike: ...
 
-    def step(self, state: RunState | WorkflowState, result: EffectResult) -> Result[OutcomeLike, StepError]: ...
+    def step(
+        self, state: RunState | WorkflowState, result: EffectResult
+    ) -> Result[OutcomeLike, StepError]: ...
 
 
 @final

@@ -12,15 +12,15 @@ from collections.abc import AsyncIterator
 from typing import final
 
 from helikon._version import __version__
+from helikon.agents import WorkflowState
 from helikon.effects import Effect, EffectResult, Terminate
 from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter
 from helikon.interpreters._env import RunEnv
-from helikon.items import Item, UserMessage
-from helikon.agents import WorkflowState
 from helikon.interpreters._machine import OutcomeLike
+from helikon.items import Item, UserMessage
 from helikon.trace import Trace, TraceHeader, TraceStep, definition_of, fingerprint
 
 

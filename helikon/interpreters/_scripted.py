@@ -17,7 +17,9 @@ from returns.result import Failure, Success
 
 from helikon._json import JsonObject, JsonValue
 from helikon.effects import (
+    AwaitApproval,
     CallModel,
+    CheckGuardrails,
     Effect,
     EffectResult,
     ExecuteTools,
@@ -27,6 +29,7 @@ from helikon.effects import (
     ModelResponded,
     RenderInstructions,
     RunAgents,
+    RunHooks,
     Terminate,
     ToolOutcome,
     ToolRaised,
@@ -36,7 +39,7 @@ from helikon.effects import (
 from helikon.errors import ModelError, OtherModelFailure, StepError, ToolCrashed, ToolError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
-from helikon.interpreters._live import tool_output_text
+from helikon.interpreters._governed import tool_output_text
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec, Outcome, RunState, delta_event, parse_json, start, transition
 from helikon.model import ModelEvent
@@ -119,7 +122,7 @@ class TestInterpreter:
                 if self.instructions is None:
                     raise StepError("no instructions function was given")
                 return InstructionsRendered(self.instructions(turn))
-            case Handoff() | RunAgents() | Terminate():
+            case Handoff() | RunAgents() | CheckGuardrails() | RunHooks() | AwaitApproval() | Terminate():
                 raise StepError(f"the test interpreter cannot perform {type(effect).__name__}")
 
     def _call_model(self, emit: list[AgentEvent]) -> EffectResult:
