@@ -398,14 +398,15 @@ class SwarmAgent:
         stream = self.members[self.entry].run(ctx, input, config=config, interpreter=interpreter)
         if self.max_handoffs is None:
             return stream
-        return _bounded(stream, self.max_handoffs)
+        return bounded_handoffs(stream, self.max_handoffs)
 
     def make_env(self, ctx: RunContext[Any], interpreter: Any, **kw: Any) -> RunEnv:
         """Runs as its entry member (handoff budgets apply to top-level runs)."""
         return self.members[self.entry].make_env(ctx, interpreter, **kw)
 
 
-async def _bounded(stream: AsyncIterator[AgentEvent], limit: int) -> AsyncIterator[AgentEvent]:
+async def bounded_handoffs(stream: AsyncIterator[AgentEvent], limit: int) -> AsyncIterator[AgentEvent]:
+    """``stream``, failing with ``MaxHandoffsExceeded`` after ``limit`` handoffs."""
     handoffs = 0
     usage = Usage()
     try:
@@ -484,4 +485,5 @@ __all__ = [
     "SwarmAgent",
     "SwarmBuildError",
     "SwarmBuilder",
+    "bounded_handoffs",
 ]

@@ -1,0 +1,147 @@
+"""The scripted model (``MockModel``) and the turn builders ``say`` and ``call_tools``."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from helikon.cancel import CancellationToken
+from helikon.errors import ModelError, OtherModelFailure, Unavailable
+from helikon.items import user_text
+from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk, ToolCallChunk, Usage
+from helikon.protocols import Model
+from helikon.testing import MockModel, Pause, ScriptItem, call_tools, say
+
+REQUEST = ModelRequest((user_text("hi"),))
+BACKENDS = ["asyncio", "trio"]
+
+
+async def drain(model: MockModel, cancel: CancellationToken | None = None) -> list[ModelEvent]:
+    return [event async for event in model.invoke(REQUEST, cancel or CancellationToken())]
+
+
+# -- the turn builders -----------------------------------------------------------------
+
+
+def test_say_streams_word_by_word_and_finishes() -> None:
+    assert say("Hello big world") == [
+        TextChunk("Hello "),
+        TextChunk("big "),
+        TextChunk("world"),
+        Finish(FinishReason.STOP),
+    ]
+
+
+def test_say_unchunked_with_usage() -> None:
+    assert say("Hello world", usage=Usage(3, 2), chunked=False) == [
+        TextChunk("Hello world"),
+        Usage(3, 2),
+        Finish(FinishReason.STOP),
+    ]
+
+
+def test_call_tools_numbers_calls_and_encodes_arguments() -> None:
+    assert call_tools(("add", {"a": 1}), ("c9", "clock", {})) == [
+        ToolCallChunk(index=0, call_id=None, name="add", arguments='{"a":1}'),
+        ToolCallChunk(index=1, call_id="c9", name="clock", arguments="{}"),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+
+
+def test_call_tools_passes_string_arguments_through_unparsed() -> None:
+    (chunk, _) = call_tools(("add", '{"a": 1'))
+    assert chunk == ToolCallChunk(index=0, name="add", arguments='{"a": 1')
+
+
+def test_call_tools_with_text_and_usage() -> None:
+    assert call_tools(("clock", {}), text="Checking.", usage=Usage(1, 1)) == [
+        TextChunk("Checking."),
+        ToolCallChunk(index=0, name="clock", arguments="{}"),
+        Usage(1, 1),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+
+
+# -- the model -------------------------------------------------------------------------
+
+
+def test_a_mock_model_is_a_model() -> None:
+    assert isinstance(MockModel(), Model)
+    assert MockModel(model_id="m1").model_id == "m1"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_call_plays_the_next_script_and_keeps_the_request(backend: str) -> None:
+    model = MockModel([say("one"), say("two")])
+    assert anyio.run(drain, model, backend=backend) == say("one")
+    assert anyio.run(drain, model, backend=backend) == say("two")
+    assert model.requests == [REQUEST, REQUEST]
+    assert model.calls == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_running_out_of_scripts_raises_a_model_error(backend: str) -> None:
+    model = MockModel([say("only once")])
+    anyio.run(drain, model, backend=backend)
+    with pytest.raises(ModelError) as info:
+        anyio.run(drain, model, backend=backend)
+    assert info.value.failure == OtherModelFailure("MockModel has no script left for call 2")
+
+
+def test_add_appends_scripts() -> None:
+    model = MockModel([say("one")]).add(say("two"), say("three"))
+    assert len(model.remaining) == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_model_error_in_a_script_is_raised_after_what_came_before(backend: str) -> None:
+    model = MockModel([[TextChunk("Par"), ModelError.unavailable("overloaded"), TextChunk("never")]])
+    seen: list[ModelEvent] = []
+
+    async def consume() -> None:
+        async for event in model.invoke(REQUEST, CancellationToken()):
+            seen.append(event)
+
+    with pytest.raises(ModelError) as info:
+        anyio.run(consume, backend=backend)
+    assert info.value.failure == Unavailable("overloaded")
+    assert seen == [TextChunk("Par")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pause_ends_the_stream_when_the_token_fires(backend: str) -> None:
+    script: list[ScriptItem] = [TextChunk("before"), Pause(30.0), TextChunk("after")]
+    model = MockModel([script])
+    cancel = CancellationToken()
+    seen: list[ModelEvent] = []
+
+    async def main() -> None:
+        async def consume() -> None:
+            async for event in model.invoke(REQUEST, cancel):
+                seen.append(event)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(consume)
+                await anyio.sleep(0.05)
+                cancel.cancel()
+
+    began = time.monotonic()
+    anyio.run(main, backend=backend)
+    assert seen == [TextChunk("before")]
+    assert time.monotonic() - began < 10
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cancelled_token_streams_nothing(backend: str) -> None:
+    cancel = CancellationToken()
+    cancel.cancel()
+    assert anyio.run(drain, MockModel([say("hello")]), cancel, backend=backend) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_short_pause_without_cancellation_just_waits(backend: str) -> None:
+    model = MockModel([[TextChunk("a"), Pause(0.01), TextChunk("b")]])
+    assert anyio.run(drain, model, backend=backend) == [TextChunk("a"), TextChunk("b")]
