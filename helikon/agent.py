@@ -39,6 +39,11 @@ def _as_tools(items: Iterable[Tool | Callable[..., Any]]) -> tuple[Tool, ...]:
     return tools(*items)
 
 
+def as_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    """A typed ``tuple`` converter (``converter=tuple`` confuses type checkers)."""
+    return tuple(items)
+
+
 def output_schema_for(output_type: type) -> OutputSchema:
     """The named JSON Schema of a structured output type."""
     from helikon.tools import type_schema
@@ -80,10 +85,10 @@ class LlmAgent(Generic[Ctx]):
     settings: ModelSettings = ModelSettings()
     output_type: type | None = None
     config: RunConfig = RunConfig()
-    handoffs: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
-    hooks: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
-    input_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
-    output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    handoffs: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
+    hooks: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
+    input_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
+    output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
     spec: AgentSpec = attrs.field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = attrs.field(init=False, repr=False)
 
@@ -177,7 +182,7 @@ class LlmAgent(Generic[Ctx]):
         path: tuple[str | int, ...] = (),
         actions: Actions | None = None,
         config: RunConfig | None = None,
-        parent_deadline: float | None = None,
+        parent: Limits | None = None,
     ) -> RunEnv:
         """The world an interpreter needs to run this agent (used by interpreters)."""
         from helikon.interpreters import RunEnv
@@ -195,7 +200,9 @@ class LlmAgent(Generic[Ctx]):
             spec = attrs.evolve(
                 spec, input_guardrails=governed[0], output_guardrails=governed[1], hooks=governed[2]
             )
-        deadline = _deadline(spec.config, parent_deadline)
+        limited, deadline, timeout_s = inherit(spec.config, parent)
+        if limited is not spec.config:
+            spec = attrs.evolve(spec, config=limited)
         return RunEnv(
             spec,
             self.model,
@@ -211,6 +218,7 @@ class LlmAgent(Generic[Ctx]):
             input_guardrails=self.input_guardrails,
             output_guardrails=self.output_guardrails,
             secrets=run_secrets(ctx),
+            timeout_s=timeout_s,
         )
 
     def with_handoffs(self, *handoffs: Any) -> LlmAgent[Ctx]:
@@ -257,14 +265,36 @@ def run_agent(
     return _run(agent, ctx or RunContext.ephemeral(None), input, interpreter or LiveInterpreter(), config)
 
 
-def _deadline(config: RunConfig, parent_deadline: float | None) -> float | None:
-    """The run's deadline: its own timeout, and never after its parent's."""
-    if config.timeout is None:
-        return parent_deadline
-    import anyio
+@attrs.frozen
+class Limits:
+    """The limits a run inherits from its parent: the deadline (and the
+    timeout that set it) and the agent-depth cap."""
 
-    own = anyio.current_time() + config.timeout
-    return own if parent_deadline is None else min(own, parent_deadline)
+    deadline: float | None = None
+    timeout_s: float | None = None
+    max_agent_depth: int | None = None
+
+    @classmethod
+    def of(cls, env: Any) -> Limits:
+        """The limits a child of the run ``env`` must respect."""
+        return cls(env.deadline, env.timeout_s, env.spec.config.max_agent_depth)
+
+
+def inherit(config: RunConfig, parent: Limits | None) -> tuple[RunConfig, float | None, float | None]:
+    """A run's config, deadline and timeout seconds, given its parent's limits:
+    the earlier deadline wins, and the depth cap is the lower one."""
+    deadline: float | None = None
+    timeout_s = config.timeout
+    if config.timeout is not None:
+        import anyio
+
+        deadline = anyio.current_time() + config.timeout
+    if parent is not None:
+        if parent.deadline is not None and (deadline is None or parent.deadline < deadline):
+            deadline, timeout_s = parent.deadline, parent.timeout_s
+        if parent.max_agent_depth is not None and parent.max_agent_depth < config.max_agent_depth:
+            config = attrs.evolve(config, max_agent_depth=parent.max_agent_depth)
+    return config, deadline, timeout_s
 
 
 async def _run(
@@ -283,4 +313,4 @@ async def _run(
         yield event
 
 
-__all__ = ["Instructions", "LlmAgent", "output_schema_for", "run_agent"]
+__all__ = ["Instructions", "Limits", "LlmAgent", "inherit", "output_schema_for", "run_agent"]

@@ -60,6 +60,10 @@ class Actions:
         self.escalated = True
 
 
+def _as_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class HookRegistry:
     """The hooks and guardrails a run carries (see ``docs/governance.md``).
@@ -71,9 +75,9 @@ class HookRegistry:
     (output guardrails). Run-level ones fire after the agent's own.
     """
 
-    hooks: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
-    input_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
-    output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    hooks: tuple[Any, ...] = attrs.field(default=(), converter=_as_tuple)
+    input_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=_as_tuple)
+    output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=_as_tuple)
 
     def with_hook(self, hook: Any) -> HookRegistry:
         return attrs.evolve(self, hooks=(*self.hooks, hook))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from helikon.agent import LlmAgent, run_agent
+from helikon.agent import Limits, LlmAgent, run_agent
 from helikon.agents import Node, WorkflowKind, WorkflowSpec, graph_errors
 from helikon.config import RunConfig
 from helikon.context import Actions, HookRegistry, RunContext, SessionState, ToolContext
@@ -219,15 +219,15 @@ class _Workflow:
         path: tuple[str | int, ...] = (),
         actions: Actions | None = None,
         config: RunConfig | None = None,
-        parent_deadline: float | None = None,
+        parent: Limits | None = None,
     ) -> RunEnv:
         """The world an interpreter needs to run this workflow."""
-        from helikon.agent import _deadline
+        from helikon.agent import inherit
         from helikon.interpreters import RunEnv
         from helikon.interpreters._machine import WorkflowMachine
         from helikon.loop import AgentSpec
 
-        config = config or self.config
+        config, deadline, timeout_s = inherit(config or self.config, parent)
         return RunEnv(
             AgentSpec(self.name, config=config),
             _NoModel(),
@@ -235,11 +235,12 @@ class _Workflow:
             None,
             ctx,
             RunId(run_id) if run_id is not None else interpreter.new_run_id(),
-            _deadline(config, parent_deadline),
+            deadline,
             actions or Actions(),
             machine=WorkflowMachine(self._spec(config)),
             children=dict(self.children),
             path=path,
+            timeout_s=timeout_s,
         )
 
 

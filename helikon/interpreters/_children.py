@@ -45,7 +45,7 @@ async def run_child(
     *,
     path: tuple[str | int, ...],
     run_id: str,
-    deadline: float | None,
+    limits: Any,
 ) -> AsyncIterator[AgentEvent | ChildEnd]:
     """Run ``agent`` on ``input``: its forwarded events, then a :class:`ChildEnd`."""
     from helikon.interpreters._drive import drive
@@ -53,7 +53,7 @@ async def run_child(
     actions = Actions()
     make_env = getattr(agent, "make_env", None)
     if make_env is not None:
-        env = make_env(ctx, interpreter, run_id=run_id, path=path, actions=actions, parent_deadline=deadline)
+        env = make_env(ctx, interpreter, run_id=run_id, path=path, actions=actions, parent=limits)
         stream: AsyncIterator[AgentEvent] = drive(interpreter, env, AgentInput(input))
     else:
         stream = agent.run(ctx, AgentInput(input))

@@ -77,7 +77,7 @@ def interruption(env: RunEnv) -> RunInterrupted | None:
         import anyio
 
         if anyio.current_time() >= env.deadline:
-            return RunInterrupted(TimedOut(env.spec.config.timeout or 0.0))
+            return RunInterrupted(TimedOut(env.timeout_s or env.spec.config.timeout or 0.0))
     return None
 
 

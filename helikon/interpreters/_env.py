@@ -43,6 +43,7 @@ class RunEnv:
         input_guardrails: the agent's own input guardrails.
         output_guardrails: the agent's own output guardrails.
         secrets: secret values to redact from tool output (captured at start).
+        timeout_s: the seconds of the timeout that set ``deadline``.
     """
 
     spec: AgentSpec
@@ -60,6 +61,7 @@ class RunEnv:
     input_guardrails: tuple[Any, ...] = ()
     output_guardrails: tuple[Any, ...] = ()
     secrets: tuple[str, ...] = ()
+    timeout_s: float | None = None
 
 
 __all__ = ["InstructionsFn", "RunEnv"]

@@ -55,6 +55,7 @@ from helikon.errors import (
 )
 from helikon.events import AgentEvent, AgentUpdated
 from helikon.ids import RunId
+from helikon.agent import Limits
 from helikon.interpreters._children import ChildEnd, resolve, run_child
 from helikon.interpreters._drive import interruption
 from helikon.interpreters._env import RunEnv
@@ -127,7 +128,7 @@ class LiveInterpreter:
         ctx = attrs.evolve(env.ctx, agent_depth=depth)
         path = (*env.path, "handoff", target)
         async for item in run_child(
-            self, agent, ctx, transcript, path=path, run_id=f"{env.run_id}/{target}", deadline=env.deadline
+            self, agent, ctx, transcript, path=path, run_id=f"{env.run_id}/{target}", limits=Limits.of(env)
         ):
             if type(item) is ChildEnd:
                 yield HandoffCompleted(item.output, item.usage, item.error)
@@ -189,7 +190,7 @@ class LiveInterpreter:
             run.input,
             path=(*env.path, run.key),
             run_id=f"{env.run_id}/{run.key}",
-            deadline=env.deadline,
+            limits=Limits.of(env),
         ):
             if type(item) is ChildEnd:
                 if item.error is None:

@@ -364,11 +364,6 @@ def test_the_default_depth_bound_of_eight_stops_a_long_chain() -> None:
     assert caught.value.error == MaxAgentDepthExceeded(8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: run(config=...)'s max_agent_depth does not reach handoff targets; each target "
-    "checks the depth against its own config",
-)
 def test_max_agent_depth_given_to_run_bounds_the_whole_chain() -> None:
     with pytest.raises(RunError) as caught:
         run_on("trio", lambda: collect(chain(4).run(None, "go", config=RunConfig(max_agent_depth=1))))

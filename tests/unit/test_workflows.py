@@ -861,11 +861,6 @@ def test_a_swarm_nested_in_a_workflow_keeps_its_max_handoffs_budget() -> None:
     assert error.error == MaxHandoffsExceeded(2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a child interrupted by its parent's deadline reports TimedOut(0.0): the deadline "
-    "is inherited but the timeout's seconds are read from the child's own config",
-)
 def test_a_workflow_timeout_fails_the_run_with_the_workflows_timeout() -> None:
     slow = agent("slow", [Pause(2), *say("too late")])
     pipeline = SequentialAgent("p", "", config=RunConfig(timeout=0.05)).then(slow)
