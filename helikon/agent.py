@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import attrs
 
 from helikon.config import RunConfig
+from helikon.effects import EffectResult
 from helikon.context import Actions, RunContext
 from helikon.errors import ConfigError
 from helikon.events import AgentEvent
@@ -153,6 +154,7 @@ class LlmAgent(Generic[Ctx]):
         self,
         ctx: RunContext[Ctx] | None,
         state: RunState,
+        answer: EffectResult | None = None,
         *,
         config: RunConfig | None = None,
         interpreter: Any = None,
@@ -160,16 +162,22 @@ class LlmAgent(Generic[Ctx]):
         """Continue a run from a saved ``state`` (see :mod:`helikon.snapshots`).
 
         The run picks up at the state's pending effect and emits the events
-        that follow it. The agent must be the one that produced the state.
+        that follow it. ``answer`` is the pending effect's result when you
+        have it already — the human's ``ApprovalsGiven`` for a run suspended
+        in ``NeedsApproval``. The agent must be the one that produced the state.
 
         Raises:
-            StepError: the state cannot be resumed (a reserved phase).
+            StepError: the state cannot be resumed (a reserved phase), or
+                ``answer`` does not answer its pending effect.
         """
         from helikon.interpreters import LiveInterpreter
-        from helikon.loop import resume
+        from helikon.loop import resume, transition
 
         spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
-        first = resume(state, spec).alt(_raise).unwrap()
+        if answer is not None:
+            first = transition(state, answer, spec).alt(_raise).unwrap()
+        else:
+            first = resume(state, spec).alt(_raise).unwrap()
         interp = interpreter or LiveInterpreter(state.run_id)
         return _run(self, ctx or RunContext.ephemeral(None), AgentInput(()), interp, config, first)
 
