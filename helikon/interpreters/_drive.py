@@ -11,23 +11,18 @@ the run is cancelled or past its deadline.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import AsyncIterator
 from typing import Protocol
 
 from returns.result import Failure, Success
 
+from helikon.effects import Effect as Effect
 from helikon.effects import (
-    AgentsRan,
     EffectResult,
-    HandoffCompleted,
-    InstructionsRendered,
-    ModelCallFailed,
-    ModelResponded,
     RunInterrupted,
     Terminate,
-    ToolsExecuted,
 )
-from helikon.effects import Effect as Effect
 from helikon.errors import Cancelled, StepError, TimedOut
 from helikon.events import AgentEvent
 from helikon.ids import RunId
@@ -36,17 +31,7 @@ from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
 from helikon.items import AgentInput
 
 #: The result types, to tell them apart from live events in a perform stream.
-RESULT_TYPES: frozenset[type] = frozenset(
-    {
-        InstructionsRendered,
-        ModelResponded,
-        ModelCallFailed,
-        ToolsExecuted,
-        HandoffCompleted,
-        AgentsRan,
-        RunInterrupted,
-    }
-)
+RESULT_TYPES: frozenset[type] = frozenset(typing.get_args(EffectResult))
 
 
 class Interpreter(Protocol):

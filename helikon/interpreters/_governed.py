@@ -157,7 +157,8 @@ async def check_guardrails(stage: str, text: str, env: RunEnv) -> GuardrailsChec
             group.start_soon(check, index)
     folded = fold_guardrails(verdicts)
     if isinstance(folded, Tripwire):
-        info = folded.info if isinstance(folded.info, str) else _encode(folded.info).decode()
+        raw = folded.info
+        info = raw if isinstance(raw, str) else "" if raw is None else _encode(raw).decode()
         return GuardrailsChecked(GuardrailTripped(kind_label(folded.kind), info))
     return GuardrailsChecked()
 
