@@ -6,8 +6,8 @@
 - :func:`project`, the pure fold from a log to a provider-valid conversation.
 - Backends: :class:`MemorySession`, :class:`SqliteSession` (stdlib),
   :class:`PostgresSession` (the ``postgres`` extra) and :class:`RedisSession`
-  (the ``redis`` extra). The last two are imported on first use, so this
-  package loads without their drivers.
+  (the ``redis`` extra). Backends and compaction are imported on first use,
+  so this package loads fast and without the drivers.
 - :class:`CompactingSession`, which summarises a log grown past a token
   threshold, with :class:`HeuristicTokenCounter`.
 - :class:`SessionRecorder`, :func:`load_history` and :func:`persist_run`:
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from helikon.sessions._compacting import CompactingSession
-from helikon.sessions._compaction import DEFAULT_PROMPT, HeuristicTokenCounter, TokenCounter
 from helikon.sessions._events import (
     AssistantMessageEvent,
     Compacted,
@@ -44,11 +42,20 @@ from helikon.sessions._protocol import Session, SessionError, SessionErrorKind
 from helikon.sessions._recorder import SessionRecorder
 
 if TYPE_CHECKING:
+    from helikon.sessions._compacting import CompactingSession
+    from helikon.sessions._compaction import DEFAULT_PROMPT, HeuristicTokenCounter, TokenCounter
     from helikon.sessions._postgres import PostgresSession
     from helikon.sessions._redis import RedisSession
     from helikon.sessions._sqlite import SqliteSession
 
+#: Loaded on first use: the backends import their drivers (and anyio), and the
+#: compaction machine's two dozen attrs classes cost more import time than
+#: the rest of the package.
 _LAZY = {
+    "CompactingSession": ("helikon.sessions._compacting", None),
+    "DEFAULT_PROMPT": ("helikon.sessions._compaction", None),
+    "HeuristicTokenCounter": ("helikon.sessions._compaction", None),
+    "TokenCounter": ("helikon.sessions._compaction", None),
     "SqliteSession": ("helikon.sessions._sqlite", None),
     "PostgresSession": ("helikon.sessions._postgres", "postgres"),
     "RedisSession": ("helikon.sessions._redis", "redis"),
@@ -56,7 +63,6 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    # The backends import their drivers (and anyio); load them on first use.
     if name not in _LAZY:
         raise AttributeError(f"module 'helikon.sessions' has no attribute {name!r}")
     import importlib

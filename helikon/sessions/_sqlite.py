@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import Final, Literal, TypeVar, final
@@ -91,12 +92,38 @@ def _connect(
     except sqlite3.Error as exc:
         raise _error(exc) from exc
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        _use_wal(conn, busy_timeout)
         conn.execute(f"PRAGMA synchronous={synchronous}")
     except sqlite3.Error as exc:
         conn.close()
         raise _error(exc) from exc
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch the database to WAL, retrying while other openers hold it.
+
+    Switching the journal mode needs an exclusive lock and SQLite reports
+    "database is locked" at once, without calling the busy handler, when
+    several connections open a new database together; so retry until the
+    busy timeout is spent, like any other wait for the lock.
+    """
+    deadline = time.monotonic() + busy_timeout
+    delay = 0.001
+    while True:
+        try:
+            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+            if mode not in ("wal", "memory"):  # an in-memory database has no journal file
+                mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+            if mode in ("wal", "memory"):
+                return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+        if time.monotonic() + delay > deadline:
+            raise sqlite3.OperationalError("database is locked (could not switch it to WAL)")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def _in_write_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:

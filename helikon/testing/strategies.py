@@ -39,7 +39,14 @@ from hypothesis import strategies as st
 
 from helikon._json import JsonObject, JsonValue
 from helikon.config import RunConfig
-from helikon.effects import RunInterrupted, ToolOutcome, ToolRaised, ToolReturned
+from helikon.effects import (
+    ApprovalPending,
+    ApprovalRequest,
+    RunInterrupted,
+    ToolOutcome,
+    ToolRaised,
+    ToolReturned,
+)
 from helikon.errors import (
     Cancelled,
     ContextLengthExceeded,
@@ -67,7 +74,7 @@ from helikon.items import (
     ToolResult,
     UserMessage,
 )
-from helikon.loop import AgentSpec, ExecutingTools, HandoffSpec, OutputSchema, handoff_slug
+from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, handoff_slug
 from helikon.model import (
     Finish,
     FinishReason,
@@ -366,17 +373,20 @@ def tool_return_values() -> st.SearchStrategy[JsonValue]:
     return st.one_of(st.text(max_size=20), json_values(max_leaves=4))
 
 
-def tool_outcomes(call_id: CallId | str) -> st.SearchStrategy[ToolOutcome]:
-    """How tool call ``call_id`` ended: returned text, or raised a failure."""
+def tool_outcomes(call_id: CallId | str, approvals: bool = False) -> st.SearchStrategy[ToolOutcome]:
+    """How tool call ``call_id`` ended: returned, raised, or (with ``approvals``) awaiting approval."""
     cid = CallId(call_id)
-    return st.one_of(
+    ended: list[st.SearchStrategy[ToolOutcome]] = [
         st.builds(
             ToolReturned,
             st.just(cid),
             tool_return_values().map(lambda v: v if isinstance(v, str) else _encode(v)),
         ),
         st.builds(ToolRaised, st.just(cid), tool_failures()),
-    )
+    ]
+    if approvals:
+        ended.append(st.builds(ApprovalPending, st.just(cid), st.text(max_size=12)))
+    return st.one_of(ended)
 
 
 @attrs.frozen
@@ -759,6 +769,7 @@ def _agent_specs(
     dynamic_instructions: st.SearchStrategy[bool],
     config: st.SearchStrategy[RunConfig],
     handoffs: st.SearchStrategy[tuple[HandoffSpec, ...]],
+    governance: st.SearchStrategy[bool],
 ) -> AgentSpec:
     own = draw(tools)
     taken = {t.name for t in own}
@@ -773,6 +784,9 @@ def _agent_specs(
         model_id=draw(st.text(max_size=8)),
         # A transfer tool never shadows one of the agent's own tools.
         handoffs=tuple(h for h in draw(handoffs) if h.tool_name not in taken),
+        input_guardrails=draw(governance),
+        output_guardrails=draw(governance),
+        hooks=draw(governance),
     )
 
 
@@ -783,14 +797,21 @@ def agent_specs(
     dynamic_instructions: st.SearchStrategy[bool] | None = None,
     config: st.SearchStrategy[RunConfig] | None = None,
     handoffs: st.SearchStrategy[tuple[HandoffSpec, ...]] | None = None,
+    governance: st.SearchStrategy[bool] | None = None,
 ) -> st.SearchStrategy[AgentSpec]:
-    """An :class:`AgentSpec`; each keyword overrides the strategy of one part (no handoffs by default)."""
+    """An :class:`AgentSpec`; each keyword overrides one part's strategy.
+
+    By default there are no handoffs and no guardrails or hooks (``governance``
+    draws each of ``input_guardrails``, ``output_guardrails`` and ``hooks``),
+    so the specs run under :class:`~helikon.testing.TestInterpreter`.
+    """
     return _agent_specs(
         tools if tools is not None else tool_def_lists(),
         output if output is not None else st.none() | output_schemas(),
         dynamic_instructions if dynamic_instructions is not None else st.booleans(),
         config if config is not None else run_configs(),
         handoffs if handoffs is not None else st.just(()),
+        governance if governance is not None else st.just(False),
     )
 
 
@@ -826,17 +847,24 @@ def _union_members(tp: object) -> tuple[object, ...]:
 
 
 @st.composite
-def _executing_tools(draw: st.DrawFn) -> ExecutingTools:
-    # ``prefilled`` is aligned with ``calls``: the phase's one invariant.
-    calls = draw(st.lists(carriers(ToolCall), max_size=3))
+def _with_aligned_calls(draw: st.DrawFn, tp: type, fields: dict[str, st.SearchStrategy[Any]]) -> Any:
+    # A phase holding ``calls`` and ``prefilled`` keeps them aligned, and one
+    # holding ``pending`` approvals waits on exactly the calls not yet answered.
+    calls = draw(st.lists(carriers(ToolCall), max_size=3, unique_by=lambda c: c.call_id))
     prefilled = [
         ToolResult(c.call_id, c.name, draw(st.text(max_size=10)), is_error=True)
         if draw(st.booleans())
         else None
         for c in calls
     ]
-    turn = draw(st.integers(0, 8))
-    return ExecutingTools(turn, tuple(calls), tuple(prefilled), draw(st.booleans()))
+    values = {name: draw(strategy) for name, strategy in fields.items() if name not in ("calls", "prefilled")}
+    if "pending" in fields:
+        values["pending"] = tuple(
+            ApprovalRequest(c.call_id, c.name, c.arguments, draw(st.text(max_size=10)))
+            for c, p in zip(calls, prefilled, strict=True)
+            if p is None
+        )
+    return tp(calls=tuple(calls), prefilled=tuple(prefilled), **values)
 
 
 @cache
@@ -844,11 +872,10 @@ def _overrides() -> dict[object, st.SearchStrategy[Any]]:
     # Carriers whose fields have constraints their types do not say.
     return {
         RunConfig: run_configs(),
-        AgentSpec: agent_specs(handoffs=handoff_lists()),
+        AgentSpec: agent_specs(handoffs=handoff_lists(), governance=st.booleans()),
         ToolDef: tool_defs(),
         OutputSchema: output_schemas(),
         JsonSchema: st.builds(JsonSchema, tool_names(), arg_schemas(max_properties=2), st.booleans()),
-        ExecutingTools: _executing_tools(),
     }
 
 
@@ -885,6 +912,8 @@ def _resolve(tp: object) -> st.SearchStrategy[Any]:
     if isinstance(tp, type) and attrs.has(tp):
         hints = typing.get_type_hints(tp)
         fields = {f.name: _deferred(hints[f.name]) for f in attrs.fields(tp)}
+        if "calls" in fields and "prefilled" in fields:
+            return _with_aligned_calls(tp, fields)
         return st.builds(tp, **fields)
     raise TypeError(f"carriers() cannot generate {tp!r}")
 

@@ -193,6 +193,11 @@ def test_a_run_suspends_for_approval_and_resumes_with_the_decision() -> None:
     assert outputs(events) == ["moved $9"] and type(events[-1]) is RunCompleted
 
 
+def suspending() -> RunContext[None]:
+    """A context whose policy asks about every call, with no approval handler."""
+    return RunContext.ephemeral(None).with_permission_policy(lambda c, t, a: AskUser("?")).with_suspend_on_approval()
+
+
 def test_a_denied_suspension_tells_the_model() -> None:
     agent = make_agent(call_tools(("transfer", {"amount": 9})), say("ok, not moving it"))
     ctx = (

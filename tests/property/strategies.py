@@ -8,6 +8,7 @@ scale a test's example count to the loaded profile.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -25,18 +26,7 @@ from helikon.effects import (
     ToolsExecuted,
 )
 from helikon.errors import Cancelled, ModelError, Unavailable
-from helikon.loop import (
-    AgentSpec,
-    ApplyingHandoff,
-    CallingModel,
-    Compacting,
-    Done,
-    ExecutingTools,
-    Failed,
-    Finalizing,
-    NeedsApproval,
-    RepairingOutput,
-)
+from helikon.loop import AgentSpec, LoopState
 from helikon.model import ModelEvent, TextChunk, Usage
 from helikon.testing.strategies import (
     CallKind,
@@ -69,28 +59,10 @@ from helikon.testing.strategies import (
 )
 
 #: Every phase of the loop, in the book's order.
-PHASES: Final = (
-    CallingModel,
-    ExecutingTools,
-    ApplyingHandoff,
-    Finalizing,
-    RepairingOutput,
-    NeedsApproval,
-    Compacting,
-    Done,
-    Failed,
-)
+PHASES: Final[tuple[type, ...]] = typing.get_args(LoopState)
 
 #: Every result an interpreter can feed back.
-RESULTS: Final = (
-    InstructionsRendered,
-    ModelResponded,
-    ModelCallFailed,
-    ToolsExecuted,
-    HandoffCompleted,
-    AgentsRan,
-    RunInterrupted,
-)
+RESULTS: Final[tuple[type, ...]] = typing.get_args(EffectResult)
 
 #: One result of every type, for checking that terminal states refuse them all.
 ONE_OF_EACH_RESULT: Final[tuple[EffectResult, ...]] = (

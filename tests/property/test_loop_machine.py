@@ -18,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from returns.result import Failure, Success
 from strategies import (
     ONE_OF_EACH_RESULT,
+    RESULTS,
     agent_inputs,
     agent_specs,
     carriers,
@@ -34,23 +35,30 @@ from strategies import (
 
 from helikon.codec import from_json, to_json
 from helikon.effects import (
-    AgentsRan,
+    ApprovalDecision,
+    ApprovalPending,
+    ApprovalsGiven,
+    AwaitApproval,
     CallModel,
+    CheckGuardrails,
     EffectResult,
     ExecuteTools,
+    GuardrailsChecked,
     Handoff,
     HandoffCompleted,
+    HooksRan,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
     RenderInstructions,
+    RunHooks,
     RunInterrupted,
     Terminate,
     ToolRaised,
     ToolReturned,
     ToolsExecuted,
 )
-from helikon.errors import AgentError, InvalidStructuredOutput, ModelFailed, StepError
+from helikon.errors import AgentError, GuardrailTripped, InvalidStructuredOutput, ModelFailed, StepError
 from helikon.events import (
     TERMINAL_EVENTS,
     MessageOutput,
@@ -64,6 +72,7 @@ from helikon.events import (
 from helikon.ids import CallId, RunId
 from helikon.items import AgentInput, AssistantMessage, Item, ToolCall, ToolResult, system_text
 from helikon.loop import (
+    TABLE,
     AgentSpec,
     ApplyingHandoff,
     CallingModel,
@@ -83,7 +92,7 @@ from helikon.model import Usage
 #: Whether a run may see (model failures, interruptions), and how deeply it is nested.
 HAZARDS = st.tuples(st.booleans(), st.booleans(), st.integers(0, 3))
 #: Agents that may hand off.
-SPECS = agent_specs(handoffs=handoff_lists())
+SPECS = agent_specs(handoffs=handoff_lists(), governance=st.booleans())
 
 
 def pending(*types: type) -> Any:
@@ -251,12 +260,50 @@ class LoopMachine(RuleBasedStateMachine):
         assert out.state.phase == Failed(ModelFailed(failure))
 
     @pending(ExecuteTools)
-    @rule(data=st.data())
-    def tools_executed(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), injected=st.lists(st.text(max_size=10), max_size=2))
+    def tools_executed(self, data: st.DataObject, injected: list[str]) -> None:
         effect = self.out.effect
         assert type(effect) is ExecuteTools
-        outcomes = tuple(data.draw(tool_outcomes(call.call_id), label=call.name) for call in effect.calls)
-        self.feed(ToolsExecuted(outcomes))
+        outcomes = tuple(
+            # A call a human has approved is not held for approval again.
+            data.draw(
+                tool_outcomes(call.call_id, approvals=call.call_id not in effect.approved), label=call.name
+            )
+            for call in effect.calls
+        )
+        out = self.feed(ToolsExecuted(outcomes, tuple(injected)))
+        if any(type(o) is ApprovalPending for o in outcomes):
+            assert type(out.effect) is AwaitApproval
+
+    @pending(AwaitApproval)
+    @rule(data=st.data())
+    def approvals_given(self, data: st.DataObject) -> None:
+        effect = self.out.effect
+        assert type(effect) is AwaitApproval
+        decisions = tuple(
+            ApprovalDecision(r.call_id, data.draw(st.booleans(), label=r.call_id), "not now")
+            for r in effect.requests
+        )
+        out = self.feed(ApprovalsGiven(decisions))
+        if any(d.approved for d in decisions):
+            assert type(out.effect) is ExecuteTools
+            assert out.effect.approved == tuple(d.call_id for d in decisions if d.approved)
+
+    @pending(CheckGuardrails)
+    @rule(tripwire=st.none() | carriers(GuardrailTripped))
+    def guardrails_checked(self, tripwire: GuardrailTripped | None) -> None:
+        phase = self.feed(GuardrailsChecked(tripwire)).state.phase
+        if tripwire is not None:
+            assert phase == Failed(tripwire)
+
+    @pending(RunHooks)
+    @rule(denied=st.none() | st.text(max_size=10), injected=st.lists(st.text(max_size=10), max_size=2))
+    def hooks_ran(self, denied: str | None, injected: list[str]) -> None:
+        out = self.feed(HooksRan(denied, tuple(injected)))
+        if denied is not None:
+            assert type(out.state.phase) is Failed
+        else:
+            assert out.appended == tuple(system_text(text) for text in injected)
 
     @pending(Handoff)
     @rule(output=st.text(max_size=20), usage=usages(), error=st.none() | carriers(AgentError))
@@ -273,7 +320,7 @@ class LoopMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def mismatched_result_refused(self, data: st.DataObject) -> None:
         """A result that does not answer the pending effect is a StepError, not a step."""
-        result = data.draw(mismatched(self.out.effect), label="mismatched")
+        result = data.draw(mismatched(self.out.state, self.out.effect), label="mismatched")
         outcome = transition(self.out.state, result, self.spec)
         assert isinstance(outcome, Failure), (self.out.effect, result)
         assert isinstance(outcome.failure(), StepError)
@@ -342,8 +389,9 @@ class LoopMachine(RuleBasedStateMachine):
 
     @invariant()
     def tool_calls_answered_before_the_next_model_call(self) -> None:
-        # Calls stay open only while they run, or when the run failed meanwhile.
-        open_tail = type(self.out.effect) is ExecuteTools or type(self.out.state.phase) is Failed
+        # Calls stay open while they are being handled, or when the run failed meanwhile.
+        about_to_call_model = type(self.out.effect) in (CallModel, RenderInstructions)
+        open_tail = not about_to_call_model and type(self.out.state.phase) is not Done
         answered_in_order(self.out.state.conversation, allow_open_tail=open_tail)
 
     @invariant()
@@ -364,24 +412,23 @@ class LoopMachine(RuleBasedStateMachine):
         assert from_json(to_json(self.out), Outcome) == self.out
 
 
-def mismatched(effect: Any) -> st.SearchStrategy[EffectResult]:
-    """Results that do not answer ``effect``."""
-    model = st.one_of(carriers(ModelResponded), carriers(ModelCallFailed))
-    never = st.one_of(carriers(AgentsRan), carriers(HandoffCompleted))  # no loop effect asks for these
+def mismatched(state: RunState, effect: Any) -> st.SearchStrategy[EffectResult]:
+    """Results that do not answer ``effect``: any the phase does not accept at
+    all, and the subtler ones its handler must refuse itself."""
+    phase = type(state.phase)
+    options = [carriers(r) for r in RESULTS if (phase, r) not in TABLE]
     match effect:
-        case CallModel():
-            return st.one_of(
-                carriers(InstructionsRendered), carriers(ToolsExecuted), carriers(AgentsRan), never
-            )
-        case RenderInstructions():
-            return st.one_of(model, carriers(ToolsExecuted), never)
+        case RenderInstructions():  # the model has not been called yet
+            options += [carriers(ModelResponded), carriers(ModelCallFailed)]
+        case CallModel() if phase is CallingModel:  # the instructions are already rendered
+            options.append(carriers(InstructionsRendered))
         case ExecuteTools(calls=calls):
-            return st.one_of(model, carriers(InstructionsRendered), wrong_outcomes(calls), never)
-        case Handoff():
-            return st.one_of(
-                model, carriers(InstructionsRendered), carriers(ToolsExecuted), carriers(AgentsRan)
+            options.append(wrong_outcomes(calls))
+        case AwaitApproval(requests=requests):  # a decision missing
+            options.append(
+                st.just(ApprovalsGiven(tuple(ApprovalDecision(r.call_id, True) for r in requests[1:])))
             )
-    raise AssertionError(f"no mismatch for {effect!r}")
+    return st.one_of(options)
 
 
 @st.composite
