@@ -195,7 +195,8 @@ def test_a_run_suspends_for_approval_and_resumes_with_the_decision() -> None:
 
 def suspending() -> RunContext[None]:
     """A context whose policy asks about every call, with no approval handler."""
-    return RunContext.ephemeral(None).with_permission_policy(lambda c, t, a: AskUser("?")).with_suspend_on_approval()
+    ctx = RunContext.ephemeral(None).with_permission_policy(lambda c, t, a: AskUser("?"))
+    return ctx.with_suspend_on_approval()
 
 
 def test_a_denied_suspension_tells_the_model() -> None:
