@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import attrs
 
 from helikon.config import RunConfig
-from helikon.effects import EffectResult
 from helikon.context import Actions, RunContext
+from helikon.effects import EffectResult
 from helikon.errors import ConfigError
 from helikon.events import AgentEvent
-from helikon.items import AgentInput
 from helikon.ids import RunId
+from helikon.items import AgentInput
 from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug
 from helikon.model import ModelSettings, ToolDef
 from helikon.protocols import Model, Tool
@@ -194,7 +194,6 @@ class LlmAgent(Generic[Ctx]):
     ) -> RunEnv:
         """The world an interpreter needs to run this agent (used by interpreters)."""
         from helikon.interpreters import RunEnv
-
         from helikon.interpreters._governed import run_secrets
 
         spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
@@ -313,12 +312,32 @@ async def _run(
     config: RunConfig | None,
     first: Any = None,
 ) -> AsyncIterator[AgentEvent]:
-    """Drive ``agent`` (anything with ``make_env``) with ``interpreter``."""
+    """Drive ``agent`` (anything with ``make_env``) with ``interpreter``.
+
+    With a session on the context, a fresh run starts from the session's
+    conversation (a read failure raises ``SessionError``) and its events are
+    appended to the session when it ends, however it ends (best effort).
+    """
     from helikon.interpreters import drive
 
+    session = ctx.session
+    if session is None or first is not None:
+        env = agent.make_env(ctx, interpreter, config=config)
+        async for event in drive(interpreter, env, input, first):
+            yield event
+        return
+
+    from helikon.sessions import SessionRecorder, load_history, now_ms, persist_run
+
+    history = await load_history(session)
+    recorder = SessionRecorder(input.items, clock=now_ms, agent=getattr(agent, "name", None))
     env = agent.make_env(ctx, interpreter, config=config)
-    async for event in drive(interpreter, env, input, first):
-        yield event
+    try:
+        async for event in drive(interpreter, env, AgentInput((*history, *input.items))):
+            recorder.observe(event)
+            yield event
+    finally:
+        await persist_run(session, recorder)
 
 
 __all__ = ["Instructions", "Limits", "LlmAgent", "inherit", "output_schema_for", "run_agent"]

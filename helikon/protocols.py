@@ -7,14 +7,14 @@ fits, no base class needed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any, Protocol, runtime_checkable
 
 from helikon._json import JsonObject, JsonValue
 from helikon.cancel import CancellationToken
 from helikon.context import ToolContext
-from helikon.items import Item
 from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect
+from helikon.sessions._protocol import Session
 
 
 @runtime_checkable
@@ -67,15 +67,6 @@ class Tool(Protocol):
     def effect(self) -> ToolEffect: ...
 
     async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue: ...
-
-
-@runtime_checkable
-class Session(Protocol):
-    """Conversation persistence (see the sessions docs)."""
-
-    async def items(self) -> Sequence[Item]: ...
-
-    async def append(self, items: Sequence[Item]) -> None: ...
 
 
 __all__ = ["Model", "Session", "Tool"]

@@ -31,11 +31,15 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "triage_handoff.py": ("handoff: triage -> investing specialist", "broad index fund"),
     "swarm_finance.py": ("handoff: budgeting -> investing", "automatic plan"),
     "graph_report.py": ("'[income]\\nEarned $3,000 in salary.'", "state['summary'] = 'You saved $900"),
+    "persistent_chat.py": ("I remember 1 earlier message(s): ['My name is Ada.']",),
     "research_pipeline.py": ("- rates: Mortgage rates eased to 6.1%", '"jobs":"Local unemployment'),
 }
 
 #: Extra runs after the first, in the same directory.
-FOLLOW_UPS: dict[str, tuple[str, ...]] = {"suspend_resume.py": ("--resume",)}
+FOLLOW_UPS: dict[str, tuple[str, ...]] = {
+    "suspend_resume.py": ("--resume",),
+    "persistent_chat.py": ("What is my name?",),
+}
 
 
 @attrs.frozen
