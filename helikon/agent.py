@@ -194,7 +194,7 @@ class LlmAgent(Generic[Ctx]):
     ) -> RunEnv:
         """The world an interpreter needs to run this agent (used by interpreters)."""
         from helikon.interpreters import RunEnv
-        from helikon.interpreters._governed import run_secrets
+        from helikon.interpreters._governed import permission_settings, run_secrets
 
         spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
         registry = ctx.hooks
@@ -226,6 +226,7 @@ class LlmAgent(Generic[Ctx]):
             output_guardrails=self.output_guardrails,
             secrets=run_secrets(ctx),
             timeout_s=timeout_s,
+            permissions=permission_settings(ctx),
         )
 
     def with_handoffs(self, *handoffs: Any) -> LlmAgent[Ctx]:

@@ -44,6 +44,8 @@ class RunEnv:
         output_guardrails: the agent's own output guardrails.
         secrets: secret values to redact from tool output (captured at start).
         timeout_s: the seconds of the timeout that set ``deadline``.
+        permissions: the run's ``PermissionSettings`` (derived from ``ctx`` once).
+        memo: per-run memo of argument-independent permission folds.
     """
 
     spec: AgentSpec
@@ -62,6 +64,8 @@ class RunEnv:
     output_guardrails: tuple[Any, ...] = ()
     secrets: tuple[str, ...] = ()
     timeout_s: float | None = None
+    permissions: Any = None
+    memo: dict[Any, Any] = attrs.field(factory=dict, eq=False, repr=False)
 
 
 __all__ = ["InstructionsFn", "RunEnv"]

@@ -36,6 +36,7 @@ from helikon.events import AgentEvent, ApprovalRequested, PermissionDenied
 from helikon.governance import (
     Allow,
     ApprovalNeeded,
+    ArgumentRole,
     Decided,
     Deny,
     GuardRule,
@@ -45,6 +46,7 @@ from helikon.governance import (
     OnTurnStart,
     Pass,
     PermissionSettings,
+    PermissionStep,
     PolicyNeeded,
     PostToolUse,
     PreToolUse,
@@ -102,12 +104,40 @@ def permission_settings(ctx: RunContext[Any]) -> PermissionSettings:
     )
 
 
+_environment_secrets: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ())
+
+
 def run_secrets(ctx: RunContext[Any]) -> tuple[str, ...]:
     """The secret values to redact from tool output: secret-named environment
-    variables, captured now (at run start), plus the context's extras."""
+    variables, captured now (at run start), plus the context's extras.
+
+    The environment scan is memoised on the environment's contents (it costs
+    tens of microseconds and the environment rarely changes between runs).
+    """
+    global _environment_secrets
     if not ctx.redact_output:
         return ()
-    return (*secret_values_from_environment(dict(os.environ)), *ctx.extra_secrets)
+    snapshot = tuple(os.environ.items())
+    if snapshot != _environment_secrets[0]:
+        _environment_secrets = (snapshot, secret_values_from_environment(dict(snapshot)))
+    return (*_environment_secrets[1], *ctx.extra_secrets)
+
+
+_ROLES = tuple(ArgumentRole)
+
+
+def permission_step(
+    name: str, effect: ToolEffect, args: JsonValue, settings: PermissionSettings, memo: dict[Any, Any]
+) -> PermissionStep:
+    """``fold_permissions``, memoised per run for tools none of whose
+    arguments the rules read (then the fold cannot depend on the arguments)."""
+    if any(settings.arguments.handles(name, role) for role in _ROLES):
+        return fold_permissions(name, effect, args, settings)
+    key = (name, effect)
+    step = memo.get(key)
+    if step is None:
+        step = memo[key] = fold_permissions(name, effect, args, settings)
+    return step
 
 
 async def _hook_verdict(hooks: Sequence[Any], ctx: RunContext[Any], event: object) -> HookVerdict:
@@ -199,8 +229,8 @@ async def run_governed_tool(
 
     if not approved:
         effect = getattr(tool, "effect", ToolEffect.SIDE_EFFECT)
-        settings = permission_settings(ctx)
-        step = fold_permissions(call.name, effect, args, settings)
+        settings = env.permissions if env.permissions is not None else permission_settings(ctx)
+        step = permission_step(call.name, effect, args, settings, env.memo)
         while not isinstance(step, Decided):
             if isinstance(step, PolicyNeeded):
                 step = after_policy(await call_user(ctx.permission_policy, ctx, call.name, args))

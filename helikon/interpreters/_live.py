@@ -23,6 +23,7 @@ from typing import Any, final
 import attrs
 import msgspec
 
+from helikon.agent import Limits
 from helikon.context import RunContext
 from helikon.effects import (
     AgentRun,
@@ -55,7 +56,6 @@ from helikon.errors import (
 )
 from helikon.events import AgentEvent, AgentUpdated
 from helikon.ids import RunId
-from helikon.agent import Limits
 from helikon.interpreters._children import ChildEnd, resolve, run_child
 from helikon.interpreters._drive import interruption
 from helikon.interpreters._env import RunEnv
