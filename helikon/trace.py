@@ -20,7 +20,7 @@ import attrs
 import msgspec
 
 from helikon import codec
-from helikon.effects import Effect, EffectResult
+from helikon.effects import CallModel, Effect, EffectResult
 from helikon.errors import HelikonError
 from helikon.events import AgentEvent
 from helikon.items import Item
@@ -164,14 +164,14 @@ class Trace:
             )
         try:
             header = codec.structure({k: v for k, v in head.items() if k != "kind"}, TraceHeader)
-            steps = []
+            steps: list[TraceStep] = []
             final: tuple[AgentEvent, ...] = ()
             for record in records[1:]:
                 if record.get("kind") == "step":
                     steps.append(
                         TraceStep(
                             record["index"],
-                            codec.structure(record["effect"], Effect),
+                            _shared_prefix(codec.structure(record["effect"], Effect), steps),
                             codec.structure(record["result"], EffectResult),
                             tuple(codec.structure(e, AgentEvent) for e in record["events"]),
                             tuple(record.get("path", ())),
@@ -192,6 +192,28 @@ class Trace:
     def load(cls, path: str | Path) -> Trace:
         """Read the trace at ``path``."""
         return cls.from_bytes(Path(path).read_bytes(), str(path))
+
+
+def _shared_prefix(effect: Effect, earlier: list[TraceStep]) -> Effect:
+    """Reuse the previous model request's message objects for the prefix the
+    two requests share (a conversation only grows), so a replay can skip
+    comparing, again and again, messages it has already compared once."""
+    if not isinstance(effect, CallModel):
+        return effect
+    previous = next((s.effect for s in reversed(earlier) if isinstance(s.effect, CallModel)), None)
+    if previous is None:
+        return effect
+    old, new = previous.request.messages, effect.request.messages
+    shared = 0
+    for before, after in zip(old, new):
+        if before != after:
+            break
+        shared += 1
+    if shared == 0:
+        return effect
+    messages = (*old[:shared], *new[shared:])
+    request = attrs.evolve(effect.request, messages=messages)
+    return attrs.evolve(effect, request=request)
 
 
 _encoder = msgspec.json.Encoder(order="sorted")
