@@ -205,7 +205,7 @@ def _shared_prefix(effect: Effect, earlier: list[TraceStep]) -> Effect:
         return effect
     old, new = previous.request.messages, effect.request.messages
     shared = 0
-    for before, after in zip(old, new):
+    for before, after in zip(old, new, strict=False):
         if before != after:
             break
         shared += 1

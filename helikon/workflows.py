@@ -24,13 +24,13 @@ import attrs
 
 from helikon.agent import Limits, LlmAgent, run_agent
 from helikon.agents import Node, WorkflowKind, WorkflowSpec, graph_errors
+from helikon.cancel import CancellationToken
 from helikon.config import RunConfig
 from helikon.context import Actions, HookRegistry, RunContext, SessionState, ToolContext
 from helikon.errors import ConfigError, MaxHandoffsExceeded, RunError, ToolError, describe
 from helikon.events import AgentEvent, HandoffItem, RunFailed
 from helikon.ids import RunId
 from helikon.items import AgentInput
-from helikon.cancel import CancellationToken
 from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect, Usage
 
 if TYPE_CHECKING:

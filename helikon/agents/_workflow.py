@@ -199,7 +199,9 @@ def graph_errors(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...]) -> 
 # -- the machine ---------------------------------------------------------------
 
 
-def start_workflow(spec: WorkflowSpec, input: tuple[Item, ...], run_id: RunId, depth: int = 0) -> WorkflowOutcome:
+def start_workflow(
+    spec: WorkflowSpec, input: tuple[Item, ...], run_id: RunId, depth: int = 0
+) -> WorkflowOutcome:
     """Begin a workflow run: RunStarted and the first children to run."""
     state = WorkflowState(run_id, spec.name, input, depth)
     events: list[AgentEvent] = [RunStarted(spec.name, run_id)]

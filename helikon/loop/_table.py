@@ -17,8 +17,8 @@ from helikon.effects import (
     ApprovalsGiven,
     EffectResult,
     GuardrailsChecked,
-    HooksRan,
     HandoffCompleted,
+    HooksRan,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
@@ -34,13 +34,13 @@ from helikon.loop._states import (
     CallingModel,
     CheckingInput,
     CheckingOutput,
-    StartingTurn,
     Compacting,
     ExecutingTools,
     Finalizing,
     NeedsApproval,
     RepairingOutput,
     RunState,
+    StartingTurn,
 )
 
 R = TypeVar("R", bound=EffectResult)

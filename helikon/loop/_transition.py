@@ -38,17 +38,17 @@ from helikon.effects import (
     AwaitApproval,
     CallModel,
     CheckGuardrails,
-    GuardrailsChecked,
-    HooksRan,
-    RunHooks,
     Effect,
     ExecuteTools,
+    GuardrailsChecked,
     Handoff,
     HandoffCompleted,
+    HooksRan,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
     RenderInstructions,
+    RunHooks,
     RunInterrupted,
     Terminate,
     ToolRaised,
@@ -69,9 +69,9 @@ from helikon.errors import (
 )
 from helikon.events import (
     AgentEvent,
+    AgentUpdated,
     ApprovalRequested,
     GuardrailTriggered,
-    AgentUpdated,
     HandoffItem,
     MessageOutput,
     RepairStarted,
@@ -106,15 +106,15 @@ from helikon.loop._states import (
     CallingModel,
     CheckingInput,
     CheckingOutput,
-    NeedsApproval,
-    StartingTurn,
     Done,
     ExecutingTools,
     Failed,
     Finalizing,
     LoopState,
+    NeedsApproval,
     RepairingOutput,
     RunState,
+    StartingTurn,
 )
 from helikon.loop._validate import parse_json, schema_errors
 from helikon.model import JsonSchema, ModelRequest, Usage
@@ -153,7 +153,9 @@ def start(spec: AgentSpec, input: AgentInput, run_id: RunId, depth: int = 0) -> 
     if spec.input_guardrails:
         text = "\n".join(text_of(i.content) for i in input.items if isinstance(i, UserMessage))
         checking = _evolve(state, phase=CheckingInput())
-        return Outcome(checking, (RunStarted(spec.name, run_id),), CheckGuardrails("input", text), input.items)
+        return Outcome(
+            checking, (RunStarted(spec.name, run_id),), CheckGuardrails("input", text), input.items
+        )
     return _begin_turn(state, spec, [RunStarted(spec.name, run_id)], list(input.items))
 
 
@@ -424,7 +426,9 @@ def _hand_off(
     events.append(HandoffItem(spec.name, target))
     events.append(AgentUpdated(target))
     conversation = (*state.conversation, *appended)
-    state = _evolve(state, phase=ApplyingHandoff(target, conversation), conversation=conversation, usage=usage)
+    state = _evolve(
+        state, phase=ApplyingHandoff(target, conversation), conversation=conversation, usage=usage
+    )
     return Outcome(state, tuple(events), Handoff(target, conversation, state.depth + 1), tuple(appended))
 
 
@@ -526,7 +530,9 @@ def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec)
             prefilled[index] = ToolResult(call.call_id, call.name, f"denied: {reason}", is_error=True)
     if not approved:
         return Success(_settle_round(state, spec, phase.turn, prefilled, [], phase.invalid_args, None))
-    state = _evolve(state, phase=ExecutingTools(phase.turn, phase.calls, tuple(prefilled), phase.invalid_args))
+    state = _evolve(
+        state, phase=ExecutingTools(phase.turn, phase.calls, tuple(prefilled), phase.invalid_args)
+    )
     effect = ExecuteTools(tuple(approved), tuple(c.call_id for c in approved))
     return Success(Outcome(state, (), effect))
 
