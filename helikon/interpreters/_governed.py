@@ -31,7 +31,7 @@ from helikon.effects import (
     ToolRaised,
     ToolReturned,
 )
-from helikon.errors import Denied, GuardrailTripped, ToolCrashed, ToolError
+from helikon.errors import Denied, GuardrailTripped, ToolCrashed, ToolError, ToolFailure
 from helikon.events import AgentEvent, ApprovalRequested, PermissionDenied
 from helikon.governance import (
     Allow,
@@ -193,6 +193,20 @@ async def check_guardrails(stage: str, text: str, env: RunEnv) -> GuardrailsChec
     return GuardrailsChecked()
 
 
+def _scrubbed(failure: ToolFailure, ctx: RunContext[Any], secrets: tuple[str, ...]) -> ToolFailure:
+    """A tool failure with secrets redacted from its message (it reaches the
+    model and the session like any tool output)."""
+    if not ctx.redact_output:
+        return failure
+    match failure:
+        case ToolCrashed(message=message):
+            return ToolCrashed(redact(message, secrets))
+        case Denied(reason=reason):
+            return Denied(redact(reason, secrets))
+        case _:
+            return failure
+
+
 @attrs.define
 class CallReport:
     """What happened to one tool call: its outcome, the events to emit, and
@@ -268,10 +282,11 @@ async def run_governed_tool(
         value = await tool.invoke(tool_ctx, args if isinstance(args, dict) else {})
         output: JsonValue = value if isinstance(value, str) else _decode(_encode(value))
     except ToolError as exc:
-        report.outcome = ToolRaised(call.call_id, exc.failure)
+        report.outcome = ToolRaised(call.call_id, _scrubbed(exc.failure, ctx, secrets))
         return report
     except Exception as exc:  # the model sees the failure; the run goes on
-        report.outcome = ToolRaised(call.call_id, ToolCrashed(f"{type(exc).__name__}: {exc}"))
+        failure = ToolCrashed(f"{type(exc).__name__}: {exc}")
+        report.outcome = ToolRaised(call.call_id, _scrubbed(failure, ctx, secrets))
         return report
 
     if hooks:

@@ -340,3 +340,16 @@ def test_an_output_guardrail_gates_the_final_answer_and_errors_trip() -> None:
     last = events_of(failing, RunContext.ephemeral(None))[-1]
     assert type(last) is RunFailed and isinstance(last.error, GuardrailTripped)
     assert "guardrail down" in last.error.kind + last.error.info
+
+
+def test_secrets_are_redacted_from_tool_errors_too() -> None:
+    @tool
+    async def leaky() -> str:
+        """Fail loudly."""
+        raise RuntimeError("connect failed with DB_PASSWORD=hunter2hunter2")
+
+    agent = LlmAgent(name="a", model=MockModel([call_tools(("leaky", {})), say("ok")]), tools=[leaky])
+
+    (output,) = outputs(events_of(agent, RunContext.ephemeral(None)))
+
+    assert "hunter2hunter2" not in output and "RuntimeError" in output

@@ -1,0 +1,14 @@
+"""Collection rules for the doctest run over ``helikon/``: optional extras
+whose drivers are not installed are skipped, not errors."""
+
+from __future__ import annotations
+
+import importlib.util
+
+collect_ignore_glob: list[str] = []
+if importlib.util.find_spec("temporalio") is None:
+    collect_ignore_glob.append("helikon/temporal/*")
+if importlib.util.find_spec("psycopg") is None:
+    collect_ignore_glob.append("helikon/sessions/_postgres.py")
+if importlib.util.find_spec("redis") is None:
+    collect_ignore_glob.append("helikon/sessions/_redis.py")

@@ -1,0 +1,147 @@
+"""The worker's security posture: the run context every activity runs under.
+
+The caller's :class:`~helikon.RunContext` (tenant data, auth claims,
+permission rules) never crosses the client -> worker boundary: it is not
+serialisable in general, and a caller must not be able to loosen the rules
+of the process that runs the tools. The worker fabricates its own context
+for every activity from its :class:`WorkerPosture` (:meth:`WorkerPosture.
+run_context`), which is therefore authoritative for permission enforcement
+and output redaction on every tool call the worker executes. The one thing
+a client may send is a small JSON *ctx seed*, which a factory the worker
+registered turns into the context's ``user_ctx`` — request data, never
+posture.
+
+A tool call then goes through the live interpreter's governed pipeline
+unchanged (deny rules > guard rules > allow rules > mode > policy >
+approval, the tool, redaction of its output). Redaction happens inside the
+``invoke_tool`` activity, so before Temporal records the result in its
+history; :func:`redact_failure` also scrubs a failed call's message, which
+the history records as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, final
+
+import attrs
+
+from helikon.config import PermissionMode
+from helikon.context import RunContext
+from helikon.effects import ToolOutcome, ToolRaised
+from helikon.errors import ConfigError, Denied, InvalidArgs, ToolCrashed
+from helikon.governance import AllowRule, DenyRule, GuardRule, redact
+
+
+def _deny_rules(rules: Iterable[DenyRule]) -> tuple[DenyRule, ...]:
+    return tuple(rules)
+
+
+def _guard_rules(rules: Iterable[GuardRule]) -> tuple[GuardRule, ...]:
+    return tuple(rules)
+
+
+def _allow_rules(rules: Iterable[AllowRule]) -> tuple[AllowRule, ...]:
+    return tuple(rules)
+
+
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(values, str):
+        raise ConfigError("extra_secrets must be a collection of strings, not one string")
+    return tuple(values)
+
+
+def _callable_or_none(instance: object, attribute: attrs.Attribute[object], value: object) -> None:
+    if value is not None and not callable(value):
+        raise ConfigError(f"WorkerPosture.{attribute.name} must be callable, got {value!r}")
+
+
+@final
+@attrs.frozen
+class WorkerPosture:
+    """Everything that governs the tool calls a worker executes.
+
+    Set on the worker (``TemporalAgentWorker(..., posture=...)``), never by
+    the caller. ``WorkerPosture()`` is the posture of
+    ``RunContext.ephemeral(...)``: ``DEFAULT`` mode, no rules, the built-in
+    destructive guards, no policy, no approval handler (so an ask resolves
+    to deny) and output redaction on.
+
+    Args:
+        mode: the permission mode; tools also see it as ``ctx.permission_mode``.
+        deny_rules: checked first, in every mode (even ``BYPASS``).
+        guard_rules: your guard rules (after the built-in ones).
+        allow_rules: pre-approvals, checked after the guards.
+        default_guards: keep :meth:`GuardRule.destructive_defaults`
+            (``False`` is the book's ``without_default_guards()``).
+        policy: the permission policy, ``policy(ctx, tool_name, args)``
+            returning (or awaiting to) ``Allow``, ``Deny``, ``AskUser`` or
+            ``Replace``. ``ctx`` is the worker's context for the run, whose
+            ``user_ctx`` the ctx seed built, so the policy can decide per
+            tenant without the client ever sending a rule. Not asked in
+            ``BYPASS`` and ``DONT_ASK`` mode.
+        approval_handler: ``handler(request)`` returning (or awaiting to)
+            ``Allow()`` or ``Deny(reason)`` for an
+            :class:`~helikon.effects.ApprovalRequest`. It runs inside the
+            ``invoke_tool`` activity (mind the tool timeout).
+        redaction: scrub tool output (and failure messages) before they are
+            returned to the workflow, and so before they are recorded.
+        extra_secrets: literal secret values to scrub, besides the
+            secret-named environment variables of the worker process.
+    """
+
+    mode: PermissionMode = PermissionMode.DEFAULT
+    deny_rules: tuple[DenyRule, ...] = attrs.field(default=(), converter=_deny_rules)
+    guard_rules: tuple[GuardRule, ...] = attrs.field(default=(), converter=_guard_rules)
+    allow_rules: tuple[AllowRule, ...] = attrs.field(default=(), converter=_allow_rules)
+    default_guards: bool = True
+    policy: object | None = attrs.field(default=None, validator=_callable_or_none)
+    approval_handler: object | None = attrs.field(default=None, validator=_callable_or_none)
+    redaction: bool = True
+    extra_secrets: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+
+    def run_context(self, user_ctx: Any) -> RunContext[Any]:
+        """The context an activity of a run executes under: this posture,
+        around the ``user_ctx`` the ctx seed built.
+
+        >>> ctx = WorkerPosture(mode=PermissionMode.PLAN).run_context("acme")
+        >>> ctx.user_ctx, ctx.permission_mode.name, ctx.default_guards
+        ('acme', 'PLAN', True)
+        """
+        return RunContext(
+            user_ctx,
+            permission_mode=self.mode,
+            deny_rules=self.deny_rules,
+            allow_rules=self.allow_rules,
+            guard_rules=self.guard_rules,
+            default_guards=self.default_guards,
+            permission_policy=self.policy,
+            approval_handler=self.approval_handler,
+            extra_secrets=self.extra_secrets,
+            redact_output=self.redaction,
+        )
+
+
+def redact_failure(outcome: ToolOutcome, secrets: Iterable[str]) -> ToolOutcome:
+    """``outcome`` with every known secret scrubbed from a failure's message.
+
+    The governed pipeline redacts a tool's output; an exception's message
+    (``ToolCrashed``), a denial's reason or argument errors can quote a
+    secret too, and the history would keep it.
+
+    >>> from helikon.ids import CallId
+    >>> redact_failure(ToolRaised(CallId("c"), ToolCrashed("bad key sk-secret-1")), ["sk-secret-1"]).failure
+    ToolCrashed(message='bad key ***')
+    """
+    secrets = tuple(secrets)
+    match outcome:
+        case ToolRaised(call_id=call_id, failure=ToolCrashed(message=message)):
+            return ToolRaised(call_id, ToolCrashed(redact(message, secrets)))
+        case ToolRaised(call_id=call_id, failure=Denied(reason=reason)):
+            return ToolRaised(call_id, Denied(redact(reason, secrets)))
+        case ToolRaised(call_id=call_id, failure=InvalidArgs(schema_errors=errors)):
+            return ToolRaised(call_id, InvalidArgs(tuple(redact(e, secrets) for e in errors)))
+    return outcome
+
+
+__all__ = ["WorkerPosture", "redact_failure"]
