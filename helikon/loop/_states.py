@@ -15,7 +15,7 @@ import attrs
 
 from helikon.effects import ApprovalRequest
 from helikon.errors import AgentError
-from helikon.ids import RunId
+from helikon.ids import CallId, RunId
 from helikon.items import Item, ToolCall, ToolResult
 from helikon.model import Usage
 
@@ -44,6 +44,9 @@ class ExecutingTools:
     calls: tuple[ToolCall, ...]
     prefilled: tuple[ToolResult | None, ...]
     invalid_args: bool = False
+    approved: tuple[CallId, ...] = ()
+    injected: tuple[str, ...] = ()
+    failed: AgentError | None = None
 
 
 @attrs.frozen
@@ -82,6 +85,8 @@ class NeedsApproval:
     prefilled: tuple[ToolResult | None, ...]
     pending: tuple[ApprovalRequest, ...]
     invalid_args: bool = False
+    injected: tuple[str, ...] = ()
+    failed: AgentError | None = None
 
 
 @attrs.frozen

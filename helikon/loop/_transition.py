@@ -180,8 +180,10 @@ def resume(state: RunState, spec: AgentSpec) -> Step:
             effect = RenderInstructions(turn)
         case CallingModel(turn=turn) | Finalizing(turn=turn) | RepairingOutput(turn=turn):
             effect = CallModel(_request(state, spec), turn)
-        case ExecutingTools(calls=calls, prefilled=prefilled):
-            effect = ExecuteTools(tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None))
+        case ExecutingTools(calls=calls, prefilled=prefilled, approved=approved):
+            effect = ExecuteTools(
+                tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None), approved
+            )
         case ApplyingHandoff(target=target, transcript=transcript):
             effect = Handoff(target, transcript, state.depth + 1)
         case StartingTurn(turn=turn):
@@ -470,18 +472,21 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
         merged.append(ready)
     if next(outcomes, None) is not None:
         return Failure(StepError("more tool outcomes than tool calls"))
-    injected = [system_text(text) for text in result.injected]
+    texts = (*phase.injected, *result.injected)
+    failed = phase.failed or failed
     if pending:
         # Suspend: nothing joins the conversation until every call is settled.
         state = _evolve(
             state,
-            phase=NeedsApproval(phase.turn, phase.calls, tuple(merged), tuple(pending), invalid),
-            conversation=(*state.conversation, *injected),
+            phase=NeedsApproval(
+                phase.turn, phase.calls, tuple(merged), tuple(pending), invalid, texts, failed
+            ),
         )
         events: list[AgentEvent] = [
             ApprovalRequested(r.call_id, r.tool, parse_json(r.arguments)[0]) for r in pending
         ]
-        return Success(Outcome(state, tuple(events), AwaitApproval(tuple(pending)), tuple(injected)))
+        return Success(Outcome(state, tuple(events), AwaitApproval(tuple(pending))))
+    injected = [system_text(text) for text in texts]
     return Success(_settle_round(state, spec, phase.turn, merged, injected, invalid, failed))
 
 
@@ -529,11 +534,16 @@ def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec)
             reason = decision.reason or "the user declined"
             prefilled[index] = ToolResult(call.call_id, call.name, f"denied: {reason}", is_error=True)
     if not approved:
-        return Success(_settle_round(state, spec, phase.turn, prefilled, [], phase.invalid_args, None))
-    state = _evolve(
-        state, phase=ExecutingTools(phase.turn, phase.calls, tuple(prefilled), phase.invalid_args)
+        injected = [system_text(text) for text in phase.injected]
+        return Success(
+            _settle_round(state, spec, phase.turn, prefilled, injected, phase.invalid_args, phase.failed)
+        )
+    ids = tuple(c.call_id for c in approved)
+    running = ExecutingTools(
+        phase.turn, phase.calls, tuple(prefilled), phase.invalid_args, ids, phase.injected, phase.failed
     )
-    effect = ExecuteTools(tuple(approved), tuple(c.call_id for c in approved))
+    state = _evolve(state, phase=running)
+    effect = ExecuteTools(tuple(approved), ids)
     return Success(Outcome(state, (), effect))
 
 

@@ -8,8 +8,9 @@ Use them in your own property tests::
 It owns generation only; nothing here decides anything the core decides.
 The rules it follows:
 
-- Generated JSON is what a real wire carries: finite floats, integers within
-  64 bits, strings without lone surrogates, so values survive ``msgspec``.
+- Generated JSON is what a real wire carries: finite floats, integers a
+  double holds exactly, strings without lone surrogates, so values survive
+  ``msgspec`` and every provider's JSON.
 - Argument schemas come from one small JSON Schema subset (see
   :func:`arg_schemas`); :func:`matching_args` and :func:`non_matching_args`
   understand exactly that subset, so "matching" and "violating" are true by
@@ -602,33 +603,16 @@ def _turn_plans(
     repeat_ids = draw(st.booleans())
     call_chunks: list[ModelEvent] = []
     for fragment in fragments:
-        call_id = ids[fragment.call]
-        position = order.index(fragment.call)
-        if keying == "index":
-            call_chunks.append(
-                ToolCallChunk(
-                    index=base + position,
-                    call_id=call_id if fragment.first or repeat_ids else None,
-                    name=planned[fragment.call].name if fragment.first else None,
-                    arguments=fragment.arguments,
-                )
+        # Index keying may repeat the id on later fragments; call-id keying must.
+        with_id = fragment.first or keying == "call_id" or (keying == "index" and repeat_ids)
+        call_chunks.append(
+            ToolCallChunk(
+                index=base + order.index(fragment.call) if keying == "index" else None,
+                call_id=ids[fragment.call] if with_id else None,
+                name=planned[fragment.call].name if fragment.first else None,
+                arguments=fragment.arguments,
             )
-        elif keying == "call_id":
-            call_chunks.append(
-                ToolCallChunk(
-                    call_id=call_id,
-                    name=planned[fragment.call].name if fragment.first else None,
-                    arguments=fragment.arguments,
-                )
-            )
-        else:
-            call_chunks.append(
-                ToolCallChunk(
-                    call_id=call_id if fragment.first else None,
-                    name=planned[fragment.call].name if fragment.first else None,
-                    arguments=fragment.arguments,
-                )
-            )
+        )
     calls = tuple(attrs.evolve(planned[c], call_id=ids[c]) for c in order)
     body = draw(_interleave([reasoning_chunks, text_chunks, call_chunks]))
     # Usage increments anywhere; a finish (or none) last.
@@ -831,7 +815,7 @@ def agent_inputs() -> st.SearchStrategy[AgentInput]:
 
 # -- any carrier -------------------------------------------------------------
 
-_NUMBERS: Final[dict[object, st.SearchStrategy[Any]]] = {
+_SCALARS: Final[dict[object, st.SearchStrategy[Any]]] = {
     int: st.one_of(st.integers(0, 8), st.integers(0, 2**40)),
     float: st.floats(0.0, 1e9),
     bool: st.booleans(),
@@ -889,8 +873,8 @@ def _resolve(tp: object) -> st.SearchStrategy[Any]:
     overrides = _overrides()
     if tp in overrides:
         return overrides[tp]
-    if tp in _NUMBERS:
-        return _NUMBERS[tp]
+    if tp in _SCALARS:
+        return _SCALARS[tp]
     supertype = getattr(tp, "__supertype__", None)
     if supertype is not None:  # a NewType
         return _resolve(supertype)

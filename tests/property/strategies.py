@@ -81,7 +81,9 @@ def scaled(fraction: float, **overrides: Any) -> settings:
 
     For tests parametrized many ways, so the whole suite keeps its budget.
     """
-    return settings(max_examples=max(5, int(settings.default.max_examples * fraction)), **overrides)
+    loaded = settings.default
+    assert loaded is not None
+    return settings(max_examples=max(5, int(loaded.max_examples * fraction)), **overrides)
 
 
 def usage_of(events: Iterable[ModelEvent]) -> Usage:

@@ -10,7 +10,8 @@ invariants check what must hold of a whole run at every step.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from hypothesis import event, settings
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ from returns.result import Failure, Success
 from strategies import (
     ONE_OF_EACH_RESULT,
     RESULTS,
+    CallKind,
     agent_inputs,
     agent_specs,
     carriers,
@@ -54,6 +56,7 @@ from helikon.effects import (
     RunHooks,
     RunInterrupted,
     Terminate,
+    ToolOutcome,
     ToolRaised,
     ToolReturned,
     ToolsExecuted,
@@ -76,6 +79,7 @@ from helikon.loop import (
     AgentSpec,
     ApplyingHandoff,
     CallingModel,
+    CheckingOutput,
     Done,
     ExecutingTools,
     Failed,
@@ -83,19 +87,34 @@ from helikon.loop import (
     Outcome,
     RepairingOutput,
     RunState,
+    StartingTurn,
     resume,
     start,
     transition,
 )
 from helikon.model import Usage
 
-#: Whether a run may see (model failures, interruptions), and how deeply it is nested.
+Rule = TypeVar("Rule", bound=Callable[..., None])
+
+#: Per run: whether it may fail (model errors, trips, denials), be interrupted, and how deeply it is nested.
 HAZARDS = st.tuples(st.booleans(), st.booleans(), st.integers(0, 3))
+#: Call kinds, weighted towards calls that run (a repeated kind is drawn more often).
+MOSTLY_VALID = (CallKind.VALID, CallKind.VALID, CallKind.VALID, *CallKind)
 #: Agents that may hand off.
-SPECS = agent_specs(handoffs=handoff_lists(), governance=st.booleans())
+SPECS = agent_specs(handoffs=handoff_lists(max_size=1), governance=st.booleans())
 
 
-def pending(*types: type) -> Any:
+def after_governance(phase: Any) -> Any:
+    """The phase a run is headed for once its hooks and output guardrails pass."""
+    match phase:
+        case StartingTurn(next=nxt):
+            return nxt
+        case CheckingOutput(output=output):
+            return Done(output)
+    return phase
+
+
+def pending(*types: type) -> Callable[[Rule], Rule]:
     """Precondition: the pending effect is one of ``types``."""
     return precondition(lambda self: isinstance(self.out.effect, types))
 
@@ -103,25 +122,23 @@ def pending(*types: type) -> Any:
 def answered_in_order(conversation: tuple[Item, ...], allow_open_tail: bool) -> None:
     """Each block of tool calls is followed by exactly one result per call, in call order.
 
-    ``allow_open_tail`` lets the last block go unanswered (a run that failed
-    while the calls were pending).
+    ``allow_open_tail`` lets the last block go unanswered: its calls are still
+    running or waiting for approval, or the run failed meanwhile.
     """
-    i = 0
-    while i < len(conversation):
-        if type(conversation[i]) is not ToolCall:
-            i += 1
-            continue
+    i, end = 0, len(conversation)
+    while i < end:
         calls: list[ToolCall] = []
-        while i < len(conversation) and type(conversation[i]) is ToolCall:
-            calls.append(conversation[i])  # type: ignore[arg-type]
+        while i < end and isinstance(item := conversation[i], ToolCall):
+            calls.append(item)
             i += 1
         results: list[ToolResult] = []
-        while i < len(conversation) and type(conversation[i]) is ToolResult:
-            results.append(conversation[i])  # type: ignore[arg-type]
+        while i < end and isinstance(item := conversation[i], ToolResult):
+            results.append(item)
             i += 1
-        if not results and i == len(conversation) and allow_open_tail:
-            return
-        assert [(r.call_id, r.name) for r in results] == [(c.call_id, c.name) for c in calls]
+        if not calls and not results:
+            i += 1
+        elif not (allow_open_tail and not results and i == end):
+            assert [(r.call_id, r.name) for r in results] == [(c.call_id, c.name) for c in calls]
 
 
 class LoopMachine(RuleBasedStateMachine):
@@ -133,11 +150,11 @@ class LoopMachine(RuleBasedStateMachine):
     def begin_run(
         self, spec: AgentSpec, input: AgentInput, run_id: RunId, hazards: tuple[bool, bool, int]
     ) -> None:
-        depth, hazards = hazards[2], (hazards[0], hazards[1])
         assert from_json(to_json(spec), AgentSpec) == spec
-        # Runs that never fail or get interrupted go deeper: a per-run switch
-        # (swarm testing by hand) instead of failures at every step.
-        self.fallible, self.interruptible = hazards
+        # Runs that never fail (model errors, guardrail trips, hook denials) or
+        # get interrupted go deeper: a per-run switch (swarm testing by hand)
+        # instead of a failure on offer at every step.
+        self.fallible, self.interruptible, depth = hazards
         self.spec = spec
         self.run_id = run_id
         self.out = start(spec, input, run_id, depth)
@@ -168,11 +185,9 @@ class LoopMachine(RuleBasedStateMachine):
         reloaded = from_json(to_json(state), RunState)
         assert reloaded == state
         assert transition(reloaded, result, spec) == first
-        match first:
-            case Success(nxt):
-                pass
-            case Failure(error):
-                raise AssertionError(f"{type(result).__name__} answering {self.out.effect!r}: {error}")
+        if isinstance(first, Failure):
+            raise AssertionError(f"{type(result).__name__} answering {self.out.effect!r}: {first.failure()}")
+        nxt: Outcome = first.unwrap()
         self.usage = self.usage + fed_usage(result)
         self.events.extend(nxt.events)
         self.appended.extend(nxt.appended)
@@ -209,10 +224,15 @@ class LoopMachine(RuleBasedStateMachine):
         self.begin_run(spec, input, run_id, hazards)
 
     # -- answering the pending effect -----------------------------------------
+    #
+    # One rule per effect type, plus ``answer_whatever_is_pending``: Hypothesis
+    # disables a random subset of rules in each test case (swarm testing), and
+    # a deep run needs every effect it meets answered.
 
     @pending(RenderInstructions)
-    @rule(text=st.text(max_size=20))
-    def instructions_rendered(self, text: str) -> None:
+    @rule(data=st.data())
+    def instructions_rendered(self, data: st.DataObject) -> None:
+        text = data.draw(st.text(max_size=20), label="instructions")
         out = self.feed(InstructionsRendered(text))
         assert type(out.effect) is CallModel
         assert out.effect.request.messages[0] == system_text(text)
@@ -221,7 +241,7 @@ class LoopMachine(RuleBasedStateMachine):
     @pending(CallModel)
     @rule(data=st.data())
     def model_responds(self, data: st.DataObject) -> None:
-        plan = data.draw(turn_plans(self.spec.model_tools), label="turn")
+        plan = data.draw(turn_plans(self.spec.model_tools, kinds=MOSTLY_VALID), label="turn")
         out = self.feed(ModelResponded(plan.events))
         if plan.calls and not out.state.terminal:
             # The first transfer call wins over every other call of the turn.
@@ -232,17 +252,18 @@ class LoopMachine(RuleBasedStateMachine):
                     handoff.target, out.state.conversation, out.state.depth + 1
                 )
             else:
-                assert type(out.effect) in (ExecuteTools, CallModel, RenderInstructions)
+                assert type(out.effect) in (ExecuteTools, CallModel, RenderInstructions, RunHooks)
 
     @precondition(lambda self: type(self.out.state.phase) in (Finalizing, RepairingOutput))
     @pending(CallModel)
-    @rule(data=st.data(), valid=st.booleans())
-    def model_answers_finally(self, data: st.DataObject, valid: bool) -> None:
+    @rule(data=st.data())
+    def model_answers_finally(self, data: st.DataObject) -> None:
         assert self.spec.output is not None
+        valid = data.draw(st.booleans(), label="valid")
         repairing = type(self.out.state.phase) is RepairingOutput
         text = final_answers(self.spec.output.schema, valid)
         plan = data.draw(turn_plans(text=text, max_calls=0), label="answer")
-        phase = self.feed(ModelResponded(plan.events)).state.phase
+        phase = after_governance(self.feed(ModelResponded(plan.events)).state.phase)
         if valid:
             assert phase == Done(plan.text)
         elif repairing:
@@ -250,18 +271,9 @@ class LoopMachine(RuleBasedStateMachine):
         else:
             assert type(phase) is RepairingOutput
 
-    @precondition(lambda self: self.fallible)
-    @pending(CallModel)
-    @rule(failure=model_failures(), data=st.data())
-    def model_fails(self, failure: Any, data: st.DataObject) -> None:
-        partial = data.draw(turn_plans(self.spec.model_tools, finish=False), label="partial").events
-        streamed = partial[: data.draw(st.integers(0, len(partial)), label="cut")]
-        out = self.feed(ModelCallFailed(failure, streamed))
-        assert out.state.phase == Failed(ModelFailed(failure))
-
     @pending(ExecuteTools)
-    @rule(data=st.data(), injected=st.lists(st.text(max_size=10), max_size=2))
-    def tools_executed(self, data: st.DataObject, injected: list[str]) -> None:
+    @rule(data=st.data())
+    def tools_executed(self, data: st.DataObject) -> None:
         effect = self.out.effect
         assert type(effect) is ExecuteTools
         outcomes = tuple(
@@ -271,6 +283,7 @@ class LoopMachine(RuleBasedStateMachine):
             )
             for call in effect.calls
         )
+        injected = data.draw(st.lists(st.text(max_size=10), max_size=2), label="injected")
         out = self.feed(ToolsExecuted(outcomes, tuple(injected)))
         if any(type(o) is ApprovalPending for o in outcomes):
             assert type(out.effect) is AwaitApproval
@@ -290,26 +303,76 @@ class LoopMachine(RuleBasedStateMachine):
             assert out.effect.approved == tuple(d.call_id for d in decisions if d.approved)
 
     @pending(CheckGuardrails)
-    @rule(tripwire=st.none() | carriers(GuardrailTripped))
-    def guardrails_checked(self, tripwire: GuardrailTripped | None) -> None:
-        phase = self.feed(GuardrailsChecked(tripwire)).state.phase
-        if tripwire is not None:
-            assert phase == Failed(tripwire)
+    @rule(data=st.data())
+    def guardrails_pass(self, data: st.DataObject) -> None:
+        phase = self.out.state.phase
+        nxt = self.feed(GuardrailsChecked()).state.phase
+        if type(phase) is CheckingOutput:
+            assert nxt == Done(phase.output)
 
     @pending(RunHooks)
-    @rule(denied=st.none() | st.text(max_size=10), injected=st.lists(st.text(max_size=10), max_size=2))
-    def hooks_ran(self, denied: str | None, injected: list[str]) -> None:
-        out = self.feed(HooksRan(denied, tuple(injected)))
-        if denied is not None:
-            assert type(out.state.phase) is Failed
-        else:
-            assert out.appended == tuple(system_text(text) for text in injected)
+    @rule(data=st.data())
+    def hooks_ran(self, data: st.DataObject) -> None:
+        injected = data.draw(st.lists(st.text(max_size=10), max_size=2), label="injected")
+        out = self.feed(HooksRan(None, tuple(injected)))
+        assert out.appended == tuple(system_text(text) for text in injected)
 
     @pending(Handoff)
-    @rule(output=st.text(max_size=20), usage=usages(), error=st.none() | carriers(AgentError))
-    def handoff_completed(self, output: str, usage: Usage, error: AgentError | None) -> None:
-        phase = self.feed(HandoffCompleted(output, usage, error)).state.phase
-        assert phase == (Done(output) if error is None else Failed(error))
+    @rule(data=st.data())
+    def handoff_completed(self, data: st.DataObject) -> None:
+        output = data.draw(st.text(max_size=20), label="output")
+        usage = data.draw(usages(), label="usage")
+        assert self.feed(HandoffCompleted(output, usage)).state.phase == Done(output)
+
+    @precondition(lambda self: not self.out.state.terminal)
+    @rule(data=st.data())
+    def answer_whatever_is_pending(self, data: st.DataObject) -> None:
+        match self.out.effect:
+            case RenderInstructions():
+                self.instructions_rendered(data)
+            case CallModel() if type(self.out.state.phase) is CallingModel:
+                self.model_responds(data)
+            case CallModel():
+                self.model_answers_finally(data)
+            case ExecuteTools():
+                self.tools_executed(data)
+            case AwaitApproval():
+                self.approvals_given(data)
+            case CheckGuardrails():
+                self.guardrails_pass(data)
+            case RunHooks():
+                self.hooks_ran(data)
+            case Handoff():
+                self.handoff_completed(data)
+
+    # -- failing ------------------------------------------------------------------
+
+    @precondition(lambda self: self.fallible)
+    @pending(CallModel)
+    @rule(failure=model_failures(), data=st.data())
+    def model_fails(self, failure: Any, data: st.DataObject) -> None:
+        partial = data.draw(turn_plans(self.spec.model_tools, finish=False), label="partial").events
+        streamed = partial[: data.draw(st.integers(0, len(partial)), label="cut")]
+        out = self.feed(ModelCallFailed(failure, streamed))
+        assert out.state.phase == Failed(ModelFailed(failure))
+
+    @precondition(lambda self: self.fallible)
+    @pending(CheckGuardrails)
+    @rule(tripwire=carriers(GuardrailTripped))
+    def guardrail_trips(self, tripwire: GuardrailTripped) -> None:
+        assert self.feed(GuardrailsChecked(tripwire)).state.phase == Failed(tripwire)
+
+    @precondition(lambda self: self.fallible)
+    @pending(RunHooks)
+    @rule(reason=st.text(max_size=10))
+    def hook_denies(self, reason: str) -> None:
+        assert type(self.feed(HooksRan(reason)).state.phase) is Failed
+
+    @precondition(lambda self: self.fallible)
+    @pending(Handoff)
+    @rule(output=st.text(max_size=20), usage=usages(), error=carriers(AgentError))
+    def handoff_fails(self, output: str, usage: Usage, error: AgentError) -> None:
+        assert self.feed(HandoffCompleted(output, usage, error)).state.phase == Failed(error)
 
     @precondition(lambda self: self.interruptible and not self.out.state.terminal)
     @rule(result=interruptions())
@@ -364,9 +427,8 @@ class LoopMachine(RuleBasedStateMachine):
             case CallingModel() | Finalizing() | RepairingOutput():
                 assert type(effect) is CallModel and effect.turn == phase.turn
             case ExecutingTools(calls=calls, prefilled=prefilled):
-                assert effect == ExecuteTools(
-                    tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None)
-                )
+                assert type(effect) is ExecuteTools
+                assert effect.calls == tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None)
             case ApplyingHandoff(target=target, transcript=transcript):
                 assert effect == Handoff(target, transcript, self.out.state.depth + 1)
                 assert transcript == self.out.state.conversation
@@ -434,7 +496,7 @@ def mismatched(state: RunState, effect: Any) -> st.SearchStrategy[EffectResult]:
 @st.composite
 def wrong_outcomes(draw: st.DrawFn, calls: tuple[ToolCall, ...]) -> ToolsExecuted:
     """Outcomes that miss a call, add one, or answer the wrong call id."""
-    outcomes = [ToolReturned(c.call_id, "ok") for c in calls]
+    outcomes: list[ToolOutcome] = [ToolReturned(c.call_id, "ok") for c in calls]
     how = draw(st.sampled_from(["missing", "extra", "wrong_id"]))
     if how == "missing":
         del outcomes[draw(st.integers(0, len(outcomes) - 1))]
@@ -446,5 +508,5 @@ def wrong_outcomes(draw: st.DrawFn, calls: tuple[ToolCall, ...]) -> ToolsExecute
     return ToolsExecuted(tuple(outcomes))
 
 
-LoopMachine.TestCase.settings = settings(stateful_step_count=30)
+LoopMachine.TestCase.settings = settings(stateful_step_count=25)
 TestLoop = LoopMachine.TestCase

@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from helikon._json import JsonValue
 from helikon.codec import from_json, structure, to_json, unstructure
 from helikon.effects import CallModel, Effect, ExecuteTools, Terminate
 from helikon.errors import Cancelled, ModelFailed, RateLimited
@@ -66,7 +67,7 @@ def test_enums_travel_by_value() -> None:
 
 
 def test_raw_json_fields_pass_through_untouched() -> None:
-    args = {"path": ["a", 1, None, {"deep": True}], "n": 1.5}
+    args: JsonValue = {"path": ["a", 1, None, {"deep": True}], "n": 1.5}
     event = ApprovalRequested(CallId("c1"), "write", args)
     assert unstructure(event, AgentEvent)["args"] == args
     assert from_json(to_json(event, AgentEvent), AgentEvent) == event

@@ -56,7 +56,7 @@ def test_the_driving_loop_in_the_docs_runs_an_agent() -> None:
     exec(compile(code, "architecture.md", "exec"), namespace)
 
     spec = AgentSpec("clock-reader", tools=(ToolDef("clock", "The time.", {"type": "object"}),))
-    script = [call_tools(("c1", "clock", {})), say("It is noon.")]
+    script: list[list[Any]] = [call_tools(("c1", "clock", {})), say("It is noon.")]
 
     def perform(effect: Effect) -> EffectResult:
         match effect:

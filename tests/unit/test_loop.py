@@ -11,11 +11,17 @@ from typing import Any
 
 import attrs
 import pytest
-from returns.result import Failure, Success
+from returns.result import Failure
 
+from helikon.codec import from_json, to_json
 from helikon.config import RunConfig
 from helikon.effects import (
     AgentsRan,
+    ApprovalDecision,
+    ApprovalPending,
+    ApprovalRequest,
+    ApprovalsGiven,
+    AwaitApproval,
     CallModel,
     EffectResult,
     ExecuteTools,
@@ -82,6 +88,8 @@ from helikon.loop import (
     Outcome,
     OutputSchema,
     RepairingOutput,
+    RunState,
+    resume,
     start,
     transition,
 )
@@ -124,12 +132,12 @@ def begin(spec: AgentSpec, text: str = "What is 1 + 2?") -> Outcome:
 
 
 def step(outcome: Outcome, result: EffectResult, spec: AgentSpec) -> Outcome:
-    match transition(outcome.state, result, spec):
-        case Success(nxt):
-            return nxt
-        case Failure(error):
-            raise error
-    raise AssertionError("unreachable")
+    """The next outcome; a refused result raises its StepError."""
+    stepped = transition(outcome.state, result, spec)
+    if isinstance(stepped, Failure):
+        raise stepped.failure()
+    nxt: Outcome = stepped.unwrap()
+    return nxt
 
 
 def refused(outcome: Outcome, result: EffectResult, spec: AgentSpec) -> StepError:
@@ -603,3 +611,68 @@ def test_tool_call_chunks_without_a_finish_still_make_calls() -> None:
     ]
     out = step(begin(CALC), model(chunks), CALC)
     assert out.effect == ExecuteTools((ToolCall(CallId("c1"), "add", '{"a":1,"b":2}'),))
+
+
+# -- approvals (suspension) ---------------------------------------------------------------
+
+
+def held_for_approval(injected: tuple[str, ...] = ()) -> Outcome:
+    """A round of two clock calls: the first returned, the second waits for a human."""
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}), ("c2", "clock", {}))), CALC)
+    outcomes = (ToolReturned(CallId("c1"), "noon"), ApprovalPending(CallId("c2"), "Read the clock?"))
+    return step(asked, ToolsExecuted(outcomes, injected), CALC)
+
+
+def test_a_call_awaiting_approval_suspends_the_round() -> None:
+    held = held_for_approval()
+    assert held.effect == AwaitApproval((ApprovalRequest(CallId("c2"), "clock", "{}", "Read the clock?"),))
+    assert not any(type(i) is ToolResult for i in held.appended)
+
+
+def test_an_approved_call_runs_without_being_asked_about_again() -> None:
+    approved = step(held_for_approval(), ApprovalsGiven((ApprovalDecision(CallId("c2"), True),)), CALC)
+    assert approved.effect == ExecuteTools((ToolCall(CallId("c2"), "clock", "{}"),), approved=(CallId("c2"),))
+
+
+def test_a_run_resumed_after_an_approval_still_knows_the_call_was_approved() -> None:
+    # The pending effect must be a function of the state (``resume``): a run
+    # stored right after the approval and resumed must not ask the human again.
+    approved = step(held_for_approval(), ApprovalsGiven((ApprovalDecision(CallId("c2"), True),)), CALC)
+    stored = from_json(to_json(approved.state), RunState)
+    assert resume(stored, CALC).unwrap().effect == approved.effect
+
+
+def test_hook_messages_of_a_tool_round_come_after_its_results() -> None:
+    asked = step(begin(CALC), model(call_tools(("c1", "clock", {}))), CALC)
+    ran = step(asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"),), ("Be careful.",)), CALC)
+    assert ran.state.conversation[-3:] == (
+        ToolCall(CallId("c1"), "clock", "{}"),
+        ToolResult(CallId("c1"), "clock", "noon"),
+        system_text("Be careful."),
+    )
+
+
+def test_hook_messages_of_a_round_that_waited_for_approval_come_after_its_results() -> None:
+    # Providers require a tool call's result right after the call; a system
+    # message between them is a rejected request.
+    held = held_for_approval(injected=("Be careful.",))
+    done = step(held, ApprovalsGiven((ApprovalDecision(CallId("c2"), False, "no"),)), CALC)
+    assert done.state.conversation[-5:] == (
+        ToolCall(CallId("c1"), "clock", "{}"),
+        ToolCall(CallId("c2"), "clock", "{}"),
+        ToolResult(CallId("c1"), "clock", "noon"),
+        ToolResult(CallId("c2"), "clock", "denied: no", is_error=True),
+        system_text("Be careful."),
+    )
+
+
+def test_a_second_invalid_round_fails_the_run_even_if_it_waited_for_approval() -> None:
+    first = step(begin(CALC), model(call_tools(("c0", "add", {"a": 1}))), CALC)  # strike one
+    asked = step(first, model(call_tools(("c1", "clock", {}), ("c2", "clock", {}))), CALC)
+    outcomes = (
+        ToolRaised(CallId("c1"), InvalidArgs(("bad zone",))),
+        ApprovalPending(CallId("c2"), "Read it?"),
+    )
+    held = step(asked, ToolsExecuted(outcomes), CALC)
+    done = step(held, ApprovalsGiven((ApprovalDecision(CallId("c2"), False, "no"),)), CALC)
+    assert done.state.phase == Failed(InvalidToolArgs("clock", ("bad zone",)))
