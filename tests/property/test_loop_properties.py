@@ -143,7 +143,7 @@ def pair_id(pair: tuple[type, type]) -> str:
 
 
 @pytest.mark.parametrize("pair", ACCEPTED, ids=pair_id)
-@scaled(0.03)
+@scaled(0.05)  # x 23 pairs: >= 500 examples for the property in the ci profile
 @given(data=st.data())
 def test_transition_is_total(pair: tuple[type, type], data: st.DataObject) -> None:
     """Every pair of the table gives Success or Failure(StepError) for any state; nothing raises."""
@@ -162,7 +162,7 @@ def test_transition_is_total(pair: tuple[type, type], data: st.DataObject) -> No
 
 
 @pytest.mark.parametrize("pair", REFUSED, ids=pair_id)
-@scaled(0.01)
+@scaled(0.012)  # x 97 pairs: >= 500 examples for the property in the ci profile
 @given(data=st.data())
 def test_pairs_missing_from_the_table_are_refused(pair: tuple[type, type], data: st.DataObject) -> None:
     """Terminal phases accept nothing, and no phase accepts a result the table does not pair it with."""
@@ -185,7 +185,7 @@ def scripted_runs(draw: st.DrawFn) -> tuple[AgentSpec, list[list[Any]], dict[str
     return spec, draw(scripts(spec), label="scripts"), draw(tools_for(spec), label="tools"), draw(run_ids())
 
 
-@scaled(0.2)
+@scaled(1.0)
 @given(scripted_runs(), st.text(max_size=20))
 def test_identical_inputs_give_identical_event_streams(
     run: tuple[AgentSpec, list[list[Any]], dict[str, Any], str], text: str
@@ -202,7 +202,7 @@ def test_identical_inputs_give_identical_event_streams(
 # -- aggregation -----------------------------------------------------------------
 
 
-@scaled(0.3)
+@scaled(1.0)
 @given(tool_def_lists(), run_ids(), st.integers(1, 20), st.data())
 def test_aggregate_reassembles_interleaved_fragmented_calls(
     tools: tuple[ToolDef, ...], run_id: RunId, turn: int, data: st.DataObject
@@ -216,7 +216,7 @@ def test_aggregate_reassembles_interleaved_fragmented_calls(
     assert response.finish == plan.finish
 
 
-@scaled(0.2)
+@scaled(1.0)
 @given(tool_def_lists(min_size=1), st.data())
 def test_generated_arguments_are_what_their_kind_says(
     tools: tuple[ToolDef, ...], data: st.DataObject
@@ -231,7 +231,7 @@ def test_generated_arguments_are_what_their_kind_says(
             assert (arg_errors(call.arguments, by_name[call.name]) == ()) == (call.kind is CallKind.VALID)
 
 
-@scaled(0.3)
+@scaled(1.0)
 @given(arg_schemas(), st.data())
 def test_matching_and_non_matching_args(schema: dict[str, Any], data: st.DataObject) -> None:
     assert schema_errors(data.draw(matching_args(schema), label="good"), schema) == ()
@@ -243,7 +243,7 @@ def test_matching_and_non_matching_args(schema: dict[str, Any], data: st.DataObj
 INVALID = (CallKind.MALFORMED_JSON, CallKind.SCHEMA_VIOLATION)
 
 
-@scaled(0.2)
+@scaled(1.0)
 @given(
     spec=agent_specs(
         tools=tool_def_lists(min_size=1), output=st.none(), config=run_configs(st.integers(3, 6))
@@ -270,7 +270,7 @@ def test_invalid_arguments_are_fed_back_once_then_fail_the_run(spec: AgentSpec, 
     assert model_calls(run) == 2
 
 
-@scaled(0.2)
+@scaled(1.0)
 @given(spec=agent_specs(output=st.none(), config=run_configs(st.integers(2, 6))), data=st.data())
 def test_unknown_tools_get_an_error_result_and_the_run_continues(
     spec: AgentSpec, data: st.DataObject
@@ -289,7 +289,7 @@ def test_unknown_tools_get_an_error_result_and_the_run_continues(
 # -- max turns ---------------------------------------------------------------------
 
 
-@scaled(0.15)
+@scaled(1.0)
 @given(
     spec=agent_specs(
         tools=tool_def_lists(min_size=1), output=st.none(), config=run_configs(st.integers(1, 5))
@@ -322,7 +322,7 @@ def final_run(spec: AgentSpec, answers: list[list[ModelEvent]], data: st.DataObj
 structured = agent_specs(output=output_schemas(), config=run_configs(st.integers(2, 6)))
 
 
-@scaled(0.25)
+@scaled(1.0)
 @given(spec=structured, data=st.data())
 def test_valid_structured_output_completes(spec: AgentSpec, data: st.DataObject) -> None:
     assert spec.output is not None
@@ -334,7 +334,7 @@ def test_valid_structured_output_completes(spec: AgentSpec, data: st.DataObject)
     assert not any(type(e) is RepairStarted for e in run.events)
 
 
-@scaled(0.25)
+@scaled(1.0)
 @given(spec=structured, data=st.data())
 def test_invalid_then_valid_structured_output_repairs_once(spec: AgentSpec, data: st.DataObject) -> None:
     assert spec.output is not None
@@ -345,7 +345,7 @@ def test_invalid_then_valid_structured_output_repairs_once(spec: AgentSpec, data
     assert type(run.events[-1]) is RunCompleted
 
 
-@scaled(0.25)
+@scaled(1.0)
 @given(spec=structured, data=st.data())
 def test_invalid_structured_output_twice_fails(spec: AgentSpec, data: st.DataObject) -> None:
     assert spec.output is not None
@@ -406,7 +406,7 @@ def replay(spec: AgentSpec, run: ScriptedRun, input: AgentInput, steps: int) -> 
     return outcome, emitted
 
 
-@scaled(0.2)
+@scaled(1.0)
 @given(scripted_runs(), st.text(max_size=20))
 def test_resuming_a_reloaded_state_at_any_step_gives_the_same_events(
     recorded: tuple[AgentSpec, list[list[Any]], dict[str, Any], str], text: str
