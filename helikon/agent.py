@@ -326,6 +326,7 @@ async def _run(
         env = agent.make_env(ctx, interpreter, config=config)
         async for event in drive(interpreter, env, input, first):
             yield event
+        await _run_complete(env)
         return
 
     from helikon.sessions import SessionRecorder, load_history, now_ms, persist_run
@@ -339,6 +340,16 @@ async def _run(
             yield event
     finally:
         await persist_run(session, recorder)
+    await _run_complete(env)
+
+
+async def _run_complete(env: RunEnv) -> None:
+    """Fire the OnRunComplete hooks once the run's last event is out."""
+    if env.hooks or env.ctx.hooks.hooks:
+        from helikon.governance import OnRunComplete
+        from helikon.interpreters._governed import notify_hooks
+
+        await notify_hooks(env, OnRunComplete())
 
 
 __all__ = ["Instructions", "Limits", "LlmAgent", "inherit", "output_schema_for", "run_agent"]

@@ -163,6 +163,20 @@ async def run_turn_hooks(turn: int, env: RunEnv) -> HooksRan:
     return HooksRan(denial.reason if denial is not None else None, tuple(verdict.injections))
 
 
+async def notify_hooks(env: RunEnv, event: object) -> None:
+    """Fire the hooks that only observe (OnHandoff, OnSubagentStop,
+    OnRunComplete): their decisions are ignored and a hook that raises is
+    logged, never fatal. Best effort, like the book's OnRunComplete."""
+    hooks = fire_order(env.hooks, env.ctx.hooks.hooks)
+    for hook in hooks:
+        try:
+            await call_user(hook, env.ctx, event)
+        except Exception:
+            import logging
+
+            logging.getLogger("helikon.hooks").exception("a %s hook failed", type(event).__name__)
+
+
 async def check_guardrails(stage: str, text: str, env: RunEnv) -> GuardrailsChecked:
     """Run the stage's guardrails at once; report the first tripwire in
     declaration order (an error counts as a tripwire)."""
@@ -306,6 +320,7 @@ __all__ = [
     "CallReport",
     "call_user",
     "check_guardrails",
+    "notify_hooks",
     "permission_settings",
     "run_governed_tool",
     "run_secrets",

@@ -55,6 +55,7 @@ from helikon.errors import (
     TransportFailure,
 )
 from helikon.events import AgentEvent, AgentUpdated
+from helikon.governance import OnHandoff, OnSubagentStop
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, resolve, run_child
 from helikon.interpreters._drive import interruption
@@ -62,6 +63,7 @@ from helikon.interpreters._env import RunEnv
 from helikon.interpreters._governed import (
     CallReport,
     check_guardrails,
+    notify_hooks,
     run_governed_tool,
     run_turn_hooks,
     tool_output_text,
@@ -125,12 +127,14 @@ class LiveInterpreter:
         if agent is None:
             yield HandoffCompleted("", Usage(), OtherError(f"no handoff target named {target!r}"))
             return
+        await notify_hooks(env, OnHandoff(env.spec.name, target))
         ctx = attrs.evolve(env.ctx, agent_depth=depth)
         path = (*env.path, "handoff", target)
         async for item in run_child(
             self, agent, ctx, transcript, path=path, run_id=f"{env.run_id}/{target}", limits=Limits.of(env)
         ):
             if type(item) is ChildEnd:
+                await notify_hooks(env, OnSubagentStop(target))
                 yield HandoffCompleted(item.output, item.usage, item.error)
             else:
                 yield item  # type: ignore[misc]
@@ -195,6 +199,7 @@ class LiveInterpreter:
             if type(item) is ChildEnd:
                 if item.error is None:
                     env.ctx.state[run.key] = item.output  # the book's run-scoped state[key]
+                await notify_hooks(env, OnSubagentStop(getattr(agent, "name", run.key)))
                 yield AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)
             else:
                 yield item  # type: ignore[misc]

@@ -353,3 +353,36 @@ def test_secrets_are_redacted_from_tool_errors_too() -> None:
     (output,) = outputs(events_of(agent, RunContext.ephemeral(None)))
 
     assert "hunter2hunter2" not in output and "RuntimeError" in output
+
+
+def test_observation_hooks_see_handoffs_sub_agents_and_the_end_of_the_run() -> None:
+    from helikon import Handoff, OnHandoff, OnRunComplete, OnSubagentStop
+
+    seen: list[object] = []
+
+    def watch(ctx: RunContext[Any], event: Any) -> Any:
+        if isinstance(event, OnHandoff | OnSubagentStop | OnRunComplete):
+            seen.append(event)
+            return Deny("ignored: observation hooks cannot stop anything")
+        return None
+
+    def broken(ctx: RunContext[Any], event: Any) -> Any:
+        if isinstance(event, OnRunComplete):
+            raise RuntimeError("a broken observer")
+        return None
+
+    expert = LlmAgent(name="expert", model=MockModel([say("answered")]), description="Knows.")
+    triage = LlmAgent(
+        name="triage",
+        model=MockModel([call_tools(("transfer_to_expert", {}))]),
+        handoffs=[Handoff.to(expert)],
+    )
+    ctx = RunContext.ephemeral(None).with_hooks(HookRegistry(hooks=[broken, watch]))
+
+    async def go() -> list[Any]:
+        return [e async for e in triage.run(ctx, "help")]
+
+    events = anyio.run(go)
+
+    assert type(events[-1]) is RunCompleted
+    assert seen == [OnHandoff("triage", "expert"), OnSubagentStop("expert"), OnRunComplete()]
