@@ -23,17 +23,16 @@ Many sessions share one table and one connection pool, isolated by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final, TypeVar, final
 
 import anyio.to_thread
 import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from helikon.items import Item
 from helikon.sessions._events import SequenceId, SessionEvent, encode_event, event_tag
-from helikon.sessions._project import project
 from helikon.sessions._protocol import SessionError, decode_stored
+from helikon.sessions._threaded import ThreadedSession
 
 T = TypeVar("T")
 
@@ -144,7 +143,7 @@ def _open_pool(conninfo: str, min_size: int, max_size: int, timeout: float) -> P
 
 
 @final
-class PostgresSession:
+class PostgresSession(ThreadedSession):
     """A durable :class:`~helikon.sessions.Session` in PostgreSQL.
 
     Build one with :meth:`open` (migrates, then opens), or run :meth:`migrate`
@@ -215,7 +214,7 @@ class PostgresSession:
     def __repr__(self) -> str:
         return f"PostgresSession({self._session_id!r})"
 
-    def _append(self, events: Sequence[SessionEvent]) -> int:
+    def _append(self, events: list[SessionEvent]) -> int:
         kinds = [event_tag(e) for e in events]
         payloads = [encode_event(e).decode() for e in events]
         ats = [e.at for e in events]
@@ -238,29 +237,10 @@ class PostgresSession:
 
         return [decode_stored(self._session_id, seq, payload) for seq, payload in _guard(work)]
 
-    async def append(self, events: Sequence[SessionEvent]) -> list[SequenceId]:
-        if not events:
-            return []
-        batch = list(events)
-        first = await anyio.to_thread.run_sync(self._append, batch)
-        return [SequenceId(first + i) for i in range(len(batch))]
-
-    async def events(self, since: SequenceId | None = None) -> list[SessionEvent]:
-        return await anyio.to_thread.run_sync(self._read, since)
-
-    async def snapshot(self) -> tuple[Item, ...]:
-        return project(await self.events())
-
-    async def aclose(self) -> None:
+    def _close(self) -> None:
         """Close the pool if this session owns it (a shared pool stays open)."""
         if self._owns_pool:
-            await anyio.to_thread.run_sync(self._pool.close)
-
-    async def __aenter__(self) -> PostgresSession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+            self._pool.close()
 
 
 __all__ = ["MIGRATIONS", "Pool", "PostgresSession"]

@@ -25,17 +25,16 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final, TypeVar, final
 
 import anyio.to_thread
 import redis
 import redis.exceptions
 
-from helikon.items import Item
 from helikon.sessions._events import SequenceId, SessionEvent, encode_event, event_tag
-from helikon.sessions._project import project
 from helikon.sessions._protocol import SessionError, decode_stored
+from helikon.sessions._threaded import ThreadedSession
 
 T = TypeVar("T")
 
@@ -82,7 +81,7 @@ def _text(value: Any) -> str:
 
 
 @final
-class RedisSession:
+class RedisSession(ThreadedSession):
     """A durable :class:`~helikon.sessions.Session` in a Redis stream.
 
     Args:
@@ -140,7 +139,7 @@ class RedisSession:
     def __repr__(self) -> str:
         return f"RedisSession({self._session_id!r})"
 
-    def _append(self, events: Sequence[SessionEvent]) -> int:
+    def _append(self, events: list[SessionEvent]) -> int:
         args: list[str | int] = []
         for event in events:
             args += [event_tag(event), encode_event(event).decode(), event.at]
@@ -161,29 +160,10 @@ class RedisSession:
 
         return [decode_stored(self._session_id, seq, payload) for seq, payload in _guard(work)]
 
-    async def append(self, events: Sequence[SessionEvent]) -> list[SequenceId]:
-        if not events:
-            return []
-        batch = list(events)
-        first = await anyio.to_thread.run_sync(self._append, batch)
-        return [SequenceId(first + i) for i in range(len(batch))]
-
-    async def events(self, since: SequenceId | None = None) -> list[SessionEvent]:
-        return await anyio.to_thread.run_sync(self._read, since)
-
-    async def snapshot(self) -> tuple[Item, ...]:
-        return project(await self.events())
-
-    async def aclose(self) -> None:
+    def _close(self) -> None:
         """Close the client if this session owns it (a shared client stays open)."""
         if self._owns_client:
-            await anyio.to_thread.run_sync(self._client.close)
-
-    async def __aenter__(self) -> RedisSession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+            self._client.close()
 
 
 __all__ = ["APPEND_SCRIPT", "RedisSession"]

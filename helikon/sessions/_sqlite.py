@@ -30,16 +30,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Final, Literal, TypeVar, final
 
-import anyio.to_thread
-
-from helikon.items import Item
 from helikon.sessions._events import SequenceId, SessionEvent, encode_event, event_tag
-from helikon.sessions._project import project
 from helikon.sessions._protocol import SessionError, decode_stored
+from helikon.sessions._threaded import ThreadedSession
 
 T = TypeVar("T")
 
@@ -167,7 +164,7 @@ def _apply_migrations(conn: sqlite3.Connection) -> None:
 
 
 @final
-class SqliteSession:
+class SqliteSession(ThreadedSession):
     """A durable :class:`~helikon.sessions.Session` in a SQLite database.
 
     Build one with :meth:`open` (which migrates), or :meth:`migrate` once at
@@ -257,7 +254,7 @@ class SqliteSession:
             raise SessionError.other(f"session {self._session_id!r} is closed")
         return self._conn
 
-    def _append(self, events: Sequence[SessionEvent]) -> list[SequenceId]:
+    def _append(self, events: list[SessionEvent]) -> int:
         rows = [(event_tag(e), encode_event(e).decode(), e.at) for e in events]
         sid = self._session_id
 
@@ -268,8 +265,7 @@ class SqliteSession:
             return first
 
         with self._lock:
-            first = _in_write_transaction(self._connection(), work)
-        return [SequenceId(first + i) for i in range(len(rows))]
+            return _in_write_transaction(self._connection(), work)
 
     def _read(self, since: SequenceId | None) -> list[SessionEvent]:
         with self._lock:
@@ -280,17 +276,6 @@ class SqliteSession:
                 raise _error(exc) from exc
         return [decode_stored(self._session_id, sequence, payload) for sequence, payload in fetched]
 
-    async def append(self, events: Sequence[SessionEvent]) -> list[SequenceId]:
-        if not events:
-            return []
-        return await anyio.to_thread.run_sync(self._append, list(events))
-
-    async def events(self, since: SequenceId | None = None) -> list[SessionEvent]:
-        return await anyio.to_thread.run_sync(self._read, since)
-
-    async def snapshot(self) -> tuple[Item, ...]:
-        return project(await self.events())
-
     def close(self) -> None:
         """Close the connection (idempotent); later calls raise ``SessionError``."""
         with self._lock:
@@ -298,15 +283,7 @@ class SqliteSession:
         if conn is not None:
             conn.close()
 
-    async def aclose(self) -> None:
-        """Close the connection, off the event loop."""
-        await anyio.to_thread.run_sync(self.close)
-
-    async def __aenter__(self) -> SqliteSession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    _close = close
 
 
 __all__ = ["MIGRATIONS", "SqliteSession"]
