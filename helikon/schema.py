@@ -30,7 +30,7 @@ _SCHEMA_MAPS: Final = frozenset(
 #: Keywords whose value is a list of subschemas.
 _SCHEMA_LISTS: Final = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 #: Keywords whose value is one subschema (``items`` may also be a list in draft 4).
-_SCHEMA_ONE: Final = frozenset(
+SINGLE_SUBSCHEMA_KEYWORDS: Final = frozenset(
     {
         "items",
         "additionalItems",
@@ -45,6 +45,7 @@ _SCHEMA_ONE: Final = frozenset(
         "else",
     }
 )
+_SCHEMA_ONE: Final = SINGLE_SUBSCHEMA_KEYWORDS
 #: Keywords that annotate a schema without constraining the instance.
 _ANNOTATIONS: Final = frozenset(
     {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
@@ -129,6 +130,30 @@ def nullable(schema: JsonObject) -> dict[str, Any]:
     return wrapped
 
 
+def json_type(value: object) -> str:
+    """The JSON Schema type name of a value (``bool`` before ``int``); the
+    Python type's name for anything that is not JSON.
+
+    >>> [json_type(v) for v in (None, True, 1, 1.5, "a", [1], {"k": 1})]
+    ['null', 'boolean', 'integer', 'number', 'string', 'array', 'object']
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
 def _accepts_null(schema: JsonObject) -> bool:
     """Whether ``schema`` visibly accepts ``null`` (conservative: False when unsure)."""
     enum = schema.get("enum")
@@ -198,4 +223,4 @@ def _copy(value: JsonValue) -> JsonValue:
     return value
 
 
-__all__ = ["nullable", "strict"]
+__all__ = ["SINGLE_SUBSCHEMA_KEYWORDS", "json_type", "nullable", "strict"]

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from helikon._json import JsonObject, JsonValue
+from helikon.schema import SINGLE_SUBSCHEMA_KEYWORDS, json_type
 
 #: How many ``$ref`` expansions may nest before the rest is cut off.
 MAX_REF_DEPTH: Final = 32
@@ -60,21 +61,7 @@ STRIPPED_KEYWORDS: Final = frozenset(
 #: Keywords whose value maps names to subschemas.
 _SCHEMA_MAPS: Final = frozenset({"properties", "patternProperties", "dependentSchemas"})
 #: Keywords whose value is one subschema (``items`` may also be a list).
-_SCHEMA_ONE: Final = frozenset(
-    {
-        "items",
-        "additionalItems",
-        "additionalProperties",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "contains",
-        "propertyNames",
-        "not",
-        "if",
-        "then",
-        "else",
-    }
-)
+_SCHEMA_ONE: Final = SINGLE_SUBSCHEMA_KEYWORDS
 _COMBINATORS: Final = ("allOf", "anyOf", "oneOf")
 _PERMISSIVE: Final[dict[str, Any]] = {"type": "object"}
 
@@ -246,7 +233,7 @@ def _merge_objects(variants: list[dict[str, Any]], all_required: bool) -> dict[s
             for v in variants
         )
         if pinned and (len(values) > 1 or len(variants) > 1):
-            kinds = {_json_type(value) for value in values}
+            kinds = {json_type(value) for value in values}
             tag: dict[str, Any] = {"type": kinds.pop()} if len(kinds) == 1 else {}
             tag["enum"] = values
             description = properties[name].get("description")
@@ -286,7 +273,7 @@ def _merge_scalars(variants: list[dict[str, Any]]) -> dict[str, Any]:
         for enum in enums:
             assert isinstance(enum, list)
             values.extend(x for x in enum if x not in values)
-        kinds = {_json_type(x) for x in values}
+        kinds = {json_type(x) for x in values}
         merged: dict[str, Any] = {"type": kinds.pop()} if len(kinds) == 1 else {}
         merged["enum"] = [*values, None] if nullable and None not in values else values
         if nullable and isinstance(merged.get("type"), str):
@@ -304,20 +291,6 @@ def _merge_scalars(variants: list[dict[str, Any]]) -> dict[str, Any]:
     if nullable and "null" not in types:
         types.append("null")
     return {"type": types} if types else {}
-
-
-def _json_type(value: JsonValue) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if value is None:
-        return "null"
-    return "array" if isinstance(value, Sequence) else "object"
 
 
 def _copy(value: JsonValue) -> Any:

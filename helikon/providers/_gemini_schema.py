@@ -16,6 +16,10 @@ from typing import Any, Final
 import msgspec
 
 from helikon._json import JsonObject
+from helikon.schema import json_type
+
+#: The literal types an enum's ``type`` is inferred from.
+_SCALAR_TYPES: Final = frozenset({"boolean", "integer", "number", "string"})
 
 #: The keywords Gemini's ``Schema`` message knows (everything else is dropped).
 #: ``default`` and ``example`` are known to the API too, but the book strips
@@ -211,8 +215,8 @@ def _finish(out: dict[str, Any], nullable: bool) -> dict[str, Any]:
             nullable = True
         values = [v for v in enum if v is not None]
         if "type" not in out and values:
-            inferred = _json_type(values[0])
-            if inferred is not None and all(_json_type(v) == inferred for v in values):
+            inferred = json_type(values[0])
+            if inferred in _SCALAR_TYPES and all(json_type(v) == inferred for v in values):
                 out["type"] = inferred
         out["enum"] = [v if isinstance(v, str) else msgspec.json.encode(v).decode() for v in values]
     if nullable:
@@ -229,19 +233,6 @@ def _finish(out: dict[str, Any], nullable: bool) -> dict[str, Any]:
         else:
             del out["required"]
     return out
-
-
-def _json_type(value: Any) -> str | None:
-    """The JSON Schema type of a literal value (``bool`` before ``int``)."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
 
 
 def _resolve(root: JsonObject, ref: str) -> Mapping[str, Any] | None:

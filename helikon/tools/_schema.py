@@ -35,7 +35,7 @@ import msgspec
 
 from helikon._json import JsonObject, JsonValue
 from helikon.errors import ConfigError
-from helikon.schema import nullable
+from helikon.schema import json_type, nullable
 
 # -- docstrings --------------------------------------------------------------
 
@@ -382,25 +382,6 @@ def unwrap_newtype(tp: object) -> object:
     while hasattr(tp, "__supertype__"):
         tp = tp.__supertype__
     return tp
-
-
-def json_type(value: object) -> str:
-    """The JSON type name of a scalar value (``"null"``, ``"boolean"``, ...)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return type(value).__name__
 
 
 def type_name(tp: object) -> str:
