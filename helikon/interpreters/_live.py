@@ -15,7 +15,6 @@ wrap their network waits in :meth:`CancellationToken.scope`.
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, final
@@ -62,6 +61,7 @@ from helikon.interpreters._drive import interruption
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._governed import (
     CallReport,
+    call_user,
     check_guardrails,
     notify_hooks,
     run_governed_tool,
@@ -110,7 +110,7 @@ class LiveInterpreter:
             case AwaitApproval(requests=requests):
                 raise RunSuspended(requests)
             case RenderInstructions():
-                yield await self._render_instructions(env)
+                yield await _interruptible(self._render_instructions(env), env)
             case Handoff(target=target, transcript=transcript, depth=depth):
                 async for item in self._hand_off(target, transcript, depth, env):
                     yield item
@@ -244,12 +244,7 @@ class LiveInterpreter:
     async def _render_instructions(self, env: RunEnv) -> EffectResult:
         if env.instructions is None:
             raise StepError("the agent has no instructions function")
-        with env.ctx.cancel.scope(env.deadline):
-            text = env.instructions(env.ctx)
-            if inspect.isawaitable(text):
-                text = await text
-            return InstructionsRendered(str(text))
-        return interruption(env) or _cancelled()
+        return InstructionsRendered(str(await call_user(env.instructions, env.ctx)))
 
     async def _execute_tools(
         self, calls: tuple[ToolCall, ...], approved: tuple[str, ...], env: RunEnv

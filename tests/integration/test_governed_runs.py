@@ -386,3 +386,17 @@ def test_observation_hooks_see_handoffs_sub_agents_and_the_end_of_the_run() -> N
 
     assert type(events[-1]) is RunCompleted
     assert seen == [OnHandoff("triage", "expert"), OnSubagentStop("expert"), OnRunComplete()]
+
+
+def test_the_hook_registry_grows_by_copies() -> None:
+    def hook(ctx: RunContext[Any], event: Any) -> None:
+        return None
+
+    def guard(ctx: RunContext[Any], value: Any) -> None:
+        return None
+
+    empty = HookRegistry()
+    full = empty.with_hook(hook).with_input_guardrail(guard).with_output_guardrail(guard)
+
+    assert empty == HookRegistry()
+    assert full == HookRegistry(hooks=[hook], input_guardrails=[guard], output_guardrails=[guard])
