@@ -10,7 +10,7 @@ an interpreter (the live one unless told otherwise) and streams the events.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -20,13 +20,11 @@ from helikon.effects import EffectResult
 from helikon.errors import ConfigError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
+from helikon.interpreters._env import Limits, RunEnv, build_env, inherit
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug
 from helikon.model import ModelSettings, ToolDef
 from helikon.protocols import Model, Tool
-
-if TYPE_CHECKING:
-    from helikon.interpreters import RunEnv
 
 Ctx = TypeVar("Ctx")
 
@@ -193,40 +191,21 @@ class LlmAgent(Generic[Ctx]):
         parent: Limits | None = None,
     ) -> RunEnv:
         """The world an interpreter needs to run this agent (used by interpreters)."""
-        from helikon.interpreters import RunEnv
-        from helikon.interpreters._governed import permission_settings, run_secrets
-
-        spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
-        registry = ctx.hooks
-        governed = (
-            bool(self.input_guardrails or registry.input_guardrails),
-            bool(self.output_guardrails or registry.output_guardrails),
-            bool(self.hooks or registry.hooks),
-        )
-        if governed != (spec.input_guardrails, spec.output_guardrails, spec.hooks):
-            spec = attrs.evolve(
-                spec, input_guardrails=governed[0], output_guardrails=governed[1], hooks=governed[2]
-            )
-        limited, deadline, timeout_s = inherit(spec.config, parent)
-        if limited is not spec.config:
-            spec = attrs.evolve(spec, config=limited)
-        return RunEnv(
-            spec,
-            self.model,
-            self.tool_map,
-            self.instructions if callable(self.instructions) else None,
+        return build_env(
+            self.spec,
             ctx,
-            RunId(run_id) if run_id is not None else interpreter.new_run_id(),
-            deadline,
-            actions or Actions(),
-            children={h.target_name: h for h in self.handoffs},
-            path=path,
+            run_id=RunId(run_id) if run_id is not None else interpreter.new_run_id(),
+            model=self.model,
+            tools=self.tool_map,
+            instructions=self.instructions if callable(self.instructions) else None,
             hooks=self.hooks,
             input_guardrails=self.input_guardrails,
             output_guardrails=self.output_guardrails,
-            secrets=run_secrets(ctx),
-            timeout_s=timeout_s,
-            permissions=permission_settings(ctx),
+            config=config,
+            parent=parent,
+            actions=actions,
+            children={h.target_name: h for h in self.handoffs},
+            path=path,
         )
 
     def with_handoffs(self, *handoffs: Any) -> LlmAgent[Ctx]:
@@ -273,38 +252,6 @@ def run_agent(
     return _run(agent, ctx or RunContext.ephemeral(None), input, interpreter or LiveInterpreter(), config)
 
 
-@attrs.frozen
-class Limits:
-    """The limits a run inherits from its parent: the deadline (and the
-    timeout that set it) and the agent-depth cap."""
-
-    deadline: float | None = None
-    timeout_s: float | None = None
-    max_agent_depth: int | None = None
-
-    @classmethod
-    def of(cls, env: Any) -> Limits:
-        """The limits a child of the run ``env`` must respect."""
-        return cls(env.deadline, env.timeout_s, env.spec.config.max_agent_depth)
-
-
-def inherit(config: RunConfig, parent: Limits | None) -> tuple[RunConfig, float | None, float | None]:
-    """A run's config, deadline and timeout seconds, given its parent's limits:
-    the earlier deadline wins, and the depth cap is the lower one."""
-    deadline: float | None = None
-    timeout_s = config.timeout
-    if config.timeout is not None:
-        import anyio
-
-        deadline = anyio.current_time() + config.timeout
-    if parent is not None:
-        if parent.deadline is not None and (deadline is None or parent.deadline < deadline):
-            deadline, timeout_s = parent.deadline, parent.timeout_s
-        if parent.max_agent_depth is not None and parent.max_agent_depth < config.max_agent_depth:
-            config = attrs.evolve(config, max_agent_depth=parent.max_agent_depth)
-    return config, deadline, timeout_s
-
-
 async def _run(
     agent: Any,
     ctx: RunContext[Any],
@@ -345,7 +292,7 @@ async def _run(
 
 async def _run_complete(env: RunEnv) -> None:
     """Fire the OnRunComplete hooks once the run's last event is out."""
-    if env.hooks or env.ctx.hooks.hooks:
+    if env.hooks:
         from helikon.governance import OnRunComplete
         from helikon.interpreters._governed import notify_hooks
 

@@ -97,6 +97,26 @@ class TracerHandle:
 
 
 @attrs.frozen
+class Governed:
+    """A run's permission configuration, as sub-agent runs inherit it.
+
+    The fields are the :class:`RunContext` fields of the same names;
+    :meth:`RunContext.governed` reads them and :meth:`RunContext.with_governed`
+    applies them (an ``AgentAsTool`` sub-run is governed like its parent).
+    """
+
+    permission_mode: PermissionMode = PermissionMode.DEFAULT
+    deny_rules: tuple[Any, ...] = ()
+    allow_rules: tuple[Any, ...] = ()
+    guard_rules: tuple[Any, ...] = ()
+    default_guards: bool = True
+    permission_policy: Any = None
+    approval_handler: Any = None
+    extra_secrets: tuple[str, ...] = ()
+    redact_output: bool = True
+
+
+@attrs.frozen
 class RunContext(Generic[Ctx]):
     """Everything a run shares with the world.
 
@@ -178,6 +198,24 @@ class RunContext(Generic[Ctx]):
     def without_output_redaction(self) -> RunContext[Ctx]:
         return attrs.evolve(self, redact_output=False)
 
+    def governed(self) -> Governed:
+        """This context's permission configuration (what sub-agents inherit)."""
+        return Governed(
+            self.permission_mode,
+            self.deny_rules,
+            self.allow_rules,
+            self.guard_rules,
+            self.default_guards,
+            self.permission_policy,
+            self.approval_handler,
+            self.extra_secrets,
+            self.redact_output,
+        )
+
+    def with_governed(self, governed: Governed) -> RunContext[Ctx]:
+        """This context with ``governed``'s permission configuration."""
+        return attrs.evolve(self, **attrs.asdict(governed, recurse=False))
+
     def with_suspend_on_approval(self, suspend: bool = True) -> RunContext[Ctx]:
         """With no approval handler, stop the run in ``NeedsApproval`` instead
         of denying, to be resumed later with the decision."""
@@ -199,6 +237,7 @@ class ToolContext(Generic[Ctx]):
     agent_depth: int = 0
     max_agent_depth: int = 8
     permission_mode: PermissionMode = PermissionMode.DEFAULT
+    governed: Governed = Governed()
 
 
-__all__ = ["Actions", "HookRegistry", "RunContext", "SessionState", "ToolContext", "TracerHandle"]
+__all__ = ["Actions", "Governed", "HookRegistry", "RunContext", "SessionState", "ToolContext", "TracerHandle"]

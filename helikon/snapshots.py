@@ -6,11 +6,20 @@ is a function of the state (:func:`helikon.loop.resume`), a state saved at
 any effect boundary — say while a tool call waits for a human — is all it
 takes to continue the run later, in another process, with
 ``agent.resume(ctx, state)``.
+
+A state says where each tool call's permission pipeline stands, so whoever
+can edit a snapshot can steer the run. An unsigned snapshot is trusted
+input: keep it where only you can write, or sign it —
+``dump_state(state, key=k)`` adds an HMAC-SHA256 over the bytes and
+``load_state(data, key=k)`` refuses a snapshot whose signature is missing or
+does not match.
 """
 
 from __future__ import annotations
 
-from typing import Final
+import hashlib
+import hmac
+from typing import Any, Final
 
 import msgspec
 
@@ -19,24 +28,50 @@ from helikon.errors import HelikonError
 from helikon.loop import RunState
 
 FORMAT: Final = "helikon-state"
-VERSION: Final = 1
+#: The snapshot version this helikon writes and reads (2: tool calls carry
+#: their pipeline's position).
+VERSION: Final = 2
 
 
 class StateFormatError(HelikonError):
-    """The bytes are not a helikon state snapshot this version can read."""
+    """The bytes are not a helikon state snapshot this version can read, or
+    their signature does not check out."""
 
 
-def dump_state(state: RunState) -> bytes:
-    """``state`` as versioned, byte-stable JSON."""
-    envelope = {"format": FORMAT, "version": VERSION, "state": codec.unstructure(state)}
+def _key(key: bytes | str) -> bytes:
+    raw = key.encode() if isinstance(key, str) else key
+    if len(raw) < 16:
+        raise ValueError("a snapshot signing key needs at least 16 bytes")
+    return raw
+
+
+def _signature(key: bytes, body: bytes) -> str:
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def dump_state(state: RunState, *, key: bytes | str | None = None) -> bytes:
+    """``state`` as versioned, byte-stable JSON; signed when ``key`` is given.
+
+    Raises:
+        ValueError: ``key`` is shorter than 16 bytes.
+    """
+    envelope: dict[str, Any] = {"format": FORMAT, "version": VERSION, "state": codec.unstructure(state)}
+    if key is None:
+        return msgspec.json.encode(envelope, order="sorted")
+    secret = _key(key)
+    body = msgspec.json.encode(envelope, order="sorted")
+    envelope["signature"] = _signature(secret, body)
     return msgspec.json.encode(envelope, order="sorted")
 
 
-def load_state(data: bytes | str) -> RunState:
+def load_state(data: bytes | str, *, key: bytes | str | None = None) -> RunState:
     """The :class:`RunState` that :func:`dump_state` wrote.
 
+    With ``key``, the snapshot must carry a valid signature made with it.
+
     Raises:
-        StateFormatError: not a snapshot, an unknown version, or malformed.
+        StateFormatError: not a snapshot, an unknown version, malformed, or
+            (with ``key``) unsigned or tampered with.
     """
     try:
         envelope = msgspec.json.decode(data)
@@ -44,6 +79,15 @@ def load_state(data: bytes | str) -> RunState:
         raise StateFormatError(f"not a state snapshot: {exc}") from None
     if not isinstance(envelope, dict) or envelope.get("format") != FORMAT:
         raise StateFormatError("not a helikon state snapshot")
+    signature = envelope.pop("signature", None)
+    if key is not None:
+        if not isinstance(signature, str):
+            raise StateFormatError("the snapshot is not signed, and a signing key was given")
+        expected = _signature(_key(key), msgspec.json.encode(envelope, order="sorted"))
+        if not hmac.compare_digest(signature, expected):
+            raise StateFormatError(
+                "the snapshot's signature does not match: it was changed, or signed with another key"
+            )
     if envelope.get("version") != VERSION:
         version = envelope.get("version")
         raise StateFormatError(

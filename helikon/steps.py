@@ -1,10 +1,16 @@
 """The public step API: drive a run one effect at a time.
 
-``start`` gives the first :class:`~helikon.loop.Outcome` of a run;
-``advance`` feeds the pending effect's result and gives the next. Every
-shipped interpreter is built on these two, and so can yours: perform
-``outcome.effect`` however you like, feed its result back, stop when the
-effect is :class:`~helikon.effects.Terminate`.
+``start`` gives the first outcome of a run; ``advance`` feeds the pending
+effect's result and gives the next; ``perform`` performs one effect for real.
+Every shipped interpreter is built on the same machine, and so can yours:
+perform ``outcome.effect`` however you like, feed its result back, stop when
+the effect is :class:`~helikon.effects.Terminate`.
+
+The machine an agent runs is completed by its run context: permissions,
+hooks, guardrails, where approvals go and which secrets to redact are part of
+the spec the machine reads (:func:`helikon.interpreters.build_env` is the one
+place that assembles it). Pass the same ``ctx`` to ``start``, ``advance`` and
+``perform`` of one run — as ``agent.run`` does.
 """
 
 from __future__ import annotations
@@ -18,40 +24,78 @@ from helikon.effects import Effect, EffectResult
 from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
+from helikon.interpreters import RESULT_TYPES, LiveInterpreter, RunEnv
+from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, Outcome, RunState, transition
-from helikon.loop import start as _start
+from helikon.loop import AgentSpec, RunState
+from helikon.loop import resume as _resume
 
 
-def _spec_of(agent: Any) -> AgentSpec:
+def prepare(agent: Any, ctx: RunContext[Any] | None = None, *, run_id: str = "run") -> RunEnv:
+    """The environment a run of ``agent`` under ``ctx`` has: its complete
+    spec (``env.spec``) and the objects its effects call.
+
+    Raises:
+        TypeError: ``agent`` is not a helikon agent.
+    """
+    make_env = getattr(agent, "make_env", None)
+    if make_env is None:
+        raise TypeError(f"expected a helikon agent (an LlmAgent or a workflow), got {type(agent).__name__}")
+    env: RunEnv = make_env(ctx or RunContext.ephemeral(None), LiveInterpreter(run_id), run_id=run_id)
+    return env
+
+
+def _machine(agent: Any, ctx: RunContext[Any] | None) -> Machine:
     if isinstance(agent, AgentSpec):
-        return agent
-    spec = getattr(agent, "spec", None)
-    if not isinstance(spec, AgentSpec):
-        raise TypeError(f"expected an agent or an AgentSpec, got {type(agent).__name__}")
-    return spec
+        return LoopMachine(agent)
+    env = prepare(agent, ctx)
+    machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
+    return machine
 
 
-def start(agent: Any, input: AgentInput | str, *, run_id: str) -> Outcome:
-    """Begin a run of ``agent`` (an LlmAgent or AgentSpec) on ``input``."""
+def start(
+    agent: Any, input: AgentInput | str, *, run_id: str, ctx: RunContext[Any] | None = None
+) -> OutcomeLike:
+    """Begin a run of ``agent`` (an agent, or an ``AgentSpec``) on ``input``."""
     if isinstance(input, str):
         input = AgentInput.from_user_text(input)
-    return _start(_spec_of(agent), input, RunId(run_id))
+    depth = ctx.agent_depth if ctx is not None else 0
+    return _machine(agent, ctx).begin(input, RunId(run_id), depth)
 
 
-def advance(agent: Any, state: RunState, result: EffectResult) -> Outcome:
+def advance(
+    agent: Any, state: Any, result: EffectResult, *, ctx: RunContext[Any] | None = None
+) -> OutcomeLike:
     """Feed ``result`` (the pending effect's result) and get the next outcome.
 
     Raises:
         StepError: ``result`` does not answer the pending effect, or the run
             is already over.
     """
-    match transition(state, result, _spec_of(agent)):
+    match _machine(agent, ctx).step(state, result):
         case Success(outcome):
             return outcome  # type: ignore[no-any-return]
         case Failure(error):
             raise error
     raise AssertionError("unreachable")
+
+
+def pending(agent: Any, state: RunState, *, ctx: RunContext[Any] | None = None) -> Effect:
+    """The effect a stored agent-loop ``state`` waits on (what to perform next).
+
+    Raises:
+        StepError: the state cannot be resumed.
+    """
+    machine = _machine(agent, ctx)
+    if not isinstance(machine, LoopMachine):
+        raise StepError("pending() reads agent-loop states")
+    outcome = _resume(state, machine.spec).alt(_raise).unwrap()
+    effect: Effect = outcome.effect
+    return effect
+
+
+def _raise(error: Exception) -> Exception:
+    raise error
 
 
 async def perform(
@@ -68,17 +112,8 @@ async def perform(
     lets you run an agent step by step and stop anywhere — for instance
     before an ``ExecuteTools`` that needs a human's approval.
     """
-    from helikon.interpreters import RESULT_TYPES, LiveInterpreter, RunEnv
-
     interp = interpreter or LiveInterpreter()
-    env = RunEnv(
-        _spec_of(agent),
-        agent.model,
-        agent.tool_map,
-        agent.instructions if callable(agent.instructions) else None,
-        ctx or RunContext.ephemeral(None),
-        RunId(run_id),
-    )
+    env = prepare(agent, ctx, run_id=run_id)
     events: list[AgentEvent] = []
     result: EffectResult | None = None
     async for item in interp.perform(effect, env):
@@ -91,4 +126,4 @@ async def perform(
     return tuple(events), result
 
 
-__all__ = ["advance", "perform", "start"]
+__all__ = ["advance", "pending", "perform", "prepare", "start"]

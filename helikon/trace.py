@@ -29,7 +29,7 @@ from helikon.loop import AgentSpec
 #: The format's name, in every header.
 FORMAT: Final = "helikon-trace"
 #: The format version this helikon writes and reads.
-VERSION: Final = 1
+VERSION: Final = 2
 
 
 class TraceFormatError(HelikonError):
@@ -53,6 +53,22 @@ def definition_of(spec: AgentSpec) -> dict[str, Any]:
             for t in spec.tools
         ],
         "output": None if spec.output is None else {"name": spec.output.name, "schema": spec.output.schema},
+        "governance": governance_of(spec),
+    }
+
+
+def governance_of(spec: AgentSpec) -> dict[str, Any]:
+    """The governance configuration a trace records: everything the machine
+    reads but the secrets (their values must never be written down, and they
+    differ from machine to machine)."""
+    governance = spec.governance
+    return {
+        "permissions": codec.unstructure(governance.permissions),
+        "hooks": list(governance.hooks),
+        "approvals": governance.approvals.value,
+        "redact": governance.redact,
+        "input_guardrails": spec.input_guardrails,
+        "output_guardrails": spec.output_guardrails,
     }
 
 
@@ -232,4 +248,5 @@ __all__ = [
     "TraceStep",
     "definition_of",
     "fingerprint",
+    "governance_of",
 ]

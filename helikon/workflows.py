@@ -18,11 +18,11 @@ mutated.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from helikon.agent import Limits, LlmAgent, run_agent
+from helikon.agent import LlmAgent, run_agent
 from helikon.agents import Node, WorkflowKind, WorkflowSpec, graph_errors
 from helikon.cancel import CancellationToken
 from helikon.config import RunConfig
@@ -30,11 +30,9 @@ from helikon.context import Actions, HookRegistry, RunContext, SessionState, Too
 from helikon.errors import ConfigError, MaxHandoffsExceeded, RunError, ToolError, describe
 from helikon.events import AgentEvent, HandoffItem, RunFailed
 from helikon.ids import RunId
+from helikon.interpreters._env import Limits, RunEnv, build_env
 from helikon.items import AgentInput
 from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect, Usage
-
-if TYPE_CHECKING:
-    from helikon.interpreters import RunEnv
 
 
 @runtime_checkable
@@ -98,9 +96,13 @@ class AgentAsTool:
 
     The sub-run is isolated: a fresh (no) session, empty hooks, its own run
     config. It inherits the user context, tracer, cancel token, the nesting
-    depth (still capped by ``max_agent_depth``) and the permission mode. The
-    tool's output is the sub-agent's final text; a failed sub-run is a tool
-    error the model sees.
+    depth (still capped by ``max_agent_depth``) and the parent's whole
+    permission configuration: mode, deny/allow/guard rules, policy, approval
+    handler, redaction (the book: sub-agents are governed like their parent).
+    A question for a human inside the sub-run goes to the parent's approval
+    handler; with none, it is denied (a sub-run cannot suspend). The tool's
+    output is the sub-agent's final text; a failed sub-run is a tool error
+    the model sees.
     """
 
     agent: Any
@@ -143,9 +145,8 @@ class AgentAsTool:
             ctx.tracer,
             ctx.cancel,
             SessionState(),
-            ctx.permission_mode,
-            ctx.agent_depth + 1,
-        )
+            agent_depth=ctx.agent_depth + 1,
+        ).with_governed(ctx.governed)
         try:
             result = await collect(self.agent.run(sub_ctx, AgentInput.from_user_text(str(args["input"]))))
         except RunError as exc:
@@ -222,26 +223,20 @@ class _Workflow:
         parent: Limits | None = None,
     ) -> RunEnv:
         """The world an interpreter needs to run this workflow."""
-        from helikon.agent import inherit
-        from helikon.interpreters import RunEnv
         from helikon.interpreters._machine import WorkflowMachine
         from helikon.loop import AgentSpec
 
-        config, deadline, timeout_s = inherit(config or self.config, parent)
-        return RunEnv(
-            AgentSpec(self.name, config=config),
-            _NoModel(),
-            {},
-            None,
+        env = build_env(
+            AgentSpec(self.name, config=config or self.config),
             ctx,
-            RunId(run_id) if run_id is not None else interpreter.new_run_id(),
-            deadline,
-            actions or Actions(),
-            machine=WorkflowMachine(self._spec(config)),
+            run_id=RunId(run_id) if run_id is not None else interpreter.new_run_id(),
+            model=_NoModel(),
+            parent=parent,
+            actions=actions,
             children=dict(self.children),
             path=path,
-            timeout_s=timeout_s,
         )
+        return attrs.evolve(env, machine=WorkflowMachine(self._spec(env.spec.config)))
 
 
 class _NoModel:

@@ -17,9 +17,11 @@ from typing import TypeAlias
 
 import attrs
 
+from helikon._json import JsonValue
 from helikon.errors import AgentError, Cancelled, GuardrailTripped, ModelFailure, TimedOut, ToolFailure
+from helikon.governance import HookDecision, PermissionDecision, PostToolUse, PreToolUse
 from helikon.ids import CallId
-from helikon.items import Item, ToolCall
+from helikon.items import Item
 from helikon.model import ModelEvent, ModelRequest, Usage
 
 # -- effects -----------------------------------------------------------------
@@ -41,15 +43,50 @@ class CallModel:
 
 
 @attrs.frozen
-class ExecuteTools:
-    """Run these tool calls (concurrently); answer in call order.
+class FireHook:
+    """Fire hook number ``hook`` (in fire order: the agent's, then the run's)
+    on ``event``, for tool call ``call_id``; answer with :class:`HookAnswered`."""
 
-    ``approved`` lists calls a human already approved (after a suspension):
-    the permission pipeline does not ask about them again.
+    call_id: CallId
+    hook: int
+    event: PreToolUse | PostToolUse
+
+
+@attrs.frozen
+class AskPolicy:
+    """Ask the permission policy about tool call ``call_id`` of ``tool`` with
+    ``args``; answer with :class:`PolicyAnswered`."""
+
+    call_id: CallId
+    tool: str
+    args: JsonValue
+
+
+@attrs.frozen
+class InvokeTool:
+    """Run tool ``tool`` with ``args`` for call ``call_id``; answer with
+    :class:`ToolReturned` or :class:`ToolRaised`."""
+
+    call_id: CallId
+    tool: str
+    args: JsonValue
+
+
+#: One step of one tool call's pipeline that calls user code.
+CallStep: TypeAlias = FireHook | AskPolicy | InvokeTool
+
+
+@attrs.frozen
+class ExecuteTools:
+    """Perform these steps of the round's tool-call pipelines, at most one per
+    call, concurrently (under ``parallel_tool_call_limit``); answer with one
+    result per step, in the order of ``steps``.
+
+    Every decision between the steps (hook folds, the permission pipeline,
+    argument checks, redaction) is the machine's; a step only calls user code.
     """
 
-    calls: tuple[ToolCall, ...]
-    approved: tuple[CallId, ...] = ()
+    steps: tuple[CallStep, ...]
 
 
 @attrs.frozen
@@ -79,8 +116,18 @@ class ApprovalRequest:
 
 
 @attrs.frozen
+class AskApprovals:
+    """Ask the approval handler about these calls (concurrently); answer with
+    :class:`ApprovalsGiven`. An approval stands in for the "ask" step of that
+    call's permission pipeline and nothing else."""
+
+    requests: tuple[ApprovalRequest, ...]
+
+
+@attrs.frozen
 class AwaitApproval:
-    """Stop here until these calls are approved or denied (a suspension)."""
+    """Stop here until these calls are approved or denied (a suspension);
+    resume with :class:`ApprovalsGiven`."""
 
     requests: tuple[ApprovalRequest, ...]
 
@@ -127,6 +174,7 @@ Effect: TypeAlias = (
     | ExecuteTools
     | CheckGuardrails
     | RunHooks
+    | AskApprovals
     | AwaitApproval
     | Handoff
     | RunAgents
@@ -159,11 +207,28 @@ class ModelCallFailed:
 
 
 @attrs.frozen
-class ToolReturned:
-    """Tool call ``call_id`` returned ``content`` (the text the model sees)."""
+class HookAnswered:
+    """The hook of a :class:`FireHook` answered ``decision``."""
 
     call_id: CallId
-    content: str
+    decision: HookDecision
+
+
+@attrs.frozen
+class PolicyAnswered:
+    """The permission policy answered ``decision`` about call ``call_id``."""
+
+    call_id: CallId
+    decision: PermissionDecision
+
+
+@attrs.frozen
+class ToolReturned:
+    """Tool call ``call_id`` returned ``output``: text, or a JSON value the
+    machine encodes for the model."""
+
+    call_id: CallId
+    output: JsonValue
 
 
 @attrs.frozen
@@ -175,25 +240,24 @@ class ToolRaised:
 
 
 @attrs.frozen
-class ApprovalPending:
-    """Tool call ``call_id`` needs a human's approval and no handler was
-    installed (the run suspends)."""
+class CallbackRaised:
+    """The hook or policy of a step of call ``call_id`` raised; ``message``
+    says what (the machine denies the call: governance fails closed)."""
 
     call_id: CallId
-    prompt: str
+    message: str
 
 
-#: How one tool call ended.
-ToolOutcome: TypeAlias = ToolReturned | ToolRaised | ApprovalPending
+#: How one step of a tool call's pipeline ended.
+StepResult: TypeAlias = HookAnswered | PolicyAnswered | ToolReturned | ToolRaised | CallbackRaised
 
 
 @attrs.frozen
 class ToolsExecuted:
-    """The tool calls ended; ``outcomes`` are in call order. ``injected``
-    are system messages hooks asked to add before the next model call."""
+    """The steps of an :class:`ExecuteTools` ended; ``results`` are in the
+    order of its steps."""
 
-    outcomes: tuple[ToolOutcome, ...]
-    injected: tuple[str, ...] = ()
+    results: tuple[StepResult, ...]
 
 
 @attrs.frozen
@@ -223,7 +287,7 @@ class ApprovalDecision:
 
 @attrs.frozen
 class ApprovalsGiven:
-    """The answers to an ``AwaitApproval``."""
+    """The answers to an ``AskApprovals`` or an ``AwaitApproval``."""
 
     decisions: tuple[ApprovalDecision, ...]
 
@@ -278,8 +342,16 @@ EffectResult: TypeAlias = (
 
 __all__ = [
     "ApprovalDecision",
-    "ApprovalPending",
     "ApprovalRequest",
+    "AskApprovals",
+    "AskPolicy",
+    "CallStep",
+    "CallbackRaised",
+    "FireHook",
+    "HookAnswered",
+    "InvokeTool",
+    "PolicyAnswered",
+    "StepResult",
     "ApprovalsGiven",
     "AwaitApproval",
     "CheckGuardrails",
@@ -302,7 +374,6 @@ __all__ = [
     "RunAgents",
     "RunInterrupted",
     "Terminate",
-    "ToolOutcome",
     "ToolRaised",
     "ToolReturned",
     "ToolsExecuted",

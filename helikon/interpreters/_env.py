@@ -1,21 +1,27 @@
-"""What an interpreter needs to perform a run's effects.
+"""What an interpreter needs to perform a run's effects, built in one place.
 
 The pure machine sees an agent as an :class:`~helikon.loop.AgentSpec`; an
 interpreter also needs the objects with behaviour it names: the model, the
-tool implementations, an instructions function, the run context. A
-:class:`RunEnv` bundles them for one run.
+tool implementations, an instructions function, the hooks and the run
+context. A :class:`RunEnv` bundles them for one run, and :func:`build_env`
+is the one function that assembles it — for ``agent.run``, the step API,
+workflow children and the Temporal worker alike — including the governance
+configuration the machine reads (:func:`governance_of`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, final
 
 import attrs
 
+from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
+from helikon.governance import GuardRule, PermissionSettings, secret_values_from_environment
 from helikon.ids import RunId
-from helikon.loop import AgentSpec
+from helikon.loop import AgentSpec, ApprovalRoute, Governance
 from helikon.protocols import Model, Tool
 
 #: Dynamic instructions: a function of the run context, sync or async.
@@ -24,11 +30,27 @@ InstructionsFn = Callable[[RunContext[Any]], "str | Awaitable[str]"]
 
 @final
 @attrs.frozen
+class Limits:
+    """The limits a run inherits from its parent: the deadline (and the
+    timeout that set it) and the agent-depth cap."""
+
+    deadline: float | None = None
+    timeout_s: float | None = None
+    max_agent_depth: int | None = None
+
+    @classmethod
+    def of(cls, env: RunEnv) -> Limits:
+        """The limits a child of the run ``env`` must respect."""
+        return cls(env.deadline, env.timeout_s, env.spec.config.max_agent_depth)
+
+
+@final
+@attrs.frozen
 class RunEnv:
     """One run's world.
 
     Args:
-        spec: the agent as data.
+        spec: the agent as data (governance included).
         model: the model to call.
         tools: tool implementations by name.
         instructions: the dynamic instructions function, if any.
@@ -39,13 +61,10 @@ class RunEnv:
         machine: the pure machine to drive (the agent loop of ``spec`` when None).
         children: sub-agents by key (workflow children, handoff targets).
         path: where this run sits in an agent tree (empty at the root).
-        hooks: the agent's own hooks (the run context's fire after them).
+        hooks: every hook in fire order: the agent's own, then the run context's.
         input_guardrails: the agent's own input guardrails.
         output_guardrails: the agent's own output guardrails.
-        secrets: secret values to redact from tool output (captured at start).
         timeout_s: the seconds of the timeout that set ``deadline``.
-        permissions: the run's ``PermissionSettings`` (derived from ``ctx`` once).
-        memo: per-run memo of argument-independent permission folds.
     """
 
     spec: AgentSpec
@@ -62,10 +81,166 @@ class RunEnv:
     hooks: tuple[Any, ...] = ()
     input_guardrails: tuple[Any, ...] = ()
     output_guardrails: tuple[Any, ...] = ()
-    secrets: tuple[str, ...] = ()
     timeout_s: float | None = None
-    permissions: Any = None
-    memo: dict[Any, Any] = attrs.field(factory=dict, eq=False, repr=False)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secret values the run scrubs from tool output."""
+        return self.spec.governance.secrets
 
 
-__all__ = ["InstructionsFn", "RunEnv"]
+def permission_settings(ctx: RunContext[Any]) -> PermissionSettings:
+    """The run context's permission configuration, as the pure pipeline's data."""
+    guards = (*GuardRule.destructive_defaults(), *ctx.guard_rules) if ctx.default_guards else ctx.guard_rules
+    return PermissionSettings(
+        mode=ctx.permission_mode,
+        deny_rules=tuple(ctx.deny_rules),
+        guard_rules=tuple(guards),
+        allow_rules=tuple(ctx.allow_rules),
+        has_policy=ctx.permission_policy is not None,
+    )
+
+
+_environment_secrets: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ())
+
+
+def run_secrets(ctx: RunContext[Any]) -> tuple[str, ...]:
+    """The secret values to redact from tool output: secret-named environment
+    variables, captured now (at run start), plus the context's extras.
+
+    The environment scan is memoised on the environment's contents (it costs
+    tens of microseconds and the environment rarely changes between runs).
+    """
+    global _environment_secrets
+    if not ctx.redact_output:
+        return ()
+    snapshot = tuple(os.environ.items())
+    if snapshot != _environment_secrets[0]:
+        _environment_secrets = (snapshot, secret_values_from_environment(dict(snapshot)))
+    return (*_environment_secrets[1], *ctx.extra_secrets)
+
+
+def hook_name(hook: object) -> str:
+    """How a hook is named in a spec and a trace: its qualified name."""
+    name = getattr(hook, "__qualname__", None) or type(hook).__qualname__
+    return str(name)
+
+
+def governance_of(ctx: RunContext[Any], hooks: tuple[Any, ...]) -> Governance:
+    """The governance configuration the machine reads, from the run context
+    and the run's hooks (in fire order)."""
+    if ctx.approval_handler is not None:
+        approvals = ApprovalRoute.HANDLER
+    elif ctx.suspend_on_approval:
+        approvals = ApprovalRoute.SUSPEND
+    else:
+        approvals = ApprovalRoute.DENY
+    return Governance(
+        permissions=permission_settings(ctx),
+        hooks=tuple(hook_name(h) for h in hooks),
+        approvals=approvals,
+        redact=ctx.redact_output,
+        secrets=run_secrets(ctx),
+    )
+
+
+def inherit(config: RunConfig, parent: Limits | None) -> tuple[RunConfig, float | None, float | None]:
+    """A run's config, deadline and timeout seconds, given its parent's limits:
+    the earlier deadline wins, and the depth cap is the lower one."""
+    deadline: float | None = None
+    timeout_s = config.timeout
+    if config.timeout is not None:
+        import anyio
+
+        deadline = anyio.current_time() + config.timeout
+    if parent is not None:
+        if parent.deadline is not None and (deadline is None or parent.deadline < deadline):
+            deadline, timeout_s = parent.deadline, parent.timeout_s
+        if parent.max_agent_depth is not None and parent.max_agent_depth < config.max_agent_depth:
+            config = attrs.evolve(config, max_agent_depth=parent.max_agent_depth)
+    return config, deadline, timeout_s
+
+
+def build_env(
+    spec: AgentSpec,
+    ctx: RunContext[Any],
+    *,
+    run_id: RunId,
+    model: Model,
+    tools: Mapping[str, Tool] | None = None,
+    instructions: InstructionsFn | None = None,
+    hooks: tuple[Any, ...] = (),
+    input_guardrails: tuple[Any, ...] = (),
+    output_guardrails: tuple[Any, ...] = (),
+    config: RunConfig | None = None,
+    parent: Limits | None = None,
+    actions: Actions | None = None,
+    machine: Any = None,
+    children: Mapping[str, Any] | None = None,
+    path: tuple[str | int, ...] = (),
+) -> RunEnv:
+    """The one place a run's environment is assembled.
+
+    It completes ``spec`` with what the run context adds: the governance
+    configuration (permissions, the hooks in fire order, where approvals go,
+    redaction), whether guardrails and turn hooks exist, and the limits the
+    run inherits from ``parent``.
+
+    Args:
+        spec: the agent as data.
+        ctx: the run context.
+        run_id: the run's id.
+        model: the model to call.
+        tools: tool implementations by name.
+        instructions: the dynamic instructions function, if any.
+        hooks: the agent's own hooks (the context's fire after them).
+        input_guardrails: the agent's own input guardrails.
+        output_guardrails: the agent's own output guardrails.
+        config: overrides the spec's run config.
+        parent: the limits of the run this one is a child of.
+        actions: the signals record tools write to.
+        machine: the pure machine, when not the agent loop.
+        children: sub-agents by key.
+        path: where the run sits in an agent tree.
+    """
+    registry = ctx.hooks
+    fired = (*hooks, *registry.hooks)
+    limited, deadline, timeout_s = inherit(config or spec.config, parent)
+    spec = attrs.evolve(
+        spec,
+        config=limited,
+        input_guardrails=bool(input_guardrails or registry.input_guardrails),
+        output_guardrails=bool(output_guardrails or registry.output_guardrails),
+        hooks=bool(fired),
+        governance=governance_of(ctx, fired),
+    )
+    return RunEnv(
+        spec,
+        model,
+        tools or {},
+        instructions,
+        ctx,
+        run_id,
+        deadline,
+        actions or Actions(),
+        machine=machine,
+        children=children or {},
+        path=path,
+        hooks=fired,
+        input_guardrails=input_guardrails,
+        output_guardrails=output_guardrails,
+        timeout_s=timeout_s,
+    )
+
+
+__all__ = [
+    "InstructionsFn",
+    "Limits",
+    "RunEnv",
+    "build_env",
+    "governance_of",
+    "hook_name",
+    "inherit",
+    "permission_settings",
+    "run_secrets",
+]

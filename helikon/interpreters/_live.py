@@ -15,21 +15,25 @@ wrap their network waits in :meth:`CancellationToken.scope`.
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, final
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar, final
 
 import attrs
 import msgspec
 
-from helikon.agent import Limits
 from helikon.context import RunContext
 from helikon.effects import (
     AgentRun,
     AgentRunResult,
     AgentsRan,
+    ApprovalRequest,
+    ApprovalsGiven,
+    AskApprovals,
     AwaitApproval,
     CallModel,
+    CallStep,
     CheckGuardrails,
     Effect,
     EffectResult,
@@ -42,6 +46,7 @@ from helikon.effects import (
     RenderInstructions,
     RunAgents,
     RunHooks,
+    StepResult,
     Terminate,
     ToolsExecuted,
 )
@@ -58,17 +63,16 @@ from helikon.governance import OnHandoff, OnSubagentStop
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, resolve, run_child
 from helikon.interpreters._drive import interruption
-from helikon.interpreters._env import RunEnv
+from helikon.interpreters._env import Limits, RunEnv
 from helikon.interpreters._governed import (
-    CallReport,
     call_user,
     check_guardrails,
     notify_hooks,
-    run_governed_tool,
     run_turn_hooks,
     tool_output_text,
 )
-from helikon.items import Item, ToolCall
+from helikon.interpreters._steps import ask_approval, perform_step
+from helikon.items import Item
 from helikon.loop import delta_event
 from helikon.model import ModelEvent, Usage
 
@@ -100,9 +104,10 @@ class LiveInterpreter:
             case CallModel():
                 async for item in self._call_model(effect, env):
                     yield item
-            case ExecuteTools(calls=calls, approved=approved):
-                async for item in self._execute_tools(calls, approved, env):
-                    yield item
+            case ExecuteTools(steps=steps):
+                yield await self._execute_tools(steps, env)
+            case AskApprovals(requests=requests):
+                yield await _interruptible(self._ask_approvals(requests, env), env)
             case CheckGuardrails(stage=stage, text=text):
                 yield await _interruptible(check_guardrails(stage, text, env), env)
             case RunHooks(turn=turn):
@@ -246,45 +251,45 @@ class LiveInterpreter:
             raise StepError("the agent has no instructions function")
         return InstructionsRendered(str(await call_user(env.instructions, env.ctx)))
 
-    async def _execute_tools(
-        self, calls: tuple[ToolCall, ...], approved: tuple[str, ...], env: RunEnv
-    ) -> AsyncIterator[AgentEvent | EffectResult]:
-        reports: list[CallReport | None] = [None] * len(calls)
-        secrets = env.secrets
+    async def _ask_approvals(self, requests: tuple[ApprovalRequest, ...], env: RunEnv) -> EffectResult:
+        decisions = await _fan_out([functools.partial(ask_approval, r, env) for r in requests], None)
+        return ApprovalsGiven(tuple(decisions))
 
-        async def one(index: int) -> None:
-            call = calls[index]
-            reports[index] = await run_governed_tool(call, env, call.call_id in approved, secrets)
-
+    async def _execute_tools(self, steps: tuple[CallStep, ...], env: RunEnv) -> EffectResult:
+        results: list[StepResult] | None = None
+        limit = env.spec.config.parallel_tool_call_limit
         with env.ctx.cancel.scope(env.deadline):
-            if len(calls) == 1:
-                await one(0)
-            else:
-                import anyio
-
-                limit = env.spec.config.parallel_tool_call_limit
-                limiter = anyio.CapacityLimiter(limit) if limit is not None else None
-
-                async def worker(index: int) -> None:
-                    if limiter is None:
-                        await one(index)
-                    else:
-                        async with limiter:
-                            await one(index)
-
-                async with anyio.create_task_group() as group:
-                    for index in range(len(calls)):
-                        group.start_soon(worker, index)
+            results = await _fan_out([functools.partial(perform_step, s, env) for s in steps], limit)
         stopped = interruption(env)
-        if stopped is not None or any(r is None for r in reports):
-            yield stopped or _cancelled()
-            return
-        done = [r for r in reports if r is not None]
-        for report in done:  # in call order, whatever order the calls finished in
-            for event in report.events:
-                yield event
-        injected = tuple(text for report in done for text in report.injected)
-        yield ToolsExecuted(tuple(r.outcome for r in done), injected)
+        if stopped is not None or results is None:
+            return stopped or _cancelled()
+        return ToolsExecuted(tuple(results))
+
+
+T = TypeVar("T")
+
+
+async def _fan_out(work: list[Callable[[], Awaitable[T]]], limit: int | None) -> list[T]:
+    """Run ``work`` concurrently (at most ``limit`` at once); results in
+    the order of ``work``, whatever order they finish in."""
+    if len(work) == 1:
+        return [await work[0]()]
+    import anyio
+
+    done: list[T | None] = [None] * len(work)
+    limiter = anyio.CapacityLimiter(limit) if limit is not None else None
+
+    async def one(index: int) -> None:
+        if limiter is None:
+            done[index] = await work[index]()
+        else:
+            async with limiter:
+                done[index] = await work[index]()
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(work)):
+            group.start_soon(one, index)
+    return [item for item in done if item is not None]  # every task ran to its end
 
 
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectResult:

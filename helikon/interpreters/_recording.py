@@ -9,19 +9,23 @@ events emitted. After the run, :attr:`RecordingInterpreter.trace` holds the
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import final
+from typing import TypeVar, final
 
+from helikon import codec
 from helikon._version import __version__
 from helikon.agents import WorkflowState
-from helikon.effects import Effect, EffectResult, Terminate
+from helikon.effects import Effect, EffectResult, ExecuteTools, Terminate
 from helikon.errors import StepError
 from helikon.events import AgentEvent
+from helikon.governance import redact_values
 from helikon.ids import RunId
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import OutcomeLike
 from helikon.items import Item, UserMessage
 from helikon.trace import Trace, TraceHeader, TraceStep, definition_of, fingerprint
+
+T = TypeVar("T")
 
 
 @final
@@ -85,8 +89,30 @@ class RecordingInterpreter:
             yield item
         if result is not None:
             events = (*self._pending, *live)
+            secrets = env.spec.governance.secrets
+            if secrets and type(effect) is ExecuteTools:
+                effect, result = _scrubbed(effect, Effect, secrets), _scrubbed(result, EffectResult, secrets)
             self._steps.append(TraceStep(len(self._steps), effect, result, events, env.path, tuple(live)))
             self._pending = []
+
+
+def _scrubbed(value: T, as_type: object, secrets: tuple[str, ...]) -> T:
+    """``value`` with every literal occurrence of a secret replaced, so a
+    trace never holds one: a tool's raw output reaches the machine, which
+    redacts it before the model sees it, and a replay of the scrubbed output
+    redacts to the same text."""
+
+    def walk(item: object) -> object:
+        if isinstance(item, str):
+            return redact_values(item, secrets)
+        if isinstance(item, list):
+            return [walk(i) for i in item]
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        return item
+
+    scrubbed: T = codec.structure(walk(codec.unstructure(value, as_type)), as_type)
+    return scrubbed
 
 
 def _input_of(outcome: OutcomeLike) -> tuple[Item, ...]:

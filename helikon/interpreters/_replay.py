@@ -10,15 +10,20 @@ raises :class:`ReplayDivergence` with a readable, field-by-field diff.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator
 from typing import final
 
 from helikon import codec
 from helikon.effects import (
+    AskPolicy,
     CallModel,
+    CallStep,
     Effect,
     EffectResult,
     ExecuteTools,
+    FireHook,
+    InvokeTool,
     ModelCallFailed,
     ModelResponded,
     Terminate,
@@ -30,7 +35,7 @@ from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import OutcomeLike
 from helikon.items import Item
 from helikon.loop import delta_event
-from helikon.trace import Trace, TraceStep
+from helikon.trace import Trace, TraceStep, definition_of
 
 _CONTEXT_STEPS = 3
 
@@ -53,11 +58,21 @@ def _describe(step: TraceStep) -> str:
     match effect:
         case CallModel(turn=turn):
             detail = f"CallModel(turn={turn})"
-        case ExecuteTools(calls=calls):
-            detail = "ExecuteTools(" + ", ".join(f"{c.name}({c.arguments})" for c in calls) + ")"
+        case ExecuteTools(steps=steps):
+            detail = "ExecuteTools(" + ", ".join(_step_label(s) for s in steps) + ")"
         case _:
             detail = type(effect).__name__
     return f"  #{step.index}: {detail} -> {type(step.result).__name__}"
+
+
+def _step_label(step: CallStep) -> str:
+    match step:
+        case InvokeTool(tool=tool, args=args):
+            return f"{tool}({codec.to_json(args).decode()})"
+        case FireHook(call_id=call_id, hook=hook, event=event):
+            return f"{type(event).__name__} hook #{hook} of {call_id}"
+        case AskPolicy(call_id=call_id, tool=tool):
+            return f"policy about {tool} ({call_id})"
 
 
 def _loose(effect: Effect) -> object:
@@ -65,8 +80,8 @@ def _loose(effect: Effect) -> object:
     match effect:
         case CallModel(turn=turn):
             return ("CallModel", turn)
-        case ExecuteTools(calls=calls):
-            return ("ExecuteTools", tuple((c.name, c.arguments) for c in calls))
+        case ExecuteTools(steps=steps):
+            return ("ExecuteTools", tuple(codec.unstructure(s, CallStep) for s in steps))
         case _:
             return codec.unstructure(effect, Effect)
 
@@ -87,6 +102,7 @@ class ReplayInterpreter:
         self.trace = trace
         self.strict = strict
         self._next = 0
+        self._checked = False
         self._events: list[AgentEvent] = []
         self._last_messages: tuple[tuple[Item, ...], tuple[Item, ...]] = ((), ())
 
@@ -110,7 +126,26 @@ class ReplayInterpreter:
         self._last_messages = (a.messages, b.messages)
         return True
 
+    def _check_definition(self, env: RunEnv) -> None:
+        """The agent must be the one recorded: its instructions, tools, model,
+        output schema and governance (strict); a loose replay only warns."""
+        recorded = self.trace.header.definition
+        if not recorded:
+            return
+        from helikon.diff import diff
+
+        differences = diff(recorded, definition_of(env.spec), "definition")
+        if not differences:
+            return
+        if self.strict:
+            raise self._divergence(0, "the agent's definition differs from the recording", differences)
+        warnings.warn(
+            "replaying a trace of a different agent definition: " + "; ".join(differences[:5]),
+            stacklevel=2,
+        )
+
     def new_run_id(self) -> RunId:
+        self._checked = False
         self._next = 0
         self._events = []
         self._last_messages = ((), ())
@@ -130,6 +165,9 @@ class ReplayInterpreter:
         return ReplayDivergence("\n".join(lines), index, tuple(differences))
 
     def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
+        if not self._checked and not env.path:
+            self._checked = True
+            self._check_definition(env)
         self._events.extend(outcome.events)
         if type(outcome.effect) is not Terminate:
             return

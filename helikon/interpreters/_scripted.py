@@ -9,39 +9,56 @@ run's for the same effect results.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import final
+from typing import Any, final
 
 import attrs
 from returns.result import Failure, Success
 
 from helikon._json import JsonObject, JsonValue
+from helikon.context import RunContext
 from helikon.effects import (
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalsGiven,
+    AskApprovals,
+    AskPolicy,
     AwaitApproval,
+    CallbackRaised,
     CallModel,
+    CallStep,
     CheckGuardrails,
     Effect,
     EffectResult,
     ExecuteTools,
+    FireHook,
     Handoff,
     InstructionsRendered,
+    InvokeTool,
     ModelCallFailed,
     ModelResponded,
     RenderInstructions,
     RunAgents,
     RunHooks,
+    StepResult,
     Terminate,
-    ToolOutcome,
     ToolRaised,
-    ToolReturned,
     ToolsExecuted,
 )
-from helikon.errors import ModelError, OtherModelFailure, StepError, ToolCrashed, ToolError
+from helikon.errors import ModelError, OtherModelFailure, StepError, ToolCrashed
 from helikon.events import AgentEvent
 from helikon.ids import RunId
-from helikon.interpreters._governed import tool_output_text
+from helikon.interpreters._steps import (
+    approval_answered,
+    hook_answered,
+    policy_answered,
+    raised,
+    tool_raised,
+    tool_returned,
+)
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, Outcome, RunState, delta_event, parse_json, start, transition
+from helikon.loop import AgentSpec, Outcome, RunState, delta_event, start, transition
 from helikon.model import ModelEvent
 
 #: A scripted tool: JSON arguments in, a JSON-compatible value out.
@@ -58,7 +75,8 @@ class Step:
 
 @attrs.frozen
 class ScriptedRun:
-    """What a scripted run produced."""
+    """What a scripted run produced (``state`` is suspended in
+    ``NeedsApproval`` when the run waits for a human)."""
 
     events: tuple[AgentEvent, ...]
     state: RunState
@@ -69,6 +87,11 @@ class ScriptedRun:
 class TestInterpreter:
     """Runs an agent spec synchronously against scripts.
 
+    Governance is the machine's, so a scripted run is governed exactly like
+    a live one: build the spec with :func:`helikon.prepare` (or give it a
+    :class:`~helikon.loop.Governance`) and pass the same hooks, policy and
+    approval handler here, as synchronous functions.
+
     Args:
         model: one list of model events per model call, in order; a
             :class:`~helikon.errors.ModelError` in a list fails the call there.
@@ -76,6 +99,10 @@ class TestInterpreter:
             :class:`~helikon.errors.ToolError` becomes a tool failure, any
             other exception a crashed tool.
         instructions: renders dynamic instructions for a turn number.
+        hooks: the hooks ``(ctx, event) -> decision``, in fire order.
+        policy: the permission policy ``(ctx, tool, args) -> decision``.
+        approval_handler: ``(request) -> Allow() | Deny(reason)``.
+        ctx: the run context hooks and the policy receive.
     """
 
     __test__ = False  # not a pytest test class
@@ -85,22 +112,32 @@ class TestInterpreter:
         model: Iterable[Sequence[ModelEvent | ModelError | object]] = (),
         tools: Mapping[str, ToolFn] | None = None,
         instructions: Callable[[int], str] | None = None,
+        *,
+        hooks: Sequence[Callable[..., object]] = (),
+        policy: Callable[..., object] | None = None,
+        approval_handler: Callable[..., object] | None = None,
+        ctx: RunContext[Any] | None = None,
     ) -> None:
         self.scripts = [list(s) for s in model]
         self.tools = dict(tools or {})
         self.instructions = instructions
+        self.hooks = tuple(hooks)
+        self.policy = policy
+        self.approval_handler = approval_handler
+        self.ctx = ctx if ctx is not None else RunContext.ephemeral(None)
 
     def run(self, spec: AgentSpec, input: AgentInput | str, run_id: str = "run-1") -> ScriptedRun:
-        """Run to a terminal state and return the events and steps."""
+        """Run to a terminal state (or a suspension) and return the events and steps."""
         if isinstance(input, str):
             input = AgentInput.from_user_text(input)
         return self.resume(spec, start(spec, input, RunId(run_id)))
 
     def resume(self, spec: AgentSpec, outcome: Outcome) -> ScriptedRun:
-        """Continue from ``outcome`` (for instance a reloaded state's)."""
+        """Continue from ``outcome`` (for instance a reloaded state's); stops
+        at ``Terminate`` or at an ``AwaitApproval`` (the run is suspended)."""
         events: list[AgentEvent] = list(outcome.events)
         steps: list[Step] = []
-        while type(outcome.effect) is not Terminate:
+        while type(outcome.effect) is not Terminate and type(outcome.effect) is not AwaitApproval:
             result = self.perform(outcome.effect, events)
             steps.append(Step(outcome.effect, result))
             match transition(outcome.state, result, spec):
@@ -116,8 +153,10 @@ class TestInterpreter:
         match effect:
             case CallModel():
                 return self._call_model(emit)
-            case ExecuteTools(calls=calls):
-                return ToolsExecuted(tuple(self._run_tool(c.call_id, c.name, c.arguments) for c in calls))
+            case ExecuteTools(steps=steps):
+                return ToolsExecuted(tuple(self._perform_step(s) for s in steps))
+            case AskApprovals(requests=requests):
+                return ApprovalsGiven(tuple(self._ask_approval(r) for r in requests))
             case RenderInstructions(turn=turn):
                 if self.instructions is None:
                     raise StepError("no instructions function was given")
@@ -139,20 +178,49 @@ class TestInterpreter:
                 emit.append(delta)
         return ModelResponded(tuple(streamed))
 
-    def _run_tool(self, call_id: str, name: str, arguments: str) -> ToolOutcome:
-        from helikon.ids import CallId
+    def _perform_step(self, step: CallStep) -> StepResult:
+        match step:
+            case FireHook(call_id=cid, hook=index, event=event):
+                if index >= len(self.hooks):
+                    return CallbackRaised(cid, f"no hook number {index} (the run has {len(self.hooks)})")
+                try:
+                    return hook_answered(cid, _sync(self.hooks[index](self.ctx, event)))
+                except Exception as exc:
+                    return CallbackRaised(cid, raised(exc))
+            case AskPolicy(call_id=cid, tool=tool, args=args):
+                if self.policy is None:
+                    return CallbackRaised(cid, "no permission policy is installed")
+                try:
+                    return policy_answered(cid, _sync(self.policy(self.ctx, tool, args)))
+                except Exception as exc:
+                    return CallbackRaised(cid, raised(exc))
+            case InvokeTool(call_id=cid, tool=name, args=args):
+                fn = self.tools.get(name)
+                if fn is None:
+                    return ToolRaised(cid, ToolCrashed(f"tool {name!r} has no implementation"))
+                try:
+                    value = fn(args if isinstance(args, dict) else {})
+                except Exception as exc:
+                    return tool_raised(cid, exc)
+                return tool_returned(cid, value)
 
-        cid = CallId(call_id)
-        fn = self.tools.get(name)
-        if fn is None:
-            return ToolRaised(cid, ToolCrashed(f"tool {name!r} has no implementation"))
-        args, _ = parse_json(arguments or "{}")
+    def _ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        if self.approval_handler is None:
+            return ApprovalDecision(request.call_id, False, "no approval handler is installed")
         try:
-            return ToolReturned(cid, tool_output_text(fn(args if isinstance(args, dict) else {})))
-        except ToolError as exc:
-            return ToolRaised(cid, exc.failure)
+            return approval_answered(request, _sync(self.approval_handler(request)))
         except Exception as exc:
-            return ToolRaised(cid, ToolCrashed(f"{type(exc).__name__}: {exc}"))
+            return ApprovalDecision(request.call_id, False, f"the approval handler raised {raised(exc)}")
+
+
+def _sync(value: object) -> object:
+    """A synchronous callback's answer (the test interpreter has no event loop)."""
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()
+        raise StepError("the test interpreter calls only synchronous hooks, policies and handlers")
+    return value
 
 
 __all__ = ["ScriptedRun", "Step", "TestInterpreter", "ToolFn"]

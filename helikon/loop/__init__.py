@@ -7,9 +7,20 @@ numbers: interpreters do that and feed the results back.
 """
 
 from helikon.loop._aggregate import Response, aggregate
+from helikon.loop._calls import (
+    CallStage,
+    Permitting,
+    PostHooks,
+    PreHooks,
+    Running,
+    Settled,
+    ToolCallState,
+    approval_request,
+    pending_step,
+)
 from helikon.loop._deltas import delta_event
 from helikon.loop._outcome import Outcome
-from helikon.loop._spec import AgentSpec, HandoffSpec, OutputSchema, handoff_slug
+from helikon.loop._spec import AgentSpec, ApprovalRoute, Governance, HandoffSpec, OutputSchema, handoff_slug
 from helikon.loop._states import (
     TERMINAL,
     ApplyingHandoff,
@@ -32,6 +43,17 @@ from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, sta
 from helikon.loop._validate import parse_json, schema_errors
 
 __all__ = [
+    "ApprovalRoute",
+    "CallStage",
+    "Governance",
+    "Permitting",
+    "PostHooks",
+    "PreHooks",
+    "Running",
+    "Settled",
+    "ToolCallState",
+    "approval_request",
+    "pending_step",
     "FINALIZE_PROMPT",
     "HandoffSpec",
     "handoff_slug",

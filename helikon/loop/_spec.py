@@ -9,10 +9,13 @@ with the interpreter, which the machine reaches through effects.
 
 from __future__ import annotations
 
+import enum
+
 import attrs
 
 from helikon._json import JsonObject
 from helikon.config import RunConfig
+from helikon.governance import PermissionSettings
 from helikon.model import ModelSettings, ToolDef
 
 
@@ -42,6 +45,41 @@ class HandoffSpec:
         )
 
 
+class ApprovalRoute(enum.Enum):
+    """Where a call that needs a human's approval goes."""
+
+    #: No approval handler: the ask resolves to deny (the book's headless default).
+    DENY = "deny"
+    #: Ask the run's approval handler (an ``AskApprovals`` effect).
+    HANDLER = "handler"
+    #: Suspend the run in ``NeedsApproval`` (an ``AwaitApproval`` effect).
+    SUSPEND = "suspend"
+
+
+@attrs.frozen
+class Governance:
+    """The run's governance configuration, as the machine reads it.
+
+    Built from the agent and the run context in one place
+    (:func:`helikon.agent.prepare`); fingerprinted in a trace's header,
+    except ``secrets``, which must never be written down.
+
+    Args:
+        permissions: mode, deny/allow/guard rules, whether a policy exists.
+        hooks: the names of the hooks that fire on tool calls, in fire order
+            (the agent's own, then the run context's).
+        approvals: where an ask goes.
+        redact: scrub tool output of secrets (on by default).
+        secrets: the known secret values to scrub (captured at run start).
+    """
+
+    permissions: PermissionSettings = PermissionSettings()
+    hooks: tuple[str, ...] = ()
+    approvals: ApprovalRoute = ApprovalRoute.DENY
+    redact: bool = True
+    secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
+
+
 @attrs.frozen
 class AgentSpec:
     """An agent's definition as data.
@@ -60,6 +98,7 @@ class AgentSpec:
         input_guardrails: check the user's text before the first turn.
         output_guardrails: check the final answer before the run completes.
         hooks: fire turn-start hooks (a ``RunHooks`` effect per turn).
+        governance: permissions, tool hooks, approvals and redaction.
     """
 
     name: str
@@ -74,6 +113,7 @@ class AgentSpec:
     input_guardrails: bool = False
     output_guardrails: bool = False
     hooks: bool = False
+    governance: Governance = Governance()
 
     @property
     def model_tools(self) -> tuple[ToolDef, ...]:
@@ -122,4 +162,4 @@ def handoff_slug(agent_name: str) -> str:
     return "transfer_to_" + "".join(slug)
 
 
-__all__ = ["AgentSpec", "HandoffSpec", "OutputSchema", "handoff_slug"]
+__all__ = ["AgentSpec", "ApprovalRoute", "Governance", "HandoffSpec", "OutputSchema", "handoff_slug"]

@@ -13,10 +13,10 @@ from typing import TypeAlias
 
 import attrs
 
-from helikon.effects import ApprovalRequest
 from helikon.errors import AgentError
-from helikon.ids import CallId, RunId
-from helikon.items import Item, ToolCall, ToolResult
+from helikon.ids import RunId
+from helikon.items import Item
+from helikon.loop._calls import ToolCallState
 from helikon.model import Usage
 
 
@@ -33,20 +33,17 @@ class CallingModel:
 
 @attrs.frozen
 class ExecutingTools:
-    """The model asked for ``calls`` on ``turn``; the valid ones are running.
+    """The model asked for ``calls`` on ``turn``; their pipelines are running.
 
-    ``prefilled`` is aligned with ``calls``: the result the loop decided itself
-    (unknown tool, invalid arguments) or None for a call that is running.
-    ``invalid_args`` says whether any call of the round had invalid arguments.
+    Each :class:`~helikon.loop.ToolCallState` says where its call is (a call
+    the loop rejected itself, an unknown tool or invalid arguments, is settled
+    from the start). ``invalid_args`` says whether any call of the round had
+    invalid arguments.
     """
 
     turn: int
-    calls: tuple[ToolCall, ...]
-    prefilled: tuple[ToolResult | None, ...]
+    calls: tuple[ToolCallState, ...]
     invalid_args: bool = False
-    approved: tuple[CallId, ...] = ()
-    injected: tuple[str, ...] = ()
-    failed: AgentError | None = None
 
 
 @attrs.frozen
@@ -74,19 +71,16 @@ class RepairingOutput:
 
 @attrs.frozen
 class NeedsApproval:
-    """Suspended: tool calls of ``turn`` wait for a human's approval.
+    """Tool calls of ``turn`` wait for a human's approval.
 
-    ``calls``/``prefilled`` are as in :class:`ExecutingTools` (the finished
-    calls' results are kept); ``pending`` are the requests awaiting an answer.
+    ``calls`` are as in :class:`ExecutingTools`: every call is settled or
+    waits at its pipeline's "ask" step. The pending effect asks the approval
+    handler, or suspends the run until the answers are given.
     """
 
     turn: int
-    calls: tuple[ToolCall, ...]
-    prefilled: tuple[ToolResult | None, ...]
-    pending: tuple[ApprovalRequest, ...]
+    calls: tuple[ToolCallState, ...]
     invalid_args: bool = False
-    injected: tuple[str, ...] = ()
-    failed: AgentError | None = None
 
 
 @attrs.frozen

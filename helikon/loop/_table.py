@@ -28,6 +28,7 @@ from helikon.effects import (
 from helikon.errors import StepError
 from helikon.loop import _transition as rules
 from helikon.loop._outcome import Outcome
+from helikon.loop._round import Step, on_approvals_given, on_tools_executed
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
     ApplyingHandoff,
@@ -44,33 +45,55 @@ from helikon.loop._states import (
 )
 
 R = TypeVar("R", bound=EffectResult)
-Handler: TypeAlias = Callable[[RunState, R, AgentSpec], Result[Outcome, StepError]]
+#: A rule: the current state, the result of the pending effect, the spec.
+Handler: TypeAlias = Callable[[RunState, EffectResult, AgentSpec], Result[Outcome, StepError]]
+
+
+def _rule(result: type[R], handler: Callable[[RunState, R, AgentSpec], Step]) -> Handler:
+    """``handler`` as a table entry for results of type ``result`` (the table
+    looks a handler up by the result's exact type, so the narrowing holds)."""
+
+    def rule(state: RunState, value: EffectResult, spec: AgentSpec) -> Step:
+        assert type(value) is result
+        return handler(state, value, spec)
+
+    rule.__name__ = handler.__name__
+    rule.__doc__ = handler.__doc__
+    return rule
+
+
+_interrupted = _rule(RunInterrupted, rules.on_interrupted)
 
 #: (phase type, result type) -> the rule that handles it.
-TABLE: Final[Mapping[tuple[type, type], Handler[EffectResult]]] = {
-    (CallingModel, InstructionsRendered): rules.on_instructions_rendered,  # type: ignore[dict-item]
-    (CallingModel, ModelResponded): rules.on_model_responded,  # type: ignore[dict-item]
-    (CallingModel, ModelCallFailed): rules.on_model_call_failed,  # type: ignore[dict-item]
-    (ExecutingTools, ToolsExecuted): rules.on_tools_executed,  # type: ignore[dict-item]
-    (ApplyingHandoff, HandoffCompleted): rules.on_handoff_completed,  # type: ignore[dict-item]
-    (CheckingInput, GuardrailsChecked): rules.on_input_checked,  # type: ignore[dict-item]
-    (CheckingOutput, GuardrailsChecked): rules.on_output_checked,  # type: ignore[dict-item]
-    (StartingTurn, HooksRan): rules.on_hooks_ran,  # type: ignore[dict-item]
-    (NeedsApproval, ApprovalsGiven): rules.on_approvals_given,  # type: ignore[dict-item]
-    (CheckingInput, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (CheckingOutput, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (StartingTurn, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (Finalizing, ModelResponded): rules.on_final_response,  # type: ignore[dict-item]
-    (Finalizing, ModelCallFailed): rules.on_model_call_failed,  # type: ignore[dict-item]
-    (RepairingOutput, ModelResponded): rules.on_final_response,  # type: ignore[dict-item]
-    (RepairingOutput, ModelCallFailed): rules.on_model_call_failed,  # type: ignore[dict-item]
-    (CallingModel, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (ExecutingTools, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (ApplyingHandoff, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (Finalizing, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (RepairingOutput, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (NeedsApproval, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
-    (Compacting, RunInterrupted): rules.on_interrupted,  # type: ignore[dict-item]
+TABLE: Final[Mapping[tuple[type, type], Handler]] = {
+    (CallingModel, InstructionsRendered): _rule(InstructionsRendered, rules.on_instructions_rendered),
+    (CallingModel, ModelResponded): _rule(ModelResponded, rules.on_model_responded),
+    (CallingModel, ModelCallFailed): _rule(ModelCallFailed, rules.on_model_call_failed),
+    (ExecutingTools, ToolsExecuted): _rule(ToolsExecuted, on_tools_executed),
+    (ApplyingHandoff, HandoffCompleted): _rule(HandoffCompleted, rules.on_handoff_completed),
+    (CheckingInput, GuardrailsChecked): _rule(GuardrailsChecked, rules.on_input_checked),
+    (CheckingOutput, GuardrailsChecked): _rule(GuardrailsChecked, rules.on_output_checked),
+    (StartingTurn, HooksRan): _rule(HooksRan, rules.on_hooks_ran),
+    (NeedsApproval, ApprovalsGiven): _rule(ApprovalsGiven, on_approvals_given),
+    (Finalizing, ModelResponded): _rule(ModelResponded, rules.on_final_response),
+    (Finalizing, ModelCallFailed): _rule(ModelCallFailed, rules.on_model_call_failed),
+    (RepairingOutput, ModelResponded): _rule(ModelResponded, rules.on_final_response),
+    (RepairingOutput, ModelCallFailed): _rule(ModelCallFailed, rules.on_model_call_failed),
+    **{
+        (phase, RunInterrupted): _interrupted
+        for phase in (
+            CallingModel,
+            CheckingInput,
+            CheckingOutput,
+            StartingTurn,
+            ExecutingTools,
+            ApplyingHandoff,
+            Finalizing,
+            RepairingOutput,
+            NeedsApproval,
+            Compacting,
+        )
+    },
 }
 
 

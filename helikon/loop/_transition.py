@@ -26,20 +26,12 @@ The rules, after the book:
 
 from __future__ import annotations
 
-from typing import Final
-
-import attrs
 from returns.result import Failure, Result, Success
 
 from helikon.effects import (
-    ApprovalPending,
-    ApprovalRequest,
-    ApprovalsGiven,
-    AwaitApproval,
     CallModel,
     CheckGuardrails,
     Effect,
-    ExecuteTools,
     GuardrailsChecked,
     Handoff,
     HandoffCompleted,
@@ -51,12 +43,8 @@ from helikon.effects import (
     RunHooks,
     RunInterrupted,
     Terminate,
-    ToolRaised,
-    ToolReturned,
-    ToolsExecuted,
 )
 from helikon.errors import (
-    AgentError,
     InvalidArgs,
     InvalidStructuredOutput,
     InvalidToolArgs,
@@ -70,18 +58,15 @@ from helikon.errors import (
 from helikon.events import (
     AgentEvent,
     AgentUpdated,
-    ApprovalRequested,
     GuardrailTriggered,
     HandoffItem,
     MessageOutput,
     RepairStarted,
     RunCompleted,
-    RunFailed,
     RunStarted,
     StructuredOutputFailed,
     ToolCallItem,
     ToolOutputItem,
-    TurnStarted,
 )
 from helikon.ids import RunId
 from helikon.items import (
@@ -89,7 +74,6 @@ from helikon.items import (
     AssistantMessage,
     ContentPart,
     Item,
-    SystemMessage,
     TextPart,
     ToolCall,
     ToolResult,
@@ -99,7 +83,9 @@ from helikon.items import (
     user_text,
 )
 from helikon.loop._aggregate import Response, aggregate
+from helikon.loop._calls import ToolCallState, open_call, settled
 from helikon.loop._outcome import Outcome
+from helikon.loop._round import advance_round, round_effect
 from helikon.loop._spec import AgentSpec, HandoffSpec
 from helikon.loop._states import (
     ApplyingHandoff,
@@ -110,14 +96,14 @@ from helikon.loop._states import (
     ExecutingTools,
     Failed,
     Finalizing,
-    LoopState,
     NeedsApproval,
     RepairingOutput,
     RunState,
     StartingTurn,
 )
+from helikon.loop._turns import begin_turn, complete, evolve, fail, request, turn_effect
 from helikon.loop._validate import parse_json, schema_errors
-from helikon.model import JsonSchema, ModelRequest, Usage
+from helikon.model import Usage
 
 #: Asked after a plain-text answer when the agent has an output schema.
 FINALIZE_PROMPT = (
@@ -148,15 +134,15 @@ def start(spec: AgentSpec, input: AgentInput, run_id: RunId, depth: int = 0) -> 
     state = RunState(run_id, spec.name, phase, input.items, instructions=spec.instructions, depth=depth)
     if depth > spec.config.max_agent_depth:
         error = MaxAgentDepthExceeded(spec.config.max_agent_depth)
-        empty = _evolve(state, conversation=())
-        return _fail(empty, error, [RunStarted(spec.name, run_id)], list(input.items), state.usage)
+        empty = evolve(state, conversation=())
+        return fail(empty, error, [RunStarted(spec.name, run_id)], list(input.items), state.usage)
     if spec.input_guardrails:
         text = "\n".join(text_of(i.content) for i in input.items if isinstance(i, UserMessage))
-        checking = _evolve(state, phase=CheckingInput())
+        checking = evolve(state, phase=CheckingInput())
         return Outcome(
             checking, (RunStarted(spec.name, run_id),), CheckGuardrails("input", text), input.items
         )
-    return _begin_turn(state, spec, [RunStarted(spec.name, run_id)], list(input.items))
+    return begin_turn(state, spec, [RunStarted(spec.name, run_id)], list(input.items))
 
 
 def _first_phase(spec: AgentSpec) -> CallingModel | Finalizing:
@@ -179,11 +165,9 @@ def resume(state: RunState, spec: AgentSpec) -> Step:
         case CallingModel(turn=turn, rendered=False):
             effect = RenderInstructions(turn)
         case CallingModel(turn=turn) | Finalizing(turn=turn) | RepairingOutput(turn=turn):
-            effect = CallModel(_request(state, spec), turn)
-        case ExecutingTools(calls=calls, prefilled=prefilled, approved=approved):
-            effect = ExecuteTools(
-                tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None), approved
-            )
+            effect = CallModel(request(state, spec), turn)
+        case ExecutingTools() | NeedsApproval():
+            effect = round_effect(state.phase, spec)
         case ApplyingHandoff(target=target, transcript=transcript):
             effect = Handoff(target, transcript, state.depth + 1)
         case StartingTurn(turn=turn):
@@ -193,107 +177,11 @@ def resume(state: RunState, spec: AgentSpec) -> Step:
             effect = CheckGuardrails("input", text)
         case CheckingOutput(output=output):
             effect = CheckGuardrails("output", output)
-        case NeedsApproval(pending=pending):
-            effect = AwaitApproval(pending)
         case Done() | Failed():
             effect = Terminate()
         case _:
             return Failure(StepError(f"cannot resume a run in phase {type(state.phase).__name__}"))
     return Success(Outcome(state, (), effect))
-
-
-# -- helpers -----------------------------------------------------------------
-
-_KEEP: Final = object()
-
-
-def _evolve(
-    state: RunState,
-    *,
-    phase: LoopState | None = None,
-    conversation: tuple[Item, ...] | None = None,
-    usage: Usage | None = None,
-    instructions: str | object | None = _KEEP,
-    strikes: int | None = None,
-) -> RunState:
-    """``attrs.evolve`` for the hot path: a direct constructor call (about
-    four times faster, and the loop makes several per turn)."""
-    return RunState(
-        state.run_id,
-        state.agent,
-        state.phase if phase is None else phase,
-        state.conversation if conversation is None else conversation,
-        state.usage if usage is None else usage,
-        state.instructions if instructions is _KEEP else instructions,  # type: ignore[arg-type]
-        state.strikes if strikes is None else strikes,
-        state.depth,
-    )
-
-
-def _request(state: RunState, spec: AgentSpec) -> ModelRequest:
-    messages: tuple[Item, ...] = state.conversation
-    if state.instructions is not None:
-        messages = (system_text(state.instructions), *messages)
-    if type(state.phase) is CallingModel or spec.output is None:
-        return ModelRequest(messages, spec.model_tools, spec.settings)
-    output = spec.output
-    settings = attrs.evolve(
-        spec.settings,
-        response_format=JsonSchema(output.name, output.schema, strict=True),
-        tool_choice=None,
-    )
-    return ModelRequest(messages, (), settings)
-
-
-def _begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appended: list[Item]) -> Outcome:
-    """Emit TurnStarted and ask for the turn's first effect."""
-    phase = state.phase
-    assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
-    events.append(TurnStarted(phase.turn))
-    if spec.hooks:
-        starting = _evolve(state, phase=StartingTurn(phase.turn, phase))
-        return Outcome(starting, tuple(events), RunHooks(phase.turn), tuple(appended))
-    return _turn_effect(state, spec, events, appended)
-
-
-def _turn_effect(state: RunState, spec: AgentSpec, events: list[AgentEvent], appended: list[Item]) -> Outcome:
-    """Ask for a model turn's first effect (instructions, or the model)."""
-    phase = state.phase
-    assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
-    effect: Effect
-    if type(phase) is CallingModel and spec.dynamic_instructions:
-        state = _evolve(state, phase=CallingModel(phase.turn, rendered=False))
-        effect = RenderInstructions(phase.turn)
-    else:
-        effect = CallModel(_request(state, spec), phase.turn)
-    return Outcome(state, tuple(events), effect, tuple(appended))
-
-
-def _fail(
-    state: RunState, error: AgentError, events: list[AgentEvent], appended: list[Item], usage: Usage
-) -> Outcome:
-    events.append(RunFailed(error, usage))
-    conversation = (*state.conversation, *appended) if appended else state.conversation
-    final = _evolve(state, phase=Failed(error), conversation=conversation, usage=usage)
-    return Outcome(final, tuple(events), Terminate(), tuple(appended))
-
-
-def _complete(
-    state: RunState,
-    spec: AgentSpec,
-    output: str,
-    events: list[AgentEvent],
-    appended: list[Item],
-    usage: Usage,
-    conversation: tuple[Item, ...],
-) -> Outcome:
-    """Finish with ``output`` — after the output guardrails, if any."""
-    if spec.output_guardrails:
-        checking = _evolve(state, phase=CheckingOutput(output), conversation=conversation, usage=usage)
-        return Outcome(checking, tuple(events), CheckGuardrails("output", output), tuple(appended))
-    events.append(RunCompleted(usage))
-    final = _evolve(state, phase=Done(output), conversation=conversation, usage=usage)
-    return Outcome(final, tuple(events), Terminate(), tuple(appended))
 
 
 def _assistant_message(response: Response, spec: AgentSpec) -> AssistantMessage | None:
@@ -321,13 +209,6 @@ def _check_call(call: ToolCall, spec: AgentSpec) -> tuple[ToolResult | None, tup
     return ToolResult(call.call_id, call.name, describe(InvalidArgs(errors)), is_error=True), errors
 
 
-def _next_turn(
-    state: RunState, spec: AgentSpec, turn: int, events: list[AgentEvent], appended: list[Item]
-) -> Outcome:
-    state = _evolve(state, phase=CallingModel(turn + 1), conversation=(*state.conversation, *appended))
-    return _begin_turn(state, spec, events, appended)
-
-
 # -- handlers ------------------------------------------------------------------
 
 
@@ -335,8 +216,8 @@ def on_instructions_rendered(state: RunState, result: InstructionsRendered, spec
     phase = state.phase
     if type(phase) is not CallingModel or phase.rendered:
         return Failure(StepError("instructions were not asked for"))
-    state = _evolve(state, phase=CallingModel(phase.turn), instructions=result.text)
-    return Success(Outcome(state, (), CallModel(_request(state, spec), phase.turn)))
+    state = evolve(state, phase=CallingModel(phase.turn), instructions=result.text)
+    return Success(Outcome(state, (), CallModel(request(state, spec), phase.turn)))
 
 
 def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec) -> Step:
@@ -356,53 +237,45 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         if spec.output is not None:
             output = spec.output
             appended.append(user_text(FINALIZE_PROMPT.format(name=output.name)))
-            state = _evolve(
+            state = evolve(
                 state,
                 phase=Finalizing(turn + 1),
                 conversation=(*state.conversation, *appended),
                 usage=usage,
             )
-            return Success(_begin_turn(state, spec, events, appended))
+            return Success(begin_turn(state, spec, events, appended))
         conversation = (*state.conversation, *appended)
-        return Success(_complete(state, spec, response.text, events, appended, usage, conversation))
+        return Success(complete(state, spec, response.text, events, appended, usage, conversation))
 
     for call in response.calls:
         appended.append(call)
         events.append(ToolCallItem(call))
     if turn >= spec.config.max_turns:
-        return Success(_fail(state, MaxTurnsExceeded(spec.config.max_turns), events, appended, usage))
+        return Success(fail(state, MaxTurnsExceeded(spec.config.max_turns), events, appended, usage))
 
     for call in response.calls:
         handoff = spec.handoff(call.name)
         if handoff is not None:
             return Success(_hand_off(state, spec, handoff, response.calls, events, appended, usage))
 
-    prefilled: list[ToolResult | None] = []
-    runnable: list[ToolCall] = []
+    calls: list[ToolCallState] = []
     invalid = False
+    pipeline_events: list[AgentEvent] = []
     for call in response.calls:
         rejected, arg_errors = _check_call(call, spec)
-        prefilled.append(rejected)
         if rejected is None:
-            runnable.append(call)
-        elif arg_errors:
+            opened, more = open_call(call, spec)
+            calls.append(opened)
+            pipeline_events.extend(more)
+            continue
+        calls.append(settled(call, rejected))
+        if arg_errors:
             if state.strikes >= 1:
-                return Success(_fail(state, InvalidToolArgs(call.name, arg_errors), events, appended, usage))
+                return Success(fail(state, InvalidToolArgs(call.name, arg_errors), events, appended, usage))
             invalid = True
-    state = _evolve(state, usage=usage)
-    if not runnable:
-        for res in prefilled:
-            assert res is not None
-            appended.append(res)
-            events.append(ToolOutputItem(res))
-        state = _evolve(state, strikes=state.strikes + 1 if invalid else 0)
-        return Success(_next_turn(state, spec, turn, events, appended))
-    state = _evolve(
-        state,
-        phase=ExecutingTools(turn, response.calls, tuple(prefilled), invalid),
-        conversation=(*state.conversation, *appended),
-    )
-    return Success(Outcome(state, tuple(events), ExecuteTools(tuple(runnable)), tuple(appended)))
+    events.extend(pipeline_events)
+    state = evolve(state, usage=usage)
+    return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended))
 
 
 def _hand_off(
@@ -428,7 +301,7 @@ def _hand_off(
     events.append(HandoffItem(spec.name, target))
     events.append(AgentUpdated(target))
     conversation = (*state.conversation, *appended)
-    state = _evolve(
+    state = evolve(
         state, phase=ApplyingHandoff(target, conversation), conversation=conversation, usage=usage
     )
     return Outcome(state, tuple(events), Handoff(target, conversation, state.depth + 1), tuple(appended))
@@ -439,112 +312,9 @@ def on_handoff_completed(state: RunState, result: HandoffCompleted, spec: AgentS
         return Failure(StepError("no handoff was running"))
     usage = state.usage + result.usage
     if result.error is not None:
-        return Success(_fail(state, result.error, [], [], usage))
-    final = _evolve(state, phase=Done(result.output), usage=usage)
+        return Success(fail(state, result.error, [], [], usage))
+    final = evolve(state, phase=Done(result.output), usage=usage)
     return Success(Outcome(final, (RunCompleted(usage),), Terminate()))
-
-
-def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -> Step:
-    phase = state.phase
-    if type(phase) is not ExecutingTools:
-        return Failure(StepError("no tools were running"))
-    outcomes = iter(result.outcomes)
-    merged: list[ToolResult | None] = []
-    pending: list[ApprovalRequest] = []
-    invalid = phase.invalid_args
-    failed: AgentError | None = None
-    for call, ready in zip(phase.calls, phase.prefilled, strict=True):
-        if ready is None:
-            outcome = next(outcomes, None)
-            if outcome is None or outcome.call_id != call.call_id:
-                return Failure(StepError(f"expected the outcome of tool call {call.call_id!r} next"))
-            match outcome:
-                case ToolReturned(content=content):
-                    ready = ToolResult(call.call_id, call.name, content)
-                case ToolRaised(failure=failure):
-                    ready = ToolResult(call.call_id, call.name, describe(failure), is_error=True)
-                    if type(failure) is InvalidArgs:
-                        invalid = True
-                        if state.strikes >= 1 and failed is None:
-                            failed = InvalidToolArgs(call.name, failure.schema_errors)
-                case ApprovalPending(prompt=prompt):
-                    pending.append(ApprovalRequest(call.call_id, call.name, call.arguments, prompt))
-        merged.append(ready)
-    if next(outcomes, None) is not None:
-        return Failure(StepError("more tool outcomes than tool calls"))
-    texts = (*phase.injected, *result.injected)
-    failed = phase.failed or failed
-    if pending:
-        # Suspend: nothing joins the conversation until every call is settled.
-        state = _evolve(
-            state,
-            phase=NeedsApproval(
-                phase.turn, phase.calls, tuple(merged), tuple(pending), invalid, texts, failed
-            ),
-        )
-        events: list[AgentEvent] = [
-            ApprovalRequested(r.call_id, r.tool, parse_json(r.arguments)[0]) for r in pending
-        ]
-        return Success(Outcome(state, tuple(events), AwaitApproval(tuple(pending))))
-    injected = [system_text(text) for text in texts]
-    return Success(_settle_round(state, spec, phase.turn, merged, injected, invalid, failed))
-
-
-def _settle_round(
-    state: RunState,
-    spec: AgentSpec,
-    turn: int,
-    results: list[ToolResult | None],
-    injected: list[SystemMessage],
-    invalid: bool,
-    failed: AgentError | None,
-) -> Outcome:
-    """Every call of the round has its result: add them (and any hook
-    messages) in call order, then fail or start the next turn."""
-    events: list[AgentEvent] = []
-    appended: list[Item] = []
-    for ready in results:
-        assert ready is not None
-        appended.append(ready)
-        events.append(ToolOutputItem(ready))
-    appended.extend(injected)
-    if failed is not None:
-        return _fail(state, failed, events, appended, state.usage)
-    state = _evolve(state, strikes=state.strikes + 1 if invalid else 0)
-    return _next_turn(state, spec, turn, events, appended)
-
-
-def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec) -> Step:
-    phase = state.phase
-    if type(phase) is not NeedsApproval:
-        return Failure(StepError("no approval was asked for"))
-    answers = {d.call_id: d for d in result.decisions}
-    missing = [r.call_id for r in phase.pending if r.call_id not in answers]
-    if missing:
-        return Failure(StepError(f"no decision for tool call(s) {', '.join(missing)}"))
-    prefilled = list(phase.prefilled)
-    approved: list[ToolCall] = []
-    for index, call in enumerate(phase.calls):
-        decision = answers.get(call.call_id)
-        if decision is None or prefilled[index] is not None:
-            continue
-        if decision.approved:
-            approved.append(call)
-        else:
-            reason = decision.reason or "the user declined"
-            prefilled[index] = ToolResult(call.call_id, call.name, f"denied: {reason}", is_error=True)
-    if not approved:
-        injected = [system_text(text) for text in phase.injected]
-        return Success(
-            _settle_round(state, spec, phase.turn, prefilled, injected, phase.invalid_args, phase.failed)
-        )
-    ids = tuple(c.call_id for c in approved)
-    running = ExecutingTools(
-        phase.turn, phase.calls, tuple(prefilled), phase.invalid_args, ids, phase.injected, phase.failed
-    )
-    state = _evolve(state, phase=running)
-    effect = ExecuteTools(tuple(approved), ids)
-    return Success(Outcome(state, (), effect))
 
 
 def on_input_checked(state: RunState, result: GuardrailsChecked, spec: AgentSpec) -> Step:
@@ -552,8 +322,8 @@ def on_input_checked(state: RunState, result: GuardrailsChecked, spec: AgentSpec
         return Failure(StepError("no input check was running"))
     if result.tripwire is not None:
         trip = result.tripwire
-        return Success(_fail(state, trip, [GuardrailTriggered(trip.kind, trip.info)], [], state.usage))
-    return Success(_begin_turn(_evolve(state, phase=_first_phase(spec)), spec, [], []))
+        return Success(fail(state, trip, [GuardrailTriggered(trip.kind, trip.info)], [], state.usage))
+    return Success(begin_turn(evolve(state, phase=_first_phase(spec)), spec, [], []))
 
 
 def on_output_checked(state: RunState, result: GuardrailsChecked, spec: AgentSpec) -> Step:
@@ -562,8 +332,8 @@ def on_output_checked(state: RunState, result: GuardrailsChecked, spec: AgentSpe
         return Failure(StepError("no output check was running"))
     if result.tripwire is not None:
         trip = result.tripwire
-        return Success(_fail(state, trip, [GuardrailTriggered(trip.kind, trip.info)], [], state.usage))
-    final = _evolve(state, phase=Done(phase.output))
+        return Success(fail(state, trip, [GuardrailTriggered(trip.kind, trip.info)], [], state.usage))
+    final = evolve(state, phase=Done(phase.output))
     return Success(Outcome(final, (RunCompleted(state.usage),), Terminate()))
 
 
@@ -573,10 +343,10 @@ def on_hooks_ran(state: RunState, result: HooksRan, spec: AgentSpec) -> Step:
         return Failure(StepError("no hooks were running"))
     if result.denied is not None:
         error = OtherError(f"a hook stopped the run before turn {phase.turn}: {result.denied}")
-        return Success(_fail(state, error, [], [], state.usage))
+        return Success(fail(state, error, [], [], state.usage))
     injected: list[Item] = [system_text(text) for text in result.injected]
-    state = _evolve(state, phase=phase.next, conversation=(*state.conversation, *injected))
-    return Success(_turn_effect(state, spec, [], injected))
+    state = evolve(state, phase=phase.next, conversation=(*state.conversation, *injected))
+    return Success(turn_effect(state, spec, [], injected))
 
 
 def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) -> Step:
@@ -598,38 +368,37 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
     errors = (error,) if error is not None else schema_errors(value, output.schema)
     conversation = (*state.conversation, *appended)
     if not errors:
-        return Success(_complete(state, spec, response.text, events, appended, usage, conversation))
+        return Success(complete(state, spec, response.text, events, appended, usage, conversation))
     if type(phase) is Finalizing:
         prompt = user_text(REPAIR_PROMPT.format(name=output.name, errors="\n".join(errors)))
         appended.append(prompt)
         events.append(RepairStarted(1))
-        state = _evolve(
+        state = evolve(
             state,
             phase=RepairingOutput(phase.turn + 1, 1),
             conversation=(*conversation, prompt),
             usage=usage,
         )
-        return Success(_begin_turn(state, spec, events, appended))
+        return Success(begin_turn(state, spec, events, appended))
     events.append(StructuredOutputFailed(errors, response.text))
     error_value = InvalidStructuredOutput(errors, response.text)
-    return Success(_fail(state, error_value, events, appended, usage))
+    return Success(fail(state, error_value, events, appended, usage))
 
 
 def on_model_call_failed(state: RunState, result: ModelCallFailed, spec: AgentSpec) -> Step:
     if type(state.phase) is CallingModel and not state.phase.rendered:
         return Failure(StepError("the model was not called"))
     partial = aggregate(result.events, state.run_id, 0)
-    return Success(_fail(state, ModelFailed(result.failure), [], [], state.usage + partial.usage))
+    return Success(fail(state, ModelFailed(result.failure), [], [], state.usage + partial.usage))
 
 
 def on_interrupted(state: RunState, result: RunInterrupted, spec: AgentSpec) -> Step:
-    return Success(_fail(state, result.reason, [], [], state.usage))
+    return Success(fail(state, result.reason, [], [], state.usage))
 
 
 __all__ = [
     "FINALIZE_PROMPT",
     "REPAIR_PROMPT",
-    "on_approvals_given",
     "on_final_response",
     "on_hooks_ran",
     "on_input_checked",
@@ -639,7 +408,6 @@ __all__ = [
     "on_interrupted",
     "on_model_call_failed",
     "on_model_responded",
-    "on_tools_executed",
     "resume",
     "start",
 ]

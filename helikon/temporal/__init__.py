@@ -23,13 +23,14 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
     ) from exc
 
 from helikon.temporal._activities import AgentActivities, CtxFactory
-from helikon.temporal._posture import WorkerPosture, redact_failure
+from helikon.temporal._posture import WorkerPosture, redact_step
 from helikon.temporal._runner import TemporalRun, TemporalRunner
 from helikon.temporal._wire import (
+    ASK_APPROVALS,
     CALL_MODEL,
+    CALL_STEP,
     DESCRIBE_AGENT,
     EVENTS_QUERY,
-    INVOKE_TOOL,
     RENDER_INSTRUCTIONS,
     WIRE_VERSION,
     WORKFLOW_NAME,
@@ -45,7 +46,8 @@ __all__ = [
     "CALL_MODEL",
     "DESCRIBE_AGENT",
     "EVENTS_QUERY",
-    "INVOKE_TOOL",
+    "ASK_APPROVALS",
+    "CALL_STEP",
     "RENDER_INSTRUCTIONS",
     "WIRE_VERSION",
     "WORKFLOW_NAME",
@@ -60,7 +62,7 @@ __all__ = [
     "TemporalRun",
     "TemporalRunner",
     "WorkerPosture",
-    "redact_failure",
+    "redact_step",
     "replayer",
     "sandbox_passthrough",
     "workflow_runner",

@@ -40,36 +40,36 @@ from temporalio.exceptions import ApplicationError
 from helikon._json import JsonValue
 from helikon.agent import LlmAgent
 from helikon.effects import (
+    ApprovalsGiven,
     CallModel,
     Effect,
     EffectResult,
-    ExecuteTools,
     InstructionsRendered,
     RenderInstructions,
-    ToolRaised,
-    ToolsExecuted,
 )
-from helikon.errors import ToolCrashed
 from helikon.events import AgentEvent, ReasoningDelta, TokenDelta, ToolCallDelta
 from helikon.ids import RunId
 from helikon.interpreters import RESULT_TYPES, LiveInterpreter, RunEnv
-from helikon.temporal._posture import WorkerPosture, redact_failure
+from helikon.interpreters._steps import ask_approval, perform_step
+from helikon.temporal._posture import WorkerPosture, redact_step
 from helikon.temporal._wire import (
+    ASK_APPROVALS,
     CALL_MODEL,
+    CALL_STEP,
     CONFIG_ERROR,
     DESCRIBE_AGENT,
     INSTRUCTIONS_ERROR,
-    INVOKE_TOOL,
     RENDER_INSTRUCTIONS,
     WIRE_ERROR,
     ActivitySettings,
     AgentDescription,
+    ApprovalsRequest,
     CallModelRequest,
     DescribeAgent,
-    InvokeToolRequest,
     ModelResult,
     RenderInstructionsRequest,
-    ToolCallDone,
+    StepDone,
+    StepRequest,
     WireFormatError,
     decode,
     encode,
@@ -124,7 +124,13 @@ class AgentActivities:
 
     def all(self) -> list[Callable[..., Any]]:
         """The activity callables to hand to a Temporal worker."""
-        return [self.describe_agent, self.call_model, self.invoke_tool, self.render_instructions]
+        return [
+            self.describe_agent,
+            self.call_model,
+            self.call_step,
+            self.ask_approvals,
+            self.render_instructions,
+        ]
 
     # -- the activities --------------------------------------------------------------------
 
@@ -133,10 +139,11 @@ class AgentActivities:
         """The agent's definition and settings; fails fast on a bad ctx seed."""
         request: DescribeAgent = _decode(payload, DescribeAgent)
         registration = self._registration(request.agent, None)
-        await self._user_ctx(registration, request.ctx_seed)
-        description = AgentDescription(
-            registration.agent.spec, registration.fingerprint, registration.settings
-        )
+        user_ctx = await self._user_ctx(registration, request.ctx_seed)
+        spec = self._env(registration, request.run_id, user_ctx).spec
+        # The secrets stay on the worker: the history records this description.
+        spec = attrs.evolve(spec, governance=attrs.evolve(spec.governance, secrets=()))
+        description = AgentDescription(spec, registration.fingerprint, registration.settings)
         return encode(description)
 
     @activity.defn(name=CALL_MODEL)
@@ -148,23 +155,29 @@ class AgentActivities:
         _, result = await self._perform(CallModel(request.request, request.turn), env)
         return encode(result, ModelResult)
 
-    @activity.defn(name=INVOKE_TOOL)
-    async def invoke_tool(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """One tool call through the governed pipeline, redacted; errors as data."""
-        request: InvokeToolRequest = _decode(payload, InvokeToolRequest)
+    @activity.defn(name=CALL_STEP)
+    async def call_step(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """One step of a tool call's pipeline (a hook, the policy or the tool),
+        its result scrubbed of the worker's secrets; errors as data."""
+        request: StepRequest = _decode(payload, StepRequest)
         registration = self._registration(request.agent, request.fingerprint)
         user_ctx = await self._user_ctx(registration, request.ctx_seed)
         env = self._env(registration, request.run_id, user_ctx)
-        call = request.call
-        effect = ExecuteTools((call,), (call.call_id,) if request.approved else ())
-        events, result = await self._perform(effect, env)
-        if type(result) is not ToolsExecuted or len(result.outcomes) != 1:
-            interrupted = ToolRaised(call.call_id, ToolCrashed(f"tool {call.name!r} was interrupted"))
-            return encode(ToolCallDone(interrupted, events))
-        outcome = result.outcomes[0]
+        async with _heartbeats(_heartbeat_interval()):
+            result = await perform_step(request.step, env)
         if self._posture.redaction:
-            outcome = redact_failure(outcome, env.secrets)
-        return encode(ToolCallDone(outcome, events, result.injected))
+            result = redact_step(result, env.secrets)
+        return encode(StepDone(result))
+
+    @activity.defn(name=ASK_APPROVALS)
+    async def ask_approvals(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The worker's approval handler's answers to the run's questions."""
+        request: ApprovalsRequest = _decode(payload, ApprovalsRequest)
+        registration = self._registration(request.agent, request.fingerprint)
+        user_ctx = await self._user_ctx(registration, request.ctx_seed)
+        env = self._env(registration, request.run_id, user_ctx)
+        decisions = await asyncio.gather(*(ask_approval(r, env) for r in request.requests))
+        return encode(ApprovalsGiven(tuple(decisions)))
 
     @activity.defn(name=RENDER_INSTRUCTIONS)
     async def render_instructions(self, payload: dict[str, Any]) -> dict[str, Any]:

@@ -11,12 +11,13 @@ a client may send is a small JSON *ctx seed*, which a factory the worker
 registered turns into the context's ``user_ctx`` — request data, never
 posture.
 
-A tool call then goes through the live interpreter's governed pipeline
-unchanged (deny rules > guard rules > allow rules > mode > policy >
-approval, the tool, redaction of its output). Redaction happens inside the
-``invoke_tool`` activity, so before Temporal records the result in its
-history; :func:`redact_failure` also scrubs a failed call's message, which
-the history records as well.
+A tool call then goes through the same pure pipeline as everywhere (deny
+rules > guard rules > allow rules > mode > policy > approval, the tool,
+redaction of its output), decided in the workflow from the posture's
+configuration (``describe_agent`` reads it, without the secrets); each step
+that calls user code (a hook, the policy, the approval handler, the tool)
+is an activity on the worker. :func:`redact_step` scrubs each step's result
+of the worker's secrets inside the activity, before Temporal records it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ import attrs
 
 from helikon.config import PermissionMode
 from helikon.context import RunContext
-from helikon.effects import ToolOutcome, ToolRaised
+from helikon.effects import CallbackRaised, StepResult, ToolRaised, ToolReturned
 from helikon.errors import ConfigError, Denied, InvalidArgs, ToolCrashed
-from helikon.governance import AllowRule, DenyRule, GuardRule, redact
+from helikon.governance import AllowRule, DenyRule, GuardRule, redact, redact_json
 
 
 def _deny_rules(rules: Iterable[DenyRule]) -> tuple[DenyRule, ...]:
@@ -122,26 +123,31 @@ class WorkerPosture:
         )
 
 
-def redact_failure(outcome: ToolOutcome, secrets: Iterable[str]) -> ToolOutcome:
-    """``outcome`` with every known secret scrubbed from a failure's message.
+def redact_step(result: StepResult, secrets: Iterable[str]) -> StepResult:
+    """``result`` with every known secret scrubbed, before Temporal records it.
 
-    The governed pipeline redacts a tool's output; an exception's message
-    (``ToolCrashed``), a denial's reason or argument errors can quote a
-    secret too, and the history would keep it.
+    A tool's output, an exception's message (``ToolCrashed``), a denial's
+    reason, argument errors and a hook's or policy's failure can each quote
+    a secret, and the history would keep it. (The machine redacts the output
+    again, key-name patterns included, before the model sees it.)
 
     >>> from helikon.ids import CallId
-    >>> redact_failure(ToolRaised(CallId("c"), ToolCrashed("bad key sk-secret-1")), ["sk-secret-1"]).failure
+    >>> redact_step(ToolRaised(CallId("c"), ToolCrashed("bad key sk-secret-1")), ["sk-secret-1"]).failure
     ToolCrashed(message='bad key ***')
     """
     secrets = tuple(secrets)
-    match outcome:
+    match result:
+        case ToolReturned(call_id=call_id, output=output):
+            return ToolReturned(call_id, redact_json(output, secrets))
         case ToolRaised(call_id=call_id, failure=ToolCrashed(message=message)):
             return ToolRaised(call_id, ToolCrashed(redact(message, secrets)))
         case ToolRaised(call_id=call_id, failure=Denied(reason=reason)):
             return ToolRaised(call_id, Denied(redact(reason, secrets)))
         case ToolRaised(call_id=call_id, failure=InvalidArgs(schema_errors=errors)):
             return ToolRaised(call_id, InvalidArgs(tuple(redact(e, secrets) for e in errors)))
-    return outcome
+        case CallbackRaised(call_id=call_id, message=message):
+            return CallbackRaised(call_id, redact(message, secrets))
+    return result
 
 
-__all__ = ["WorkerPosture", "redact_failure"]
+__all__ = ["WorkerPosture", "redact_step"]

@@ -23,15 +23,22 @@ import attrs
 
 from helikon import codec
 from helikon._json import JsonValue
-from helikon.effects import ModelCallFailed, ModelResponded, RunInterrupted, ToolOutcome
+from helikon.effects import (
+    ApprovalRequest,
+    CallStep,
+    ModelCallFailed,
+    ModelResponded,
+    RunInterrupted,
+    StepResult,
+)
 from helikon.events import AgentEvent
 from helikon.ids import RunId
-from helikon.items import Item, ToolCall
+from helikon.items import Item
 from helikon.loop import AgentSpec
 from helikon.model import ModelRequest
 
 #: The shape of the payloads below; checked by the workflow when a run starts.
-WIRE_VERSION: Final = 1
+WIRE_VERSION: Final = 2
 
 #: The workflow type every helikon run executes as.
 WORKFLOW_NAME: Final = "helikon.AgentRun"
@@ -39,8 +46,10 @@ WORKFLOW_NAME: Final = "helikon.AgentRun"
 DESCRIBE_AGENT: Final = "describe_agent"
 #: One model turn.
 CALL_MODEL: Final = "call_model"
-#: One tool call.
-INVOKE_TOOL: Final = "invoke_tool"
+#: One step of a tool call's pipeline: a hook, the policy, or the tool.
+CALL_STEP: Final = "call_step"
+#: Questions for the worker's approval handler.
+ASK_APPROVALS: Final = "ask_approvals"
 #: The agent's dynamic instructions for one turn.
 RENDER_INSTRUCTIONS: Final = "render_instructions"
 #: The query that returns a running workflow's events so far.
@@ -155,27 +164,35 @@ class CallModelRequest:
 
 
 @attrs.frozen
-class InvokeToolRequest:
-    """Input of ``invoke_tool``: run ``call`` (``approved``: a human already
-    approved it, so the permission pipeline does not ask again)."""
+class StepRequest:
+    """Input of ``call_step``: one step of a tool call's pipeline (fire a
+    hook, ask the policy, run the tool), answered with its
+    :data:`~helikon.effects.StepResult` (:class:`StepDone`)."""
 
     agent: str
     run_id: RunId
     fingerprint: str
-    call: ToolCall
+    step: CallStep
     ctx_seed: JsonValue = None
-    approved: bool = False
 
 
 @attrs.frozen
-class ToolCallDone:
-    """Output of ``invoke_tool``: how the call ended, the events the governed
-    pipeline emitted for it (``PermissionDenied``, ``ApprovalRequested``) and
-    the system messages its hooks asked to inject."""
+class StepDone:
+    """Output of ``call_step``: the step's result, scrubbed of secrets."""
 
-    outcome: ToolOutcome
-    events: tuple[AgentEvent, ...] = ()
-    injected: tuple[str, ...] = ()
+    result: StepResult
+
+
+@attrs.frozen
+class ApprovalsRequest:
+    """Input of ``ask_approvals``: the questions for the worker's approval
+    handler, answered with :class:`~helikon.effects.ApprovalsGiven`."""
+
+    agent: str
+    run_id: RunId
+    fingerprint: str
+    requests: tuple[ApprovalRequest, ...]
+    ctx_seed: JsonValue = None
 
 
 @attrs.frozen
@@ -236,7 +253,8 @@ __all__ = [
     "DESCRIBE_AGENT",
     "EVENTS_QUERY",
     "INSTRUCTIONS_ERROR",
-    "INVOKE_TOOL",
+    "ASK_APPROVALS",
+    "CALL_STEP",
     "RENDER_INSTRUCTIONS",
     "START_ERROR",
     "STEP_ERROR",
@@ -247,14 +265,14 @@ __all__ = [
     "AgentDescription",
     "CallModelRequest",
     "DescribeAgent",
-    "InvokeToolRequest",
+    "ApprovalsRequest",
+    "StepDone",
+    "StepRequest",
     "ModelResult",
     "RenderInstructionsRequest",
     "RunOutcome",
     "RunRequest",
     "ToolAttempts",
-    "ToolCallDone",
-    "ToolOutcome",
     "WireFormatError",
     "decode",
     "encode",

@@ -10,10 +10,11 @@ performer that answers each effect with an activity:
   the returned model events with :func:`helikon.loop.delta_event`, exactly
   as the replay interpreter makes them, so the event stream equals the live
   one;
-- ``ExecuteTools`` -> one ``invoke_tool`` activity per call, started
-  concurrently under ``parallel_tool_call_limit``; each runs the live
-  interpreter's governed pipeline on the worker and returns its outcome and
-  events, which join in call order as the live interpreter emits them;
+- ``ExecuteTools`` -> one ``call_step`` activity per step of the round's
+  tool-call pipelines (a hook, the permission policy, or the tool itself),
+  started concurrently under ``parallel_tool_call_limit``; every decision
+  between the steps is the machine's, made here in the workflow;
+- ``AskApprovals`` -> one ``ask_approvals`` activity (the worker's handler);
 - ``RenderInstructions`` -> one ``render_instructions`` activity.
 
 Nothing here reads a clock or draws a random number except through
@@ -48,20 +49,28 @@ with workflow.unsafe.imports_passed_through():
     from helikon.cancel import CancellationToken
     from helikon.context import RunContext
     from helikon.effects import (
+        ApprovalDecision,
+        ApprovalRequest,
+        ApprovalsGiven,
+        AskApprovals,
         AwaitApproval,
+        CallbackRaised,
         CallModel,
+        CallStep,
         CheckGuardrails,
         Effect,
         EffectResult,
         ExecuteTools,
         Handoff,
         InstructionsRendered,
+        InvokeTool,
         ModelCallFailed,
         ModelResponded,
         RenderInstructions,
         RunAgents,
         RunHooks,
         RunInterrupted,
+        StepResult,
         Terminate,
         ToolRaised,
         ToolsExecuted,
@@ -70,16 +79,17 @@ with workflow.unsafe.imports_passed_through():
     from helikon.events import AgentEvent
     from helikon.ids import RunId
     from helikon.interpreters import RunEnv, drive
-    from helikon.items import AgentInput, ToolCall
+    from helikon.items import AgentInput
     from helikon.loop import delta_event
     from helikon.model import ModelCapabilities, ModelEvent, ModelRequest
     from helikon.temporal._wire import (
+        ASK_APPROVALS,
         CALL_MODEL,
+        CALL_STEP,
         CONFIG_ERROR,
         DESCRIBE_AGENT,
         EVENTS_QUERY,
         INSTRUCTIONS_ERROR,
-        INVOKE_TOOL,
         RENDER_INSTRUCTIONS,
         START_ERROR,
         STEP_ERROR,
@@ -87,14 +97,15 @@ with workflow.unsafe.imports_passed_through():
         WIRE_VERSION,
         WORKFLOW_NAME,
         AgentDescription,
+        ApprovalsRequest,
         CallModelRequest,
         DescribeAgent,
-        InvokeToolRequest,
         ModelResult,
         RenderInstructionsRequest,
         RunOutcome,
         RunRequest,
-        ToolCallDone,
+        StepDone,
+        StepRequest,
         WireFormatError,
         decode,
         encode,
@@ -173,6 +184,8 @@ class AgentWorkflow:
         description = await self._describe(run, run_id)
         spec = description.spec
         performer = _ActivityPerformer(run, run_id, description)
+        # The spec carries the worker's governance (secrets excepted, which
+        # never enter the history); the workflow runs the pipeline's decisions.
         env = RunEnv(spec, _RemoteModel(spec.model_id), {}, None, RunContext.ephemeral(None), run_id)
         try:
             async for event in drive(performer, env, AgentInput(run.input)):
@@ -232,10 +245,10 @@ class _ActivityPerformer:
                             if delta is not None:
                                 yield delta
                     yield result
-                case ExecuteTools(calls=calls, approved=approved):
-                    limit = env.spec.config.parallel_tool_call_limit
-                    async for item in self._execute_tools(calls, approved, limit):
-                        yield item
+                case ExecuteTools(steps=steps):
+                    yield await self._execute_tools(steps, env.spec.config.parallel_tool_call_limit)
+                case AskApprovals(requests=requests):
+                    yield await self._ask_approvals(requests)
                 case RenderInstructions(turn=turn):
                     yield await self._render_instructions(turn)
                 case Handoff() | RunAgents() | RunHooks() | CheckGuardrails() | AwaitApproval():
@@ -270,51 +283,67 @@ class _ActivityPerformer:
         return result
 
     async def _execute_tools(
-        self, calls: tuple[ToolCall, ...], approved: tuple[str, ...], limit: int | None
-    ) -> AsyncIterator[AgentEvent | EffectResult]:
+        self, steps: tuple[CallStep, ...], limit: int | None
+    ) -> ToolsExecuted | RunInterrupted:
         gate = asyncio.Semaphore(limit) if limit is not None else None
 
-        async def one(call: ToolCall) -> ToolCallDone | RunInterrupted:
+        async def one(step: CallStep) -> StepResult | RunInterrupted:
             if gate is None:
-                return await self._invoke_tool(call, call.call_id in approved)
+                return await self._call_step(step)
             async with gate:
-                return await self._invoke_tool(call, call.call_id in approved)
+                return await self._call_step(step)
 
-        # Activities are scheduled in call order; they may finish in any
+        # Activities are scheduled in step order; they may finish in any
         # order, which the history records, so a replay resumes identically.
-        results = await asyncio.gather(*(one(call) for call in calls))
-        done: list[ToolCallDone] = []
+        results = await asyncio.gather(*(one(step) for step in steps))
+        done: list[StepResult] = []
         for result in results:
             if isinstance(result, RunInterrupted):
-                yield result
-                return
+                return result
             done.append(result)
-        for report in done:  # the pipeline's events in call order, as the live interpreter emits them
-            for event in report.events:
-                yield event
-        injected = tuple(text for report in done for text in report.injected)
-        yield ToolsExecuted(tuple(report.outcome for report in done), injected)
+        return ToolsExecuted(tuple(done))
 
-    async def _invoke_tool(self, call: ToolCall, approved: bool) -> ToolCallDone | RunInterrupted:
+    async def _call_step(self, step: CallStep) -> StepResult | RunInterrupted:
         settings = self._settings
-        request = InvokeToolRequest(
-            self._run.agent, self._run_id, self._description.fingerprint, call, self._run.ctx_seed, approved
+        request = StepRequest(
+            self._run.agent, self._run_id, self._description.fingerprint, step, self._run.ctx_seed
         )
+        tool = step.tool if isinstance(step, InvokeTool) else ""
         try:
             data = await self._activity(
-                INVOKE_TOOL,
+                CALL_STEP,
                 encode(request),
                 timeout_s=settings.tool_timeout_s,
-                attempts=settings.attempts_for(call.name),
+                attempts=settings.attempts_for(tool) if tool else settings.tool_max_attempts,
             )
         except ActivityError as error:
             stopped = self._interruption(error)
             if stopped is not None:
                 return stopped
-            failure = ToolCrashed(f"tool {call.name!r} did not complete: {_reason(error)}")
-            return ToolCallDone(ToolRaised(call.call_id, failure))
-        done: ToolCallDone = _decode(data, ToolCallDone)
-        return done
+            if isinstance(step, InvokeTool):
+                failure = ToolCrashed(f"tool {step.tool!r} did not complete: {_reason(error)}")
+                return ToolRaised(step.call_id, failure)
+            return CallbackRaised(step.call_id, f"the call_step activity failed: {_reason(error)}")
+        done: StepDone = _decode(data, StepDone)
+        return done.result
+
+    async def _ask_approvals(self, requests: tuple[ApprovalRequest, ...]) -> ApprovalsGiven | RunInterrupted:
+        settings = self._settings
+        request = ApprovalsRequest(
+            self._run.agent, self._run_id, self._description.fingerprint, requests, self._run.ctx_seed
+        )
+        try:
+            data = await self._activity(
+                ASK_APPROVALS, encode(request), timeout_s=settings.tool_timeout_s, attempts=1
+            )
+        except ActivityError as error:
+            stopped = self._interruption(error)
+            if stopped is not None:
+                return stopped
+            reason = f"the approval handler did not answer: {_reason(error)}"
+            return ApprovalsGiven(tuple(ApprovalDecision(r.call_id, False, reason) for r in requests))
+        given: ApprovalsGiven = _decode(data, ApprovalsGiven)
+        return given
 
     async def _render_instructions(self, turn: int) -> InstructionsRendered | RunInterrupted:
         settings = self._settings

@@ -41,10 +41,16 @@ from hypothesis import strategies as st
 from helikon._json import JsonObject, JsonValue
 from helikon.config import RunConfig
 from helikon.effects import (
-    ApprovalPending,
     ApprovalRequest,
+    AskPolicy,
+    CallbackRaised,
+    CallStep,
+    FireHook,
+    HookAnswered,
+    InvokeTool,
+    PolicyAnswered,
     RunInterrupted,
-    ToolOutcome,
+    StepResult,
     ToolRaised,
     ToolReturned,
 )
@@ -64,6 +70,17 @@ from helikon.errors import (
     ToolFailure,
     TransportFailure,
     Unavailable,
+)
+from helikon.governance import (
+    Allow,
+    AskUser,
+    Deny,
+    HookDecision,
+    InjectSystemMessage,
+    PermissionDecision,
+    Replace,
+    ReplaceInput,
+    ReplaceOutput,
 )
 from helikon.ids import CallId, RunId, derive_call_id
 from helikon.items import (
@@ -374,20 +391,46 @@ def tool_return_values() -> st.SearchStrategy[JsonValue]:
     return st.one_of(st.text(max_size=20), json_values(max_leaves=4))
 
 
-def tool_outcomes(call_id: CallId | str, approvals: bool = False) -> st.SearchStrategy[ToolOutcome]:
-    """How tool call ``call_id`` ended: returned, raised, or (with ``approvals``) awaiting approval."""
+def tool_outcomes(call_id: CallId | str) -> st.SearchStrategy[ToolReturned | ToolRaised]:
+    """How tool call ``call_id``'s tool ended: it returned, or it raised."""
     cid = CallId(call_id)
-    ended: list[st.SearchStrategy[ToolOutcome]] = [
-        st.builds(
-            ToolReturned,
-            st.just(cid),
-            tool_return_values().map(lambda v: v if isinstance(v, str) else _encode(v)),
-        ),
+    return st.one_of(
+        st.builds(ToolReturned, st.just(cid), tool_return_values()),
         st.builds(ToolRaised, st.just(cid), tool_failures()),
-    ]
-    if approvals:
-        ended.append(st.builds(ApprovalPending, st.just(cid), st.text(max_size=12)))
-    return st.one_of(ended)
+    )
+
+
+def hook_decisions() -> st.SearchStrategy[HookDecision]:
+    """What a hook answers: mostly Allow, sometimes a denial, a rewrite or an injection."""
+    return st.one_of(
+        st.just(Allow()),
+        st.builds(Deny, st.text(max_size=10)),
+        st.builds(ReplaceInput, json_values(max_leaves=3)),
+        st.builds(ReplaceOutput, json_values(max_leaves=3)),
+        st.builds(InjectSystemMessage, st.text(max_size=10)),
+    )
+
+
+def policy_decisions() -> st.SearchStrategy[PermissionDecision]:
+    """What a permission policy answers."""
+    return st.one_of(
+        st.just(Allow()),
+        st.builds(Deny, st.text(max_size=10)),
+        st.builds(AskUser, st.text(max_size=10)),
+        st.builds(Replace, json_values(max_leaves=3)),
+    )
+
+
+def step_results(step: CallStep) -> st.SearchStrategy[StepResult]:
+    """A result that answers ``step`` (a callback may also raise)."""
+    raised = st.builds(CallbackRaised, st.just(step.call_id), st.text(max_size=10))
+    match step:
+        case FireHook(call_id=cid):
+            return st.one_of(st.builds(HookAnswered, st.just(cid), hook_decisions()), raised)
+        case AskPolicy(call_id=cid):
+            return st.one_of(st.builds(PolicyAnswered, st.just(cid), policy_decisions()), raised)
+        case InvokeTool(call_id=cid):
+            return tool_outcomes(cid)
 
 
 @attrs.frozen
@@ -946,6 +989,9 @@ __all__ = [
     "tool_errors",
     "tool_fns",
     "tool_names",
+    "hook_decisions",
+    "policy_decisions",
+    "step_results",
     "tool_outcomes",
     "tool_return_values",
     "turn_plans",

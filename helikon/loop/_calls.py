@@ -1,0 +1,359 @@
+"""One tool call's pipeline, as a small pure machine.
+
+The book's order for one call (``docs/governance.md``, "How they compose")::
+
+    PreToolUse hooks -> permissions (deny > guard > allow > mode > policy >
+    approval) -> the tool -> PostToolUse hooks -> redaction
+
+A :class:`ToolCallState` says where a call is in it. Every decision is made
+here, from the folds of :mod:`helikon.governance`: hook verdicts (first deny
+wins, last rewrite wins, injections accumulate), the permission steps, the
+check of rewritten arguments against the tool's schema, and the redaction of
+the output. Every call of user code is a step the interpreter performs for
+this call (:data:`~helikon.effects.CallStep`), and the step a call waits on is
+a function of its state (:func:`pending_step`), so a state saved anywhere
+resumes through the same pure steps.
+
+An approval stands in for the "ask" step of the call's permission pipeline
+and nothing else: it is fed to :func:`~helikon.governance.after_approval`,
+after which the remaining guards, the allow rules, the mode and the policy
+still apply.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias, assert_never
+
+import attrs
+import msgspec
+
+from helikon._json import JsonValue
+from helikon.effects import (
+    ApprovalDecision,
+    ApprovalRequest,
+    AskPolicy,
+    CallbackRaised,
+    CallStep,
+    FireHook,
+    HookAnswered,
+    InvokeTool,
+    PolicyAnswered,
+    StepResult,
+    ToolRaised,
+    ToolReturned,
+)
+from helikon.errors import Denied, InvalidArgs, ToolCrashed, ToolFailure, describe
+from helikon.events import AgentEvent, PermissionDenied
+from helikon.governance import (
+    Allow,
+    ApprovalNeeded,
+    Decided,
+    Deny,
+    HookVerdict,
+    PermissionStep,
+    PolicyNeeded,
+    PostToolUse,
+    PreToolUse,
+    Replace,
+    after_approval,
+    after_policy,
+    fold_permissions,
+    redact,
+    replaced_value,
+    resolve_without_handler,
+)
+from helikon.items import ToolCall, ToolResult
+from helikon.loop._spec import AgentSpec, ApprovalRoute
+from helikon.loop._validate import parse_json, schema_errors
+from helikon.model import ToolEffect
+
+# -- stages ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class PreHooks:
+    """PreToolUse hooks fire; hook number ``hook`` was asked."""
+
+    hook: int = 0
+    verdict: HookVerdict = HookVerdict()
+
+
+@attrs.frozen
+class Permitting:
+    """The permission pipeline waits for the policy (``PolicyNeeded``) or a
+    human (``ApprovalNeeded``)."""
+
+    step: PolicyNeeded | ApprovalNeeded
+
+
+@attrs.frozen
+class Running:
+    """The tool runs."""
+
+
+@attrs.frozen
+class PostHooks:
+    """PostToolUse hooks fire on the tool's ``output``; hook ``hook`` was asked."""
+
+    output: JsonValue
+    hook: int = 0
+    verdict: HookVerdict = HookVerdict()
+
+
+@attrs.frozen
+class Settled:
+    """The call is over: ``result`` joins the conversation. ``invalid`` holds
+    the schema errors when the tool itself refused the arguments."""
+
+    result: ToolResult
+    invalid: tuple[str, ...] = ()
+
+
+#: Where a call is in its pipeline.
+CallStage: TypeAlias = PreHooks | Permitting | Running | PostHooks | Settled
+
+
+@attrs.frozen
+class ToolCallState:
+    """One tool call of a round and where its pipeline is.
+
+    Args:
+        call: the call as the model made it.
+        args: its arguments now (after any rewrite by a hook or the policy).
+        stage: where the pipeline is.
+        injected: system messages its hooks asked for, in fire order.
+    """
+
+    call: ToolCall
+    args: JsonValue
+    stage: CallStage
+    injected: tuple[str, ...] = ()
+
+    @property
+    def settled(self) -> bool:
+        return type(self.stage) is Settled
+
+
+#: A call's new state and the events its step emitted.
+Advanced: TypeAlias = tuple[ToolCallState, tuple[AgentEvent, ...]]
+
+# -- the steps ---------------------------------------------------------------------------
+
+
+def settled(call: ToolCall, result: ToolResult) -> ToolCallState:
+    """A call the loop answered itself (unknown tool, invalid arguments)."""
+    return ToolCallState(call, None, Settled(result))
+
+
+def open_call(call: ToolCall, spec: AgentSpec) -> Advanced:
+    """A runnable call entering its pipeline: up to its first step.
+
+    >>> from helikon.ids import CallId
+    >>> from helikon.model import ToolDef
+    >>> spec = AgentSpec("a", tools=(ToolDef("t", "", {}),))
+    >>> state, events = open_call(ToolCall(CallId("c1"), "t", "{}"), spec)
+    >>> pending_step(state)
+    InvokeTool(call_id='c1', tool='t', args={})
+    """
+    args, _ = parse_json(call.arguments or "{}")
+    state = ToolCallState(call, args, PreHooks())
+    if spec.governance.hooks:
+        return state, ()
+    return _permit(state, spec)
+
+
+def pending_step(state: ToolCallState) -> CallStep | None:
+    """The step of user code ``state`` waits on (None: settled, or waiting
+    for a human)."""
+    stage = state.stage
+    call = state.call
+    match stage:
+        case PreHooks(hook=hook):
+            return FireHook(call.call_id, hook, PreToolUse(call.name, state.args))
+        case Permitting(step=PolicyNeeded()):
+            return AskPolicy(call.call_id, call.name, state.args)
+        case Running():
+            return InvokeTool(call.call_id, call.name, state.args)
+        case PostHooks(output=output, hook=hook):
+            return FireHook(call.call_id, hook, PostToolUse(call.name, state.args, output))
+        case Permitting() | Settled():
+            return None
+        case _:
+            assert_never(stage)
+
+
+def approval_request(state: ToolCallState) -> ApprovalRequest | None:
+    """The question ``state`` waits on a human for, if any."""
+    stage = state.stage
+    if type(stage) is Permitting and type(stage.step) is ApprovalNeeded:
+        call = state.call
+        return ApprovalRequest(call.call_id, call.name, _encode(state.args), stage.step.prompt)
+    return None
+
+
+def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Advanced | str:
+    """Feed the result of the call's pending step: its next state and events,
+    or why the result does not answer that step."""
+    stage = state.stage
+    match stage, result:
+        case PreHooks(hook=hook, verdict=verdict), HookAnswered(decision=decision):
+            verdict = verdict.add(decision)
+            if verdict.denial is None and hook + 1 < len(spec.governance.hooks):
+                return attrs.evolve(state, stage=PreHooks(hook + 1, verdict)), ()
+            state = attrs.evolve(state, injected=(*state.injected, *verdict.injections))
+            if verdict.denial is not None:
+                return _deny(state, verdict.denial.reason, spec)
+            if verdict.replacement is None:
+                return _permit(state, spec)
+            return _rewritten(state, replaced_value(verdict, state.args), "a PreToolUse hook", spec)
+        case Permitting(step=PolicyNeeded()), PolicyAnswered(decision=decision):
+            return _decide(state, after_policy(decision), spec)
+        case Running(), ToolReturned(output=output):
+            if spec.governance.hooks:
+                return attrs.evolve(state, stage=PostHooks(output)), ()
+            return _finish(state, output, spec)
+        case Running(), ToolRaised(failure=failure):
+            errors = failure.schema_errors if type(failure) is InvalidArgs else ()
+            return _settle(state, describe(_scrubbed(failure, spec)), spec, errors)
+        case PostHooks(output=output, hook=hook, verdict=verdict), HookAnswered(decision=decision):
+            verdict = verdict.add(decision)
+            if verdict.denial is None and hook + 1 < len(spec.governance.hooks):
+                return attrs.evolve(state, stage=PostHooks(output, hook + 1, verdict)), ()
+            state = attrs.evolve(state, injected=(*state.injected, *verdict.injections))
+            if verdict.denial is not None:
+                return _deny(state, verdict.denial.reason, spec)
+            return _finish(state, replaced_value(verdict, output), spec)
+        case PreHooks() | PostHooks() | Permitting(step=PolicyNeeded()), CallbackRaised(message=message):
+            who = "the permission policy" if type(stage) is Permitting else "a hook"
+            return _deny(state, f"{who} raised {message}", spec)
+    expected = pending_step(state)
+    wanted = type(expected).__name__ if expected is not None else "no step result"
+    return f"tool call {state.call.call_id!r} waits for {wanted}, not {type(result).__name__}"
+
+
+def feed_approval(state: ToolCallState, decision: ApprovalDecision, spec: AgentSpec) -> Advanced:
+    """Feed a human's answer to the call's pending ask (see :func:`approval_request`)."""
+    stage = state.stage
+    assert type(stage) is Permitting and type(stage.step) is ApprovalNeeded
+    if not decision.approved:
+        return _deny(state, decision.reason or "the user declined", spec)
+    name, effect = _tool(state, spec)
+    settings = spec.governance.permissions
+    return _decide(state, after_approval(name, effect, state.args, settings, stage.step, Allow()), spec)
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _tool(state: ToolCallState, spec: AgentSpec) -> tuple[str, ToolEffect]:
+    """The call's tool name and declared effect (an undeclared tool is SIDE_EFFECT)."""
+    name = state.call.name
+    tool = spec.tool(name)
+    return name, tool.effect if tool is not None else ToolEffect.SIDE_EFFECT
+
+
+def _permit(state: ToolCallState, spec: AgentSpec) -> Advanced:
+    """Run the permission pipeline from its start."""
+    name, effect = _tool(state, spec)
+    return _decide(state, fold_permissions(name, effect, state.args, spec.governance.permissions), spec)
+
+
+def _decide(state: ToolCallState, step: PermissionStep, spec: AgentSpec) -> Advanced:
+    match step:
+        case Decided(decision=decision):
+            match decision:
+                case Allow():
+                    return attrs.evolve(state, stage=Running()), ()
+                case Deny(reason=reason):
+                    return _deny(state, reason, spec)
+                case Replace(args=args):
+                    return _rewritten(state, args, "the permission policy", spec, permit=False)
+                case _:
+                    assert_never(decision)
+        case PolicyNeeded():
+            return attrs.evolve(state, stage=Permitting(step)), ()
+        case ApprovalNeeded():
+            if spec.governance.approvals is ApprovalRoute.DENY:
+                return _decide(state, resolve_without_handler(step), spec)
+            return attrs.evolve(state, stage=Permitting(step)), ()
+        case _:
+            assert_never(step)
+
+
+def _rewritten(
+    state: ToolCallState, args: JsonValue, who: str, spec: AgentSpec, *, permit: bool = True
+) -> Advanced:
+    """Arguments rewritten by ``who`` must still fit the tool's schema; a hook's
+    rewrite is then judged by the permission pipeline, a policy's runs."""
+    tool = spec.tool(state.call.name)
+    errors = schema_errors(args, tool.parameters) if tool is not None else ()
+    if errors:
+        text = f"invalid arguments after a rewrite by {who}: " + "; ".join(errors)
+        return _settle(state, text, spec)
+    state = attrs.evolve(state, args=args)
+    if permit:
+        return _permit(state, spec)
+    return attrs.evolve(state, stage=Running()), ()
+
+
+def _deny(state: ToolCallState, reason: str, spec: AgentSpec) -> Advanced:
+    reason = _clean(reason, spec)
+    event = PermissionDenied(state.call.name, reason)
+    out, _ = _settle(state, describe(Denied(reason)), spec)
+    return out, (event,)
+
+
+def _finish(state: ToolCallState, output: JsonValue, spec: AgentSpec) -> Advanced:
+    """The last transform: the output as text, scrubbed of secrets."""
+    text = output if isinstance(output, str) else _encode(output)
+    call = state.call
+    return attrs.evolve(state, stage=Settled(ToolResult(call.call_id, call.name, _clean(text, spec)))), ()
+
+
+def _settle(state: ToolCallState, error: str, spec: AgentSpec, invalid: tuple[str, ...] = ()) -> Advanced:
+    call = state.call
+    result = ToolResult(call.call_id, call.name, error, is_error=True)
+    return attrs.evolve(state, stage=Settled(result, invalid)), ()
+
+
+def _clean(text: str, spec: AgentSpec) -> str:
+    governance = spec.governance
+    return redact(text, governance.secrets) if governance.redact else text
+
+
+def _scrubbed(failure: ToolFailure, spec: AgentSpec) -> ToolFailure:
+    """A tool failure with secrets redacted from its message (it reaches the
+    model and the session like any tool output)."""
+    match failure:
+        case ToolCrashed(message=message):
+            return ToolCrashed(_clean(message, spec))
+        case Denied(reason=reason):
+            return Denied(_clean(reason, spec))
+        case InvalidArgs():
+            return failure
+        case _:
+            assert_never(failure)
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def _encode(value: JsonValue) -> str:
+    return _encoder.encode(value).decode()
+
+
+__all__ = [
+    "CallStage",
+    "Permitting",
+    "PostHooks",
+    "PreHooks",
+    "Running",
+    "Settled",
+    "ToolCallState",
+    "approval_request",
+    "feed_approval",
+    "feed_step",
+    "open_call",
+    "pending_step",
+    "settled",
+]

@@ -1,0 +1,175 @@
+"""A round of tool calls: the pipelines of one turn's calls, joined in call order.
+
+A model turn that asks for tools opens a round. Each runnable call enters its
+own pipeline (:mod:`helikon.loop._calls`); the round asks for the pending step
+of every call that has one, in one :class:`~helikon.effects.ExecuteTools`, and
+feeds each result to its call. Calls that need a human wait at a barrier:
+once no call has a step left to run, the round asks every pending question at
+once, of the approval handler (``AskApprovals``) or by suspending the run
+(``AwaitApproval``) — the same questions, the same answers, the same events
+either way. When every call is settled, the results join the conversation in
+call order, then any system messages the hooks injected, and the next turn
+starts (or the run fails: a second round in a row with invalid arguments).
+"""
+
+from __future__ import annotations
+
+from returns.result import Failure, Result, Success
+
+from helikon.effects import (
+    ApprovalRequest,
+    ApprovalsGiven,
+    AskApprovals,
+    AwaitApproval,
+    CallStep,
+    Effect,
+    ExecuteTools,
+    ToolsExecuted,
+)
+from helikon.errors import AgentError, InvalidToolArgs, StepError
+from helikon.events import AgentEvent, ApprovalRequested, ToolOutputItem
+from helikon.items import Item, system_text
+from helikon.loop._calls import (
+    Settled,
+    ToolCallState,
+    approval_request,
+    feed_approval,
+    feed_step,
+    pending_step,
+)
+from helikon.loop._outcome import Outcome
+from helikon.loop._spec import AgentSpec, ApprovalRoute
+from helikon.loop._states import ExecutingTools, NeedsApproval, RunState
+from helikon.loop._turns import evolve, fail, next_turn
+from helikon.loop._validate import parse_json
+
+Step = Result[Outcome, StepError]
+
+
+def advance_round(
+    state: RunState,
+    spec: AgentSpec,
+    turn: int,
+    calls: tuple[ToolCallState, ...],
+    invalid: bool,
+    events: list[AgentEvent],
+    appended: list[Item],
+) -> Outcome:
+    """The round's next outcome: run the pending steps, ask the pending
+    questions, or settle the round.
+
+    ``appended`` are items of this step not yet in ``state.conversation``
+    (the model turn's message and calls, when the round opens).
+    """
+    steps = [step for step in map(pending_step, calls) if step is not None]
+    if appended and (steps or any(approval_request(c) is not None for c in calls)):
+        state = evolve(state, conversation=(*state.conversation, *appended))
+    if steps:
+        running = evolve(state, phase=ExecutingTools(turn, calls, invalid))
+        return Outcome(running, tuple(events), ExecuteTools(tuple(steps)), tuple(appended))
+    requests = [request for request in map(approval_request, calls) if request is not None]
+    if requests:
+        waiting = evolve(state, phase=NeedsApproval(turn, calls, invalid))
+        for r in requests:
+            events.append(ApprovalRequested(r.call_id, r.tool, parse_json(r.arguments)[0]))
+        return Outcome(waiting, tuple(events), _ask(spec, tuple(requests)), tuple(appended))
+    return _settle(state, spec, turn, calls, invalid, events, appended)
+
+
+def round_effect(phase: ExecutingTools | NeedsApproval, spec: AgentSpec) -> Effect:
+    """The effect a stored round waits on (for resuming)."""
+    if type(phase) is ExecutingTools:
+        steps: list[CallStep] = [s for s in map(pending_step, phase.calls) if s is not None]
+        return ExecuteTools(tuple(steps))
+    requests = tuple(r for r in map(approval_request, phase.calls) if r is not None)
+    return _ask(spec, requests)
+
+
+def _ask(spec: AgentSpec, requests: tuple[ApprovalRequest, ...]) -> Effect:
+    if spec.governance.approvals is ApprovalRoute.HANDLER:
+        return AskApprovals(requests)
+    return AwaitApproval(requests)
+
+
+def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -> Step:
+    """Feed each step's result to its call, in the order the steps were asked."""
+    phase = state.phase
+    if type(phase) is not ExecutingTools:
+        return Failure(StepError("no tools were running"))
+    results = iter(result.results)
+    events: list[AgentEvent] = []
+    calls: list[ToolCallState] = []
+    for call in phase.calls:
+        if pending_step(call) is None:
+            calls.append(call)
+            continue
+        answer = next(results, None)
+        if answer is None or answer.call_id != call.call.call_id:
+            return Failure(StepError(f"expected the result of tool call {call.call.call_id!r} next"))
+        fed = feed_step(call, answer, spec)
+        if isinstance(fed, str):
+            return Failure(StepError(fed))
+        calls.append(fed[0])
+        events.extend(fed[1])
+    if next(results, None) is not None:
+        return Failure(StepError("more step results than steps"))
+    return Success(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
+
+
+def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec) -> Step:
+    """Feed the humans' answers, each to the ask step of its call."""
+    phase = state.phase
+    if type(phase) is not NeedsApproval:
+        return Failure(StepError("no approval was asked for"))
+    answers = {d.call_id: d for d in result.decisions}
+    waiting = [c.call.call_id for c in phase.calls if approval_request(c) is not None]
+    missing = [cid for cid in waiting if cid not in answers]
+    if missing:
+        return Failure(StepError(f"no decision for tool call(s) {', '.join(missing)}"))
+    unknown = sorted(cid for cid in answers if cid not in waiting)
+    if unknown:
+        return Failure(StepError(f"no approval was asked for tool call(s) {', '.join(unknown)}"))
+    events: list[AgentEvent] = []
+    calls: list[ToolCallState] = []
+    for call in phase.calls:
+        decision = answers.get(call.call.call_id)
+        if decision is None:
+            calls.append(call)
+            continue
+        fed, more = feed_approval(call, decision, spec)
+        calls.append(fed)
+        events.extend(more)
+    return Success(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
+
+
+def _settle(
+    state: RunState,
+    spec: AgentSpec,
+    turn: int,
+    calls: tuple[ToolCallState, ...],
+    invalid: bool,
+    events: list[AgentEvent],
+    appended: list[Item],
+) -> Outcome:
+    """Every call has its result: add them in call order, then the hooks'
+    system messages; then fail or start the next turn."""
+    failed: AgentError | None = None
+    injected: list[Item] = []
+    for call in calls:
+        stage = call.stage
+        assert type(stage) is Settled
+        appended.append(stage.result)
+        events.append(ToolOutputItem(stage.result))
+        injected.extend(system_text(text) for text in call.injected)
+        if stage.invalid:
+            invalid = True
+            if state.strikes >= 1 and failed is None:
+                failed = InvalidToolArgs(call.call.name, stage.invalid)
+    appended.extend(injected)
+    if failed is not None:
+        return fail(state, failed, events, appended, state.usage)
+    state = evolve(state, strikes=state.strikes + 1 if invalid else 0)
+    return next_turn(state, spec, turn, events, appended)
+
+
+__all__ = ["advance_round", "on_approvals_given", "on_tools_executed", "round_effect"]

@@ -1,0 +1,106 @@
+"""What every rule of the loop shares: starting a turn, failing, completing.
+
+These helpers build the next :class:`~helikon.loop.Outcome` from a state and
+the events and items a rule has gathered so far; the rules themselves live in
+:mod:`helikon.loop._transition` (model turns, handoffs, guardrails) and
+:mod:`helikon.loop._round` (a round of tool calls).
+"""
+
+from __future__ import annotations
+
+import attrs
+from attrs import evolve
+
+from helikon.effects import CallModel, CheckGuardrails, Effect, RenderInstructions, RunHooks, Terminate
+from helikon.errors import AgentError
+from helikon.events import AgentEvent, RunCompleted, RunFailed, TurnStarted
+from helikon.items import Item, system_text
+from helikon.loop._outcome import Outcome
+from helikon.loop._spec import AgentSpec
+from helikon.loop._states import (
+    CallingModel,
+    CheckingOutput,
+    Done,
+    Failed,
+    Finalizing,
+    RepairingOutput,
+    RunState,
+    StartingTurn,
+)
+from helikon.model import JsonSchema, ModelRequest, Usage
+
+
+def request(state: RunState, spec: AgentSpec) -> ModelRequest:
+    messages: tuple[Item, ...] = state.conversation
+    if state.instructions is not None:
+        messages = (system_text(state.instructions), *messages)
+    if type(state.phase) is CallingModel or spec.output is None:
+        return ModelRequest(messages, spec.model_tools, spec.settings)
+    output = spec.output
+    settings = attrs.evolve(
+        spec.settings,
+        response_format=JsonSchema(output.name, output.schema, strict=True),
+        tool_choice=None,
+    )
+    return ModelRequest(messages, (), settings)
+
+
+def begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appended: list[Item]) -> Outcome:
+    """Emit TurnStarted and ask for the turn's first effect."""
+    phase = state.phase
+    assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
+    events.append(TurnStarted(phase.turn))
+    if spec.hooks:
+        starting = evolve(state, phase=StartingTurn(phase.turn, phase))
+        return Outcome(starting, tuple(events), RunHooks(phase.turn), tuple(appended))
+    return turn_effect(state, spec, events, appended)
+
+
+def turn_effect(state: RunState, spec: AgentSpec, events: list[AgentEvent], appended: list[Item]) -> Outcome:
+    """Ask for a model turn's first effect (instructions, or the model)."""
+    phase = state.phase
+    assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
+    effect: Effect
+    if type(phase) is CallingModel and spec.dynamic_instructions:
+        state = evolve(state, phase=CallingModel(phase.turn, rendered=False))
+        effect = RenderInstructions(phase.turn)
+    else:
+        effect = CallModel(request(state, spec), phase.turn)
+    return Outcome(state, tuple(events), effect, tuple(appended))
+
+
+def fail(
+    state: RunState, error: AgentError, events: list[AgentEvent], appended: list[Item], usage: Usage
+) -> Outcome:
+    events.append(RunFailed(error, usage))
+    conversation = (*state.conversation, *appended) if appended else state.conversation
+    final = evolve(state, phase=Failed(error), conversation=conversation, usage=usage)
+    return Outcome(final, tuple(events), Terminate(), tuple(appended))
+
+
+def complete(
+    state: RunState,
+    spec: AgentSpec,
+    output: str,
+    events: list[AgentEvent],
+    appended: list[Item],
+    usage: Usage,
+    conversation: tuple[Item, ...],
+) -> Outcome:
+    """Finish with ``output`` — after the output guardrails, if any."""
+    if spec.output_guardrails:
+        checking = evolve(state, phase=CheckingOutput(output), conversation=conversation, usage=usage)
+        return Outcome(checking, tuple(events), CheckGuardrails("output", output), tuple(appended))
+    events.append(RunCompleted(usage))
+    final = evolve(state, phase=Done(output), conversation=conversation, usage=usage)
+    return Outcome(final, tuple(events), Terminate(), tuple(appended))
+
+
+def next_turn(
+    state: RunState, spec: AgentSpec, turn: int, events: list[AgentEvent], appended: list[Item]
+) -> Outcome:
+    state = evolve(state, phase=CallingModel(turn + 1), conversation=(*state.conversation, *appended))
+    return begin_turn(state, spec, events, appended)
+
+
+__all__ = ["begin_turn", "complete", "evolve", "fail", "next_turn", "request", "turn_effect"]
