@@ -31,35 +31,45 @@ from helikon.codec import to_json
 from helikon.config import RunConfig
 from helikon.effects import (
     ApprovalDecision,
-    ApprovalPending,
     ApprovalsGiven,
+    AskApprovals,
+    AskPolicy,
     AwaitApproval,
     CallModel,
+    CallStep,
     CheckGuardrails,
     Effect,
     EffectResult,
     ExecuteTools,
+    FireHook,
     GuardrailsChecked,
     Handoff,
     HandoffCompleted,
+    HookAnswered,
     HooksRan,
     InstructionsRendered,
+    InvokeTool,
     ModelCallFailed,
     ModelResponded,
+    PolicyAnswered,
     RenderInstructions,
     RunHooks,
     RunInterrupted,
+    StepResult,
     Terminate,
     ToolRaised,
     ToolReturned,
     ToolsExecuted,
 )
 from helikon.errors import Cancelled, GuardrailTripped, InvalidArgs, OtherError, Unavailable
+from helikon.governance import Allow, AskUser, Deny, PermissionSettings
 from helikon.ids import RunId
 from helikon.items import AgentInput
 from helikon.loop import (
     TABLE,
     AgentSpec,
+    ApprovalRoute,
+    Governance,
     HandoffSpec,
     LoopState,
     Outcome,
@@ -101,6 +111,15 @@ AGENTS = (
         output_guardrails=True,
         hooks=True,
         config=RunConfig(max_turns=2),
+        governance=Governance(
+            PermissionSettings(has_policy=True), hooks=("audit",), approvals=ApprovalRoute.SUSPEND
+        ),
+    ),
+    AgentSpec(
+        "asking",
+        tools=(ECHO,),
+        config=RunConfig(max_turns=2),
+        governance=Governance(PermissionSettings(has_policy=True), approvals=ApprovalRoute.HANDLER),
     ),
     AgentSpec("structured", output=VERDICT),
 )
@@ -124,10 +143,10 @@ def answers(effect: Effect) -> list[EffectResult]:
             results.append(InstructionsRendered("Be brief."))
         case CallModel():
             results.extend(MODEL_ANSWERS)
-        case ExecuteTools(calls=calls):
-            results.append(ToolsExecuted(tuple(ToolReturned(c.call_id, "ok") for c in calls)))
-            results.append(ToolsExecuted(tuple(ApprovalPending(c.call_id, "Run it?") for c in calls)))
-            results.append(ToolsExecuted(tuple(ToolRaised(c.call_id, InvalidArgs(("bad",))) for c in calls)))
+        case ExecuteTools(steps=steps):
+            results.append(ToolsExecuted(tuple(_answer(s, "ok") for s in steps)))
+            results.append(ToolsExecuted(tuple(_answer(s, "ask") for s in steps)))
+            results.append(ToolsExecuted(tuple(_answer(s, "bad") for s in steps)))
         case CheckGuardrails():
             results.append(GuardrailsChecked())
             results.append(GuardrailsChecked(GuardrailTripped("input", "blocked")))
@@ -135,13 +154,24 @@ def answers(effect: Effect) -> list[EffectResult]:
             results.append(HooksRan())
             results.append(HooksRan(injected=("Be careful.",)))
             results.append(HooksRan(denied="not today"))
-        case AwaitApproval(requests=requests):
+        case AwaitApproval(requests=requests) | AskApprovals(requests=requests):
             results.append(ApprovalsGiven(tuple(ApprovalDecision(r.call_id, True) for r in requests)))
             results.append(ApprovalsGiven(tuple(ApprovalDecision(r.call_id, False, "no") for r in requests)))
         case Handoff():
             results.append(HandoffCompleted("Done by the expert.", Usage()))
             results.append(HandoffCompleted("", Usage(), OtherError("the expert failed")))
     return results
+
+
+def _answer(step: CallStep, how: str) -> StepResult:
+    """A sample result of one step: fine, asking a human, or failing."""
+    match step:
+        case InvokeTool(call_id=cid):
+            return ToolRaised(cid, InvalidArgs(("bad",))) if how == "bad" else ToolReturned(cid, "ok")
+        case AskPolicy(call_id=cid):
+            return PolicyAnswered(cid, AskUser("Run it?") if how == "ask" else Allow())
+        case FireHook(call_id=cid):
+            return HookAnswered(cid, Deny("no") if how == "bad" else Allow())
 
 
 def minimal(tp: Any) -> Any:

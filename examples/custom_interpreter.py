@@ -8,10 +8,16 @@ as tools. Swap ``call_model`` for a blocking HTTP call and it is a real one.
 
 from __future__ import annotations
 
-import json
-
 from helikon import advance, start
-from helikon.effects import CallModel, ExecuteTools, ModelResponded, Terminate, ToolReturned, ToolsExecuted
+from helikon.effects import (
+    CallModel,
+    ExecuteTools,
+    InvokeTool,
+    ModelResponded,
+    Terminate,
+    ToolReturned,
+    ToolsExecuted,
+)
 from helikon.loop import AgentSpec
 from helikon.model import Finish, FinishReason, TextChunk, ToolCallChunk, ToolDef
 
@@ -48,11 +54,14 @@ def run(question: str) -> None:
                 return
             case CallModel() as effect:
                 result = call_model(effect)
-            case ExecuteTools(calls=calls):
+            case ExecuteTools(steps=steps):
+                # Governance (hooks, permissions, redaction) is the machine's;
+                # with no hooks or policy every step is a tool to run.
                 result = ToolsExecuted(
                     tuple(
-                        ToolReturned(c.call_id, json.dumps(TOOLS[c.name](json.loads(c.arguments))))
-                        for c in calls
+                        ToolReturned(s.call_id, TOOLS[s.tool](s.args))
+                        for s in steps
+                        if isinstance(s, InvokeTool)
                     )
                 )
             case other:

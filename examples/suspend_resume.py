@@ -20,7 +20,7 @@ from pathlib import Path
 import trio
 
 from helikon import LlmAgent, advance, dump_state, load_state, perform, start, tool
-from helikon.effects import ExecuteTools, Terminate
+from helikon.effects import ExecuteTools, InvokeTool, Terminate
 from helikon.testing import MockModel, call_tools, say
 
 STATE = Path("run.state")
@@ -56,7 +56,7 @@ async def first_half() -> None:
             print("  ", event)
         if isinstance(outcome.effect, ExecuteTools):
             STATE.write_bytes(dump_state(outcome.state))
-            names = ", ".join(call.name for call in outcome.effect.calls)
+            names = ", ".join(step.tool for step in outcome.effect.steps if isinstance(step, InvokeTool))
             print(f"suspended before running {names}; state saved to {STATE}")
             return
         live_events, result = await perform(agent, outcome.effect, run_id="run-42")

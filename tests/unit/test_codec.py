@@ -8,12 +8,13 @@ import pytest
 
 from helikon._json import JsonValue
 from helikon.codec import from_json, structure, to_json, unstructure
-from helikon.effects import CallModel, Effect, ExecuteTools, Terminate
+from helikon.effects import CallModel, Effect, ExecuteTools, InvokeTool, Terminate
 from helikon.errors import Cancelled, ModelFailed, RateLimited
 from helikon.events import AgentEvent, ApprovalRequested, RunFailed, TurnStarted
 from helikon.ids import CallId, RunId
 from helikon.items import AgentInput, Item, ToolCall, ToolResult, user_text
-from helikon.loop import AgentSpec, ExecutingTools, Failed, Outcome, RunState, start
+from helikon.loop import AgentSpec, ExecutingTools, Failed, Outcome, Running, RunState, ToolCallState, start
+from helikon.loop._calls import settled
 from helikon.model import (
     FinishReason,
     ModelRequest,
@@ -83,9 +84,10 @@ def test_ids_are_plain_strings_in_json() -> None:
 
 
 def test_tuples_come_back_as_tuples() -> None:
-    effect = from_json(to_json(ExecuteTools((CALL, CALL)), Effect), Effect)
-    assert effect == ExecuteTools((CALL, CALL))
-    assert type(effect.calls) is tuple
+    step = InvokeTool(CallId("c1"), "clock", {"tz": "UTC"})
+    effect = from_json(to_json(ExecuteTools((step, step)), Effect), Effect)
+    assert effect == ExecuteTools((step, step))
+    assert type(effect.steps) is tuple
 
 
 def test_json_has_sorted_keys_and_no_whitespace() -> None:
@@ -106,8 +108,10 @@ def test_a_state_mid_run_round_trips() -> None:
         "calc",
         ExecutingTools(
             2,
-            (CALL, ToolCall(CallId("c2"), "nope", "{}")),
-            (None, ToolResult(CallId("c2"), "nope", "x", True)),
+            (
+                ToolCallState(CALL, {"tz": "UTC"}, Running()),
+                settled(ToolCall(CallId("c2"), "nope", "{}"), ToolResult(CallId("c2"), "nope", "x", True)),
+            ),
         ),
         (user_text("time?"), CALL),
         Usage(3, 4),

@@ -62,8 +62,8 @@ def test_the_driving_loop_in_the_docs_runs_an_agent() -> None:
         match effect:
             case CallModel():
                 return ModelResponded(tuple(script.pop(0)))
-            case ExecuteTools(calls=calls):
-                return ToolsExecuted(tuple(ToolReturned(c.call_id, "12:00") for c in calls))
+            case ExecuteTools(steps=steps):
+                return ToolsExecuted(tuple(ToolReturned(s.call_id, "12:00") for s in steps))
         raise AssertionError(f"unexpected {effect!r}")
 
     events = namespace["drive"](spec, "What time is it?", perform)

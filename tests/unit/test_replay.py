@@ -78,7 +78,7 @@ def test_changed_instructions_diverge_naming_the_field(recorded: tuple[Trace, li
 
     message = str(info.value)
     assert info.value.step == 0
-    assert "request.messages[0].content[0].text: expected 'Add.', got 'Subtract.'" in message
+    assert "definition.instructions: expected 'Add.', got 'Subtract.'" in message
 
 
 def test_changed_tool_schema_diverges_naming_the_field(recorded: tuple[Trace, list[AgentEvent]]) -> None:
@@ -87,7 +87,7 @@ def test_changed_tool_schema_diverges_naming_the_field(recorded: tuple[Trace, li
     with pytest.raises(ReplayDivergence) as info:
         run(make_agent(tool_=add_strings), ReplayInterpreter(trace))
 
-    assert "request.tools[0].parameters.properties.a.type: expected 'integer', got 'string'" in str(
+    assert "definition.tools[0].parameters.properties.a.type: expected 'integer', got 'string'" in str(
         info.value
     )
 
