@@ -118,7 +118,9 @@ if typing.TYPE_CHECKING:
     )
     from helikon.steps import (
         advance,
+        pending,
         perform,
+        prepare,
         start,
     )
     from helikon.tools import (
@@ -230,7 +232,9 @@ _LOCATIONS: dict[str, str] = {
     "collect_typed": "helikon.results",
     "dump_state": "helikon.snapshots",
     "load_state": "helikon.snapshots",
+    "pending": "helikon.steps",
     "perform": "helikon.steps",
+    "prepare": "helikon.steps",
     "run_sync": "helikon.results",
     "start": "helikon.steps",
     "tool": "helikon.tools",
@@ -338,7 +342,9 @@ __all__ = [
     "collect_typed",
     "dump_state",
     "load_state",
+    "pending",
     "perform",
+    "prepare",
     "run_sync",
     "start",
     "tool",

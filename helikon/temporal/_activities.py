@@ -141,8 +141,13 @@ class AgentActivities:
         registration = self._registration(request.agent, None)
         user_ctx = await self._user_ctx(registration, request.ctx_seed)
         spec = self._env(registration, request.run_id, user_ctx).spec
-        # The secrets stay on the worker: the history records this description.
-        spec = attrs.evolve(spec, governance=attrs.evolve(spec.governance, secrets=()))
+        # The workflow enforces the agent's own timeout; the secrets stay on
+        # the worker (the history records this description).
+        spec = attrs.evolve(
+            spec,
+            config=registration.agent.spec.config,
+            governance=attrs.evolve(spec.governance, secrets=()),
+        )
         description = AgentDescription(spec, registration.fingerprint, registration.settings)
         return encode(description)
 

@@ -36,6 +36,7 @@ from helikon import (
     advance,
     dump_state,
     load_state,
+    pending,
     perform,
     start,
     tool,
@@ -171,10 +172,10 @@ def test_a_run_suspends_for_approval_and_resumes_with_the_decision() -> None:
     )
 
     async def first_half() -> bytes:
-        outcome = start(agent, "pay", run_id="r1")
+        outcome = start(agent, "pay", run_id="r1", ctx=ctx)
         while not isinstance(outcome.effect, AwaitApproval):
             _, result = await perform(agent, outcome.effect, ctx, run_id="r1")
-            outcome = advance(agent, outcome.state, result)
+            outcome = advance(agent, outcome.state, result, ctx=ctx)
         assert isinstance(outcome.events[-1], ApprovalRequested)
         return dump_state(outcome.state)
 
@@ -182,7 +183,7 @@ def test_a_run_suspends_for_approval_and_resumes_with_the_decision() -> None:
     assert ran == []
 
     state = load_state(saved)
-    (request,) = state.phase.pending  # type: ignore[union-attr]
+    (request,) = pending(agent, state, ctx=ctx).requests  # type: ignore[union-attr]
     answer = ApprovalsGiven((ApprovalDecision(request.call_id, approved=True),))
 
     async def second_half() -> list[Any]:
@@ -206,15 +207,14 @@ def test_a_denied_suspension_tells_the_model() -> None:
         .with_permission_policy(lambda c, t, a: AskUser("?"))
         .with_suspend_on_approval()
     )
-    outcome = start(agent, "pay", run_id="r1")
+    outcome = start(agent, "pay", run_id="r1", ctx=ctx)
     while not isinstance(outcome.effect, AwaitApproval | Terminate):
         _, result = anyio.run(lambda effect=outcome.effect: perform(agent, effect, ctx, run_id="r1"))
-        outcome = advance(agent, outcome.state, result)
+        outcome = advance(agent, outcome.state, result, ctx=ctx)
     (request,) = outcome.effect.requests  # type: ignore[union-attr]
 
-    nxt = advance(
-        agent, outcome.state, ApprovalsGiven((ApprovalDecision(request.call_id, False, "too much"),))
-    )
+    no = ApprovalsGiven((ApprovalDecision(request.call_id, False, "too much"),))
+    nxt = advance(agent, outcome.state, no, ctx=ctx)
 
     assert not isinstance(nxt.effect, ExecuteTools)
     assert [e.item.content for e in nxt.events if type(e) is ToolOutputItem] == ["denied: too much"]

@@ -167,7 +167,7 @@ def test_a_worker_stopped_mid_tool_call_is_replaced_and_the_run_finishes(tempora
         if e.HasField("activity_task_scheduled_event_attributes")
     ]
     assert scheduled == [
-        "describe_agent", "call_model", "invoke_tool", "call_model", "invoke_tool", "call_model",
+        "describe_agent", "call_model", "call_step", "call_model", "call_step", "call_model",
     ]  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """A worker process killed with SIGKILL in the middle of a tool call.
 
-Nothing is reported to Temporal: the in-flight ``invoke_tool`` attempt just
+Nothing is reported to Temporal: the in-flight ``call_step`` attempt just
 stops heartbeating. With the opt-in heartbeat timeout (2 s here) Temporal
 gives the call to another worker after about that long — not after the
 10-minute activity timeout — and the run finishes there without redoing the
