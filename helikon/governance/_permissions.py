@@ -141,7 +141,7 @@ PermissionStep: TypeAlias = Decided | PolicyNeeded | ApprovalNeeded
 
 
 @final
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class PermissionSettings:
     """The data the pipeline reads: the run context's permission configuration.
 

@@ -89,16 +89,38 @@ class RunEnv:
         return self.spec.governance.secrets
 
 
+_last_settings: tuple[tuple[object, ...], PermissionSettings] | None = None
+
+
 def permission_settings(ctx: RunContext[Any]) -> PermissionSettings:
-    """The run context's permission configuration, as the pure pipeline's data."""
+    """The run context's permission configuration, as the pure pipeline's data.
+
+    Runs under one context get the very same settings object (a one-entry
+    memo on the context's rule tuples, by identity), so the machine's
+    memoised permission folds hit by identity instead of comparing rules.
+    """
+    global _last_settings
+    key = (
+        ctx.permission_mode,
+        ctx.deny_rules,
+        ctx.guard_rules,
+        ctx.allow_rules,
+        ctx.default_guards,
+        ctx.permission_policy is not None,
+    )
+    last = _last_settings
+    if last is not None and all(a is b for a, b in zip(last[0], key, strict=True)):
+        return last[1]
     guards = (*GuardRule.destructive_defaults(), *ctx.guard_rules) if ctx.default_guards else ctx.guard_rules
-    return PermissionSettings(
+    settings = PermissionSettings(
         mode=ctx.permission_mode,
         deny_rules=tuple(ctx.deny_rules),
         guard_rules=tuple(guards),
         allow_rules=tuple(ctx.allow_rules),
         has_policy=ctx.permission_policy is not None,
     )
+    _last_settings = (key, settings)
+    return settings
 
 
 _environment_secrets: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ())

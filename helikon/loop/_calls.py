@@ -22,6 +22,7 @@ still apply.
 
 from __future__ import annotations
 
+import functools
 from typing import TypeAlias, assert_never
 
 import attrs
@@ -50,6 +51,7 @@ from helikon.governance import (
     Decided,
     Deny,
     HookVerdict,
+    PermissionSettings,
     PermissionStep,
     PolicyNeeded,
     PostToolUse,
@@ -133,6 +135,10 @@ class ToolCallState:
     def settled(self) -> bool:
         return type(self.stage) is Settled
 
+    def at(self, stage: CallStage) -> ToolCallState:
+        """This call, moved to ``stage`` (the hot path: no ``attrs.evolve``)."""
+        return ToolCallState(self.call, self.args, stage, self.injected)
+
 
 #: A call's new state and the events its step emitted.
 Advanced: TypeAlias = tuple[ToolCallState, tuple[AgentEvent, ...]]
@@ -199,7 +205,7 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
         case PreHooks(hook=hook, verdict=verdict), HookAnswered(decision=decision):
             verdict = verdict.add(decision)
             if verdict.denial is None and hook + 1 < len(spec.governance.hooks):
-                return attrs.evolve(state, stage=PreHooks(hook + 1, verdict)), ()
+                return state.at(PreHooks(hook + 1, verdict)), ()
             state = attrs.evolve(state, injected=(*state.injected, *verdict.injections))
             if verdict.denial is not None:
                 return _deny(state, verdict.denial.reason, spec)
@@ -210,7 +216,7 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
             return _decide(state, after_policy(decision), spec)
         case Running(), ToolReturned(output=output):
             if spec.governance.hooks:
-                return attrs.evolve(state, stage=PostHooks(output)), ()
+                return state.at(PostHooks(output)), ()
             return _finish(state, output, spec)
         case Running(), ToolRaised(failure=failure):
             errors = failure.schema_errors if type(failure) is InvalidArgs else ()
@@ -218,7 +224,7 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
         case PostHooks(output=output, hook=hook, verdict=verdict), HookAnswered(decision=decision):
             verdict = verdict.add(decision)
             if verdict.denial is None and hook + 1 < len(spec.governance.hooks):
-                return attrs.evolve(state, stage=PostHooks(output, hook + 1, verdict)), ()
+                return state.at(PostHooks(output, hook + 1, verdict)), ()
             state = attrs.evolve(state, injected=(*state.injected, *verdict.injections))
             if verdict.denial is not None:
                 return _deny(state, verdict.denial.reason, spec)
@@ -255,7 +261,24 @@ def _tool(state: ToolCallState, spec: AgentSpec) -> tuple[str, ToolEffect]:
 def _permit(state: ToolCallState, spec: AgentSpec) -> Advanced:
     """Run the permission pipeline from its start."""
     name, effect = _tool(state, spec)
-    return _decide(state, fold_permissions(name, effect, state.args, spec.governance.permissions), spec)
+    settings = spec.governance.permissions
+    if _reads_arguments(name, settings):
+        return _decide(state, fold_permissions(name, effect, state.args, settings), spec)
+    return _decide(state, _argument_free_fold(name, effect, settings), spec)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reads_arguments(name: str, settings: PermissionSettings) -> bool:
+    """Whether any rule can read ``name``'s arguments (paths, commands)."""
+    return any(entry.tool == name for entry in settings.arguments.entries)
+
+
+@functools.lru_cache(maxsize=1024)
+def _argument_free_fold(name: str, effect: ToolEffect, settings: PermissionSettings) -> PermissionStep:
+    """The pipeline for a tool none of whose arguments the rules read: it
+    cannot depend on them, so it is folded once per (tool, settings). The
+    hot path of a tool loop (a pure function, memoised)."""
+    return fold_permissions(name, effect, None, settings)
 
 
 def _decide(state: ToolCallState, step: PermissionStep, spec: AgentSpec) -> Advanced:
@@ -263,7 +286,7 @@ def _decide(state: ToolCallState, step: PermissionStep, spec: AgentSpec) -> Adva
         case Decided(decision=decision):
             match decision:
                 case Allow():
-                    return attrs.evolve(state, stage=Running()), ()
+                    return state.at(Running()), ()
                 case Deny(reason=reason):
                     return _deny(state, reason, spec)
                 case Replace(args=args):
@@ -271,11 +294,11 @@ def _decide(state: ToolCallState, step: PermissionStep, spec: AgentSpec) -> Adva
                 case _:
                     assert_never(decision)
         case PolicyNeeded():
-            return attrs.evolve(state, stage=Permitting(step)), ()
+            return state.at(Permitting(step)), ()
         case ApprovalNeeded():
             if spec.governance.approvals is ApprovalRoute.DENY:
                 return _decide(state, resolve_without_handler(step), spec)
-            return attrs.evolve(state, stage=Permitting(step)), ()
+            return state.at(Permitting(step)), ()
         case _:
             assert_never(step)
 
@@ -293,7 +316,7 @@ def _rewritten(
     state = attrs.evolve(state, args=args)
     if permit:
         return _permit(state, spec)
-    return attrs.evolve(state, stage=Running()), ()
+    return state.at(Running()), ()
 
 
 def _deny(state: ToolCallState, reason: str, spec: AgentSpec) -> Advanced:
@@ -307,13 +330,13 @@ def _finish(state: ToolCallState, output: JsonValue, spec: AgentSpec) -> Advance
     """The last transform: the output as text, scrubbed of secrets."""
     text = output if isinstance(output, str) else _encode(output)
     call = state.call
-    return attrs.evolve(state, stage=Settled(ToolResult(call.call_id, call.name, _clean(text, spec)))), ()
+    return state.at(Settled(ToolResult(call.call_id, call.name, _clean(text, spec)))), ()
 
 
 def _settle(state: ToolCallState, error: str, spec: AgentSpec, invalid: tuple[str, ...] = ()) -> Advanced:
     call = state.call
     result = ToolResult(call.call_id, call.name, error, is_error=True)
-    return attrs.evolve(state, stage=Settled(result, invalid)), ()
+    return state.at(Settled(result, invalid)), ()
 
 
 def _clean(text: str, spec: AgentSpec) -> str:

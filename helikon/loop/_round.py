@@ -62,14 +62,13 @@ def advance_round(
     (the model turn's message and calls, when the round opens).
     """
     steps = [step for step in map(pending_step, calls) if step is not None]
-    if appended and (steps or any(approval_request(c) is not None for c in calls)):
-        state = evolve(state, conversation=(*state.conversation, *appended))
-    if steps:
-        running = evolve(state, phase=ExecutingTools(turn, calls, invalid))
-        return Outcome(running, tuple(events), ExecuteTools(tuple(steps)), tuple(appended))
-    requests = [request for request in map(approval_request, calls) if request is not None]
-    if requests:
-        waiting = evolve(state, phase=NeedsApproval(turn, calls, invalid))
+    requests = [] if steps else [r for r in map(approval_request, calls) if r is not None]
+    if steps or requests:
+        conversation = (*state.conversation, *appended) if appended else None
+        if steps:
+            running = evolve(state, phase=ExecutingTools(turn, calls, invalid), conversation=conversation)
+            return Outcome(running, tuple(events), ExecuteTools(tuple(steps)), tuple(appended))
+        waiting = evolve(state, phase=NeedsApproval(turn, calls, invalid), conversation=conversation)
         for r in requests:
             events.append(ApprovalRequested(r.call_id, r.tool, parse_json(r.arguments)[0]))
         return Outcome(waiting, tuple(events), _ask(spec, tuple(requests)), tuple(appended))

@@ -26,6 +26,7 @@ The rules, after the book:
 
 from __future__ import annotations
 
+import attrs
 from returns.result import Failure, Result, Success
 
 from helikon.effects import (
@@ -216,7 +217,7 @@ def on_instructions_rendered(state: RunState, result: InstructionsRendered, spec
     phase = state.phase
     if type(phase) is not CallingModel or phase.rendered:
         return Failure(StepError("instructions were not asked for"))
-    state = evolve(state, phase=CallingModel(phase.turn), instructions=result.text)
+    state = attrs.evolve(state, phase=CallingModel(phase.turn), instructions=result.text)
     return Success(Outcome(state, (), CallModel(request(state, spec), phase.turn)))
 
 

@@ -9,7 +9,6 @@ the events and items a rule has gathered so far; the rules themselves live in
 from __future__ import annotations
 
 import attrs
-from attrs import evolve
 
 from helikon.effects import CallModel, CheckGuardrails, Effect, RenderInstructions, RunHooks, Terminate
 from helikon.errors import AgentError
@@ -23,11 +22,39 @@ from helikon.loop._states import (
     Done,
     Failed,
     Finalizing,
+    LoopState,
     RepairingOutput,
     RunState,
     StartingTurn,
 )
 from helikon.model import JsonSchema, ModelRequest, Usage
+
+#: The fields :func:`evolve` carries over; a test checks it is every field.
+EVOLVED_FIELDS = ("run_id", "agent", "phase", "conversation", "usage", "instructions", "strikes", "depth")
+
+
+def evolve(
+    state: RunState,
+    *,
+    phase: LoopState | None = None,
+    conversation: tuple[Item, ...] | None = None,
+    usage: Usage | None = None,
+    strikes: int | None = None,
+) -> RunState:
+    """``attrs.evolve`` for the loop's hot path (the loop makes several per
+    turn, and a direct constructor call is several times faster). Every
+    field not named is carried over; ``tests/unit/test_loop.py`` fails when
+    :class:`RunState` gains a field this function does not list."""
+    return RunState(
+        run_id=state.run_id,
+        agent=state.agent,
+        phase=state.phase if phase is None else phase,
+        conversation=state.conversation if conversation is None else conversation,
+        usage=state.usage if usage is None else usage,
+        instructions=state.instructions,
+        strikes=state.strikes if strikes is None else strikes,
+        depth=state.depth,
+    )
 
 
 def request(state: RunState, spec: AgentSpec) -> ModelRequest:

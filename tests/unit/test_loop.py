@@ -824,3 +824,11 @@ def steps(outcome: Outcome) -> tuple[CallStep, ...]:
     assert type(outcome.effect) is ExecuteTools
     return outcome.effect.steps
 
+
+
+def test_the_fast_evolve_carries_every_field_of_the_state() -> None:
+    from helikon.loop._turns import EVOLVED_FIELDS, evolve
+
+    assert tuple(f.name for f in attrs.fields(RunState)) == EVOLVED_FIELDS
+    state = RunState(RunId("r"), "a", Done("x"), (user_text("hi"),), Usage(1, 2), "be brief", 1, 3)
+    assert evolve(state) == state
