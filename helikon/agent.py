@@ -171,13 +171,17 @@ class LlmAgent(Generic[Ctx]):
         from helikon.interpreters import LiveInterpreter
         from helikon.loop import resume, transition
 
-        spec = self.spec if config is None else attrs.evolve(self.spec, config=config)
+        run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
+        interp = interpreter or LiveInterpreter(state.run_id)
+        # The machine resumes under the run context's governance (the same
+        # spec ``agent.run`` and the step API build): an approval answers
+        # only the ask step, and the mode and rules still apply after it.
+        spec = self.make_env(run_ctx, interp, run_id=state.run_id, config=config).spec
         if answer is not None:
             first = transition(state, answer, spec).alt(_raise).unwrap()
         else:
             first = resume(state, spec).alt(_raise).unwrap()
-        interp = interpreter or LiveInterpreter(state.run_id)
-        return _run(self, ctx or RunContext.ephemeral(None), AgentInput(()), interp, config, first)
+        return _run(self, run_ctx, AgentInput(()), interp, config, first)
 
     def make_env(
         self,

@@ -10,12 +10,11 @@ machine's (:mod:`helikon.loop._calls`); its steps are performed by
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Generator
 from typing import Any
 
 import msgspec
 
-from helikon.context import RunContext
 from helikon.effects import (
     GuardrailsChecked,
     HooksRan,
@@ -23,6 +22,8 @@ from helikon.effects import (
 from helikon.errors import GuardrailTripped
 from helikon.governance import (
     Allow,
+    HookDecision,
+    HookEvent,
     HookVerdict,
     ModelOutput,
     OnRunStart,
@@ -59,27 +60,43 @@ def tool_output_text(value: object) -> str:
     return _encode(value).decode()
 
 
-async def _hook_verdict(hooks: Sequence[Any], ctx: RunContext[Any], event: object) -> HookVerdict:
-    verdict = HookVerdict()
-    for hook in hooks:
-        decision = await call_user(hook, ctx, event)
-        verdict = verdict.add(Allow() if decision is None else decision)
-        if verdict.denied:
-            break  # the first deny short-circuits
-    return verdict
+#: Fires hook ``index`` on ``event`` and is sent back its decision.
+TurnHookFold = Generator[tuple[int, HookEvent], HookDecision, HooksRan]
 
 
-async def run_turn_hooks(turn: int, env: RunEnv) -> HooksRan:
-    """Fire OnRunStart (turn 1) and OnTurnStart hooks; fold their decisions."""
-    hooks = env.hooks
+def fold_turn_hooks(turn: int, count: int) -> TurnHookFold:
+    """The turn-start hooks of ``turn`` (OnRunStart first on turn 1, then
+    OnTurnStart), as a generator the interpreter drives: it yields which
+    hook to fire on which event, is sent the decision, and returns the
+    folded :class:`HooksRan` (the first deny stops every later hook).
+    Shared by the live and scripted interpreters, which differ only in how
+    they call a hook."""
     verdict = HookVerdict()
-    events: list[object] = [OnRunStart(), OnTurnStart(turn)] if turn == 1 else [OnTurnStart(turn)]
+    events: list[HookEvent] = [OnRunStart(), OnTurnStart(turn)] if turn == 1 else [OnTurnStart(turn)]
     for event in events:
-        verdict = verdict.then(await _hook_verdict(hooks, env.ctx, event))
+        inner = HookVerdict()
+        for index in range(count):
+            inner = inner.add((yield index, event))
+            if inner.denied:
+                break
+        verdict = verdict.then(inner)
         if verdict.denied:
             break
     denial = verdict.denial
     return HooksRan(denial.reason if denial is not None else None, tuple(verdict.injections))
+
+
+async def run_turn_hooks(turn: int, env: RunEnv) -> HooksRan:
+    """Fire OnRunStart (turn 1) and OnTurnStart hooks; fold their decisions."""
+    fold = fold_turn_hooks(turn, len(env.hooks))
+    try:
+        index, event = next(fold)
+        while True:
+            decision = await call_user(env.hooks[index], env.ctx, event)
+            index, event = fold.send(Allow() if decision is None else decision)
+    except StopIteration as done:
+        result: HooksRan = done.value
+        return result
 
 
 async def notify_hooks(env: RunEnv, event: object) -> None:
@@ -126,4 +143,12 @@ async def check_guardrails(stage: str, text: str, env: RunEnv) -> GuardrailsChec
     return GuardrailsChecked()
 
 
-__all__ = ["call_user", "check_guardrails", "notify_hooks", "run_turn_hooks", "tool_output_text"]
+__all__ = [
+    "TurnHookFold",
+    "call_user",
+    "check_guardrails",
+    "fold_turn_hooks",
+    "notify_hooks",
+    "run_turn_hooks",
+    "tool_output_text",
+]

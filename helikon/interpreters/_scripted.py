@@ -34,6 +34,7 @@ from helikon.effects import (
     ExecuteTools,
     FireHook,
     Handoff,
+    HooksRan,
     InstructionsRendered,
     InvokeTool,
     ModelCallFailed,
@@ -48,7 +49,9 @@ from helikon.effects import (
 )
 from helikon.errors import ModelError, OtherModelFailure, StepError, ToolCrashed
 from helikon.events import AgentEvent
+from helikon.governance import Allow
 from helikon.ids import RunId
+from helikon.interpreters._governed import fold_turn_hooks
 from helikon.interpreters._steps import (
     approval_answered,
     hook_answered,
@@ -161,7 +164,9 @@ class TestInterpreter:
                 if self.instructions is None:
                     raise StepError("no instructions function was given")
                 return InstructionsRendered(self.instructions(turn))
-            case Handoff() | RunAgents() | CheckGuardrails() | RunHooks() | AwaitApproval() | Terminate():
+            case RunHooks(turn=turn):
+                return self._run_turn_hooks(turn)
+            case Handoff() | RunAgents() | CheckGuardrails() | AwaitApproval() | Terminate():
                 raise StepError(f"the test interpreter cannot perform {type(effect).__name__}")
 
     def _call_model(self, emit: list[AgentEvent]) -> EffectResult:
@@ -203,6 +208,17 @@ class TestInterpreter:
                 except Exception as exc:
                     return tool_raised(cid, exc)
                 return tool_returned(cid, value)
+
+    def _run_turn_hooks(self, turn: int) -> HooksRan:
+        fold = fold_turn_hooks(turn, len(self.hooks))
+        try:
+            index, event = next(fold)
+            while True:
+                decision = _sync(self.hooks[index](self.ctx, event))
+                index, event = fold.send(Allow() if decision is None else decision)  # type: ignore[arg-type]
+        except StopIteration as done:
+            result: HooksRan = done.value
+            return result
 
     def _ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         if self.approval_handler is None:

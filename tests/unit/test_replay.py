@@ -161,3 +161,79 @@ def test_the_message_shows_the_last_steps_before_the_divergence(
     assert "replay diverged at step 2" in message and "turn: expected 99, got 2" in message
     assert "#0: CallModel(turn=1) -> ModelResponded" in message
     assert "#1: ExecuteTools(add(" in message
+
+
+# -- governance is part of what a replay checks (issue 12) -------------------------------------
+
+
+def run_with(agent: LlmAgent[Any], ctx: Any, interpreter: Any) -> list[AgentEvent]:
+    async def go() -> list[AgentEvent]:
+        return [event async for event in agent.run(ctx, "sums?", interpreter=interpreter)]
+
+    return trio.run(go)
+
+
+def test_a_changed_permission_configuration_diverges_naming_it(
+    recorded: tuple[Trace, list[AgentEvent]],
+) -> None:
+    from helikon import DenyRule, RunContext
+
+    trace, _ = recorded
+    ctx = RunContext.ephemeral(None).with_deny_rules([DenyRule.tool("add")])
+
+    with pytest.raises(ReplayDivergence) as info:
+        run_with(make_agent(), ctx, ReplayInterpreter(trace))
+
+    assert "definition.governance.permissions.deny_rules" in str(info.value)
+
+
+def test_a_changed_permission_mode_diverges_naming_it(recorded: tuple[Trace, list[AgentEvent]]) -> None:
+    from helikon import PermissionMode, RunContext
+
+    trace, _ = recorded
+    ctx = RunContext.ephemeral(None).with_permission_mode(PermissionMode.PLAN)
+
+    with pytest.raises(ReplayDivergence) as info:
+        run_with(make_agent(), ctx, ReplayInterpreter(trace))
+
+    assert "definition.governance.permissions.mode: expected 'default', got 'plan'" in str(info.value)
+
+
+def test_a_loose_replay_only_warns_about_a_changed_definition(
+    recorded: tuple[Trace, list[AgentEvent]],
+) -> None:
+    trace, events = recorded
+
+    with pytest.warns(UserWarning, match="different agent definition"):
+        replayed = run(make_agent(instructions="Subtract."), ReplayInterpreter(trace, strict=False))
+
+    assert replayed == events
+
+
+def test_a_trace_never_holds_a_secret_the_run_redacts() -> None:
+    from helikon import RunContext
+
+    secret = "sk-live-abcdef0123456789"
+
+    @tool
+    async def leak() -> str:
+        """Leak."""
+        return f"the key is {secret}"
+
+    agent = LlmAgent(name="leaky", model=MockModel([call_tools(("leak", {})), say("ok")]), tools=[leak])
+    ctx = RunContext.ephemeral(None).with_extra_secrets([secret])
+    recorder = RecordingInterpreter(LiveInterpreter("r1"))
+    events = run_with(agent, ctx, recorder)
+
+    data = recorder.trace.to_bytes()
+    assert secret.encode() not in data
+    again = LlmAgent(name="leaky", model=MockModel([]), tools=[leak])
+    assert run_with(again, ctx, ReplayInterpreter(Trace.from_bytes(data))) == events
+
+
+def test_a_version_1_trace_is_refused_naming_its_version() -> None:
+    from helikon.trace import TraceFormatError
+
+    line = b'{"kind":"header","format":"helikon-trace","version":1,"agent":"a","run_id":"r"}\n'
+    with pytest.raises(TraceFormatError, match="trace version 1 is not supported"):
+        Trace.from_bytes(line)

@@ -191,3 +191,47 @@ def test_a_run_resumed_from_a_reloaded_state_finishes_like_the_original() -> Non
     assert whole.events == (*begun.events, *deltas, *first.events, *rest.events)
     assert rest.steps == whole.steps[1:]
     assert rest.state == whole.state
+
+
+# -- governance: the machine's, so the scripted interpreter applies it like the live one --------
+
+
+def test_the_scripted_interpreter_applies_governance_like_the_live_one() -> None:
+    import anyio
+
+    from helikon import Deny, DenyRule, HookRegistry, LlmAgent, PreToolUse, RunContext, prepare, tool
+    from helikon.testing import MockModel, call_tools, say
+
+    def no_big(ctx: object, event: object) -> object:
+        if isinstance(event, PreToolUse) and event.args.get("n", 0) > 5:
+            return Deny("too big")
+        return None
+
+    @tool
+    async def double(n: int) -> int:
+        """Double.
+
+        Args:
+            n: a number.
+        """
+        return 2 * n
+
+    script = [call_tools(("c1", "double", {"n": 9}), ("c2", "double", {"n": 2}), ("c3", "rm", {})), say("ok")]
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_hooks(HookRegistry(hooks=[no_big]))
+        .with_deny_rules([DenyRule.tool("rm")])
+    )
+    agent = LlmAgent(name="d", model=MockModel(list(script)), tools=[double])
+
+    async def live() -> list[object]:
+        from helikon.interpreters import LiveInterpreter
+
+        return [e async for e in agent.run(ctx, "go", interpreter=LiveInterpreter("run-1"))]
+
+    spec = prepare(agent, ctx, run_id="run-1").spec
+    scripted = TestInterpreter(
+        list(script), tools={"double": lambda args: 2 * args["n"]}, hooks=[no_big], ctx=ctx
+    ).run(spec, "go", run_id="run-1")
+
+    assert list(scripted.events) == anyio.run(live)
