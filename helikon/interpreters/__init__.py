@@ -8,17 +8,19 @@
 """
 
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter, drive, interruption
-from helikon.interpreters._env import InstructionsFn, RunEnv
+from helikon.interpreters._env import InstructionsFn, Limits, RunEnv, build_env, governance_of
 from helikon.interpreters._governed import tool_output_text
 from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._recording import RecordingInterpreter
 from helikon.interpreters._replay import ReplayDivergence, ReplayInterpreter
 from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter, ToolFn
+from helikon.interpreters._steps import ask_approval, perform_step
 
 __all__ = [
     "RESULT_TYPES",
     "InstructionsFn",
     "Interpreter",
+    "Limits",
     "LiveInterpreter",
     "RecordingInterpreter",
     "ReplayDivergence",
@@ -28,7 +30,11 @@ __all__ = [
     "Step",
     "TestInterpreter",
     "ToolFn",
+    "ask_approval",
+    "build_env",
     "drive",
+    "governance_of",
     "interruption",
+    "perform_step",
     "tool_output_text",
 ]
