@@ -173,15 +173,12 @@ def literal_address(host: str) -> IPAddress | None:
     True
     """
     text = host.strip("[]")
+    if ":" in text and "%25" in text:  # an IPv6 zone the URL parser kept percent-encoded (``%25eth0``)
+        text = text.replace("%25", "%", 1)
     try:
         return ipaddress.ip_address(text)
     except ValueError:
         pass
-    if "%" in text:  # an IPv6 zone the URL parser kept percent-encoded (``%25eth0``)
-        try:
-            return ipaddress.ip_address(text.replace("%25", "%", 1))
-        except ValueError:
-            pass
     if _NUMERIC_HOST.fullmatch(text.lower()):
         try:  # the classic BSD forms: 127.1, 0177.0.0.1, 0x7f000001, 2130706433
             return ipaddress.IPv4Address(socket.inet_aton(text))
