@@ -15,6 +15,7 @@ the only thing standing between the fetch and the server.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import threading
@@ -93,10 +94,8 @@ def handler_for(state: Server) -> type[BaseHTTPRequestHandler]:
             pass
 
         def handle(self) -> None:
-            try:
+            with contextlib.suppress(ConnectionResetError, BrokenPipeError):  # a client stopped at a limit
                 super().handle()
-            except (ConnectionResetError, BrokenPipeError):  # a client that stopped reading at a limit
-                pass
 
         def reply(self, status: int, body: bytes, content_type: str, **headers: str) -> None:
             self.send_response(status)
@@ -116,7 +115,7 @@ def handler_for(state: Server) -> type[BaseHTTPRequestHandler]:
                 case "/article" | "/secret":
                     self.reply(200, ARTICLE, "text/html; charset=utf-8")
                 case "/plain":
-                    self.reply(200, "Plain text, 100% as served.\nLine two.\n".encode(), "text/plain; charset=utf-8")
+                    self.reply(200, b"Plain text, 100% as served.\nLine two.\n", "text/plain; charset=utf-8")
                 case "/data.json":
                     self.reply(200, b'{"rate": 6.1, "unit": "%"}', "application/json")
                 case "/latin1":
@@ -151,7 +150,9 @@ def handler_for(state: Server) -> type[BaseHTTPRequestHandler]:
                 case "/bomb":  # 20 MB of zeros in about 20 kB of gzip
                     self.reply(200, gzip.compress(bytes(20_000_000)), "text/plain", Content_Encoding="gzip")
                 case "/gzipped":
-                    self.reply(200, gzip.compress(ARTICLE), "text/html; charset=utf-8", Content_Encoding="gzip")
+                    self.reply(
+                        200, gzip.compress(ARTICLE), "text/html; charset=utf-8", Content_Encoding="gzip"
+                    )
                 case "/brotli":
                     self.reply(200, b"\x0b\x02\x80hello\x03", "text/plain", Content_Encoding="br")
                 case "/slow":
@@ -186,7 +187,9 @@ class TestNetwork(httpcore.AsyncNetworkBackend):
         self.inner = httpcore.AnyIOBackend()
         self.connected: list[str] = []
 
-    async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self, host: str, port: int, *args: Any, **kwargs: Any
+    ) -> httpcore.AsyncNetworkStream:
         self.connected.append(host)
         if host not in (PUBLIC, "127.0.0.1"):
             raise OSError(f"the test network has no route to {host}")
@@ -274,7 +277,10 @@ def test_http_errors_and_unreadable_content_are_short_messages(server: Server) -
 
 def test_long_output_is_cut_to_max_chars(server: Server) -> None:
     text = fetch(WebFetchTool(allow_private_addresses=True, max_chars=20), server.url("/plain"))
-    assert text.startswith("Plain text, 100% as ") and "[truncated: showing the first 20 of 38 characters]" in text
+    assert (
+        text.startswith("Plain text, 100% as ")
+        and "[truncated: showing the first 20 of 38 characters]" in text
+    )
 
 
 # -- redirects ---------------------------------------------------------------------------------------
@@ -352,7 +358,9 @@ def test_the_same_setup_with_a_steady_resolver_reaches_the_server(server: Server
     """The control for the rebinding test: only the second answer made the difference."""
     network = TestNetwork()
     steady = Resolver([PUBLIC])
-    markdown = fetch(WebFetchTool(resolver=steady, network_backend=network), server.url("/article", "steady.example"))
+    markdown = fetch(
+        WebFetchTool(resolver=steady, network_backend=network), server.url("/article", "steady.example")
+    )
     assert markdown.startswith("# Mortgage rates ease") and network.connected == [PUBLIC]
 
 
@@ -375,7 +383,9 @@ def test_allow_and_deny_lists_decide_which_hosts_are_fetched(server: Server) -> 
 
 
 def test_a_declared_oversized_body_is_refused_before_reading(server: Server) -> None:
-    error = failure(WebFetchTool(allow_private_addresses=True, max_bytes=100_000), server.url("/big-declared"))
+    error = failure(
+        WebFetchTool(allow_private_addresses=True, max_bytes=100_000), server.url("/big-declared")
+    )
     assert str(error) == "the response is 300000 bytes, over the 100000-byte limit"
 
 
@@ -406,7 +416,7 @@ def test_in_a_run_the_refusal_and_the_page_reach_the_model_as_tool_results(serve
 
     async def outputs(tool: WebFetchTool) -> list[ToolResult]:
         model = MockModel([call_tools(("WebFetch", {"url": url})), say("Done.")])
-        agent = LlmAgent(name="reader", model=model, tools=[tool])
+        agent: LlmAgent[None] = LlmAgent(name="reader", model=model, tools=[tool])
         result = await collect(agent.run(RunContext.ephemeral(None), "What happened to rates?"))
         assert result.final_output == "Done."  # the run went on after the tool result
         return [event.item for event in result.events if isinstance(event, ToolOutputItem)]

@@ -165,7 +165,9 @@ def test_local_host_names_are_refused_before_any_lookup(host: str, why: str) -> 
     assert reason is not None and why in reason, reason
 
 
-@pytest.mark.parametrize("host", ["example.com", "127.example.com", "cafe.be", "xn--bcher-kva.example", "local.example"])
+@pytest.mark.parametrize(
+    "host", ["example.com", "127.example.com", "cafe.be", "xn--bcher-kva.example", "local.example"]
+)
 def test_ordinary_names_pass_the_name_check(host: str) -> None:
     assert host_refusal(host) is None
 
@@ -200,7 +202,12 @@ def test_the_tool_implements_the_tool_protocol_with_the_pinned_names() -> None:
     fetch = WebFetchTool(allow_hosts=["example.com"], deny_hosts=["bad.example.com"], max_bytes=10, timeout=1)
     assert isinstance(fetch, Tool)
     assert fetch.name == "WebFetch" and fetch.effect is ToolEffect.SIDE_EFFECT
-    assert fetch.parameters["required"] == ["url"] and list(fetch.parameters["properties"]) == ["url"]
+    assert fetch.parameters == {
+        "type": "object",
+        "properties": {"url": {"type": "string", "description": "The http:// or https:// URL to fetch."}},
+        "required": ["url"],
+        "additionalProperties": False,
+    }
     assert "example.com" in fetch.description and "private" in fetch.description
     assert fetch.output_schema == {"type": "string"}
 
@@ -214,7 +221,9 @@ class NoNetwork(httpcore.AsyncNetworkBackend):
     def __init__(self) -> None:
         self.attempts: list[tuple[str, int]] = []
 
-    async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self, host: str, port: int, *args: Any, **kwargs: Any
+    ) -> httpcore.AsyncNetworkStream:
         self.attempts.append((host, port))
         raise OSError("the unit tests have no network")
 
@@ -294,7 +303,13 @@ def test_url_tricks_that_mean_this_machine_are_refused(url: str) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["file:///etc/passwd", "ftp://example.com/x", "gopher://example.com/", "data:text/plain,hi", "example.com/page"],
+    [
+        "file:///etc/passwd",
+        "ftp://example.com/x",
+        "gopher://example.com/",
+        "data:text/plain,hi",
+        "example.com/page",
+    ],
 )
 def test_only_http_and_https_urls_are_fetched(url: str) -> None:
     network = NoNetwork()
@@ -332,14 +347,17 @@ def test_a_name_that_does_not_resolve_is_a_short_error() -> None:
     async def resolve(host: str, port: int) -> Sequence[str]:
         raise OSError(-2, "Name or service not known")
 
-    error = fetch_error(WebFetchTool(resolver=resolve, network_backend=NoNetwork()), "http://nowhere.example/")
+    error = fetch_error(
+        WebFetchTool(resolver=resolve, network_backend=NoNetwork()), "http://nowhere.example/"
+    )
     assert str(error) == "cannot resolve host nowhere.example: Name or service not known"
 
 
 def test_a_connection_failure_is_a_short_error_not_an_exception() -> None:
     network = NoNetwork()
     error = fetch_error(
-        WebFetchTool(network_backend=network, resolver=resolver_to("93.184.216.34")), "http://down.example.com/"
+        WebFetchTool(network_backend=network, resolver=resolver_to("93.184.216.34")),
+        "http://down.example.com/",
     )
     assert not isinstance(error.failure, Denied)
     assert str(error).startswith("fetching http://down.example.com/ failed: ")
