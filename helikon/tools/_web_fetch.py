@@ -22,6 +22,7 @@ decoded body may be at most ``max_bytes`` long (see ``_web_body``).
 
 from __future__ import annotations
 
+import ssl
 from typing import Any, Final, final
 
 import anyio
@@ -111,6 +112,8 @@ class WebFetchTool:
             default): an async ``(host, port) -> addresses`` function.
         network_backend: The ``httpcore`` backend that opens the (already
             checked) TCP connections; ``AnyIOBackend`` by default.
+        ssl_context: How HTTPS certificates are verified (a private CA, say);
+            httpx's default context (certifi's roots) by default.
 
     Raises:
         ConfigError: an empty allow list, an invalid host entry, or a
@@ -127,6 +130,7 @@ class WebFetchTool:
     user_agent: str = f"helikon-webfetch/{__version__}"
     resolver: Resolver | None = attrs.field(default=None, eq=False, repr=False)
     network_backend: httpcore.AsyncNetworkBackend | None = attrs.field(default=None, eq=False, repr=False)
+    ssl_context: ssl.SSLContext | None = attrs.field(default=None, eq=False, repr=False)
     _allow: tuple[HostRule, ...] | None = attrs.field(init=False, eq=False, repr=False)
     _deny: tuple[HostRule, ...] = attrs.field(init=False, eq=False, repr=False)
 
@@ -204,7 +208,7 @@ class WebFetchTool:
         backend = GuardedBackend(resolver, self.network_backend, check=not self.allow_private_addresses)
         headers = {"User-Agent": self.user_agent, "Accept": _ACCEPT, "Accept-Encoding": ACCEPT_ENCODING}
         async with httpx.AsyncClient(
-            transport=GuardedTransport(backend),
+            transport=GuardedTransport(backend, self.ssl_context),
             trust_env=False,
             follow_redirects=False,
             timeout=httpx.Timeout(self.timeout),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import ssl
 import threading
 import time
 from collections import Counter
@@ -29,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import httpcore
 import pytest
+import trustme
 
 from helikon import LlmAgent, RunContext, ToolOutputItem, collect
 from helikon.cancel import CancellationToken
@@ -155,6 +157,8 @@ def handler_for(state: Server) -> type[BaseHTTPRequestHandler]:
                     )
                 case "/brotli":
                     self.reply(200, b"\x0b\x02\x80hello\x03", "text/plain", Content_Encoding="br")
+                case "/host":
+                    self.reply(200, self.headers.get("Host", "").encode(), "text/plain")
                 case "/slow":
                     state.release.wait(10)
                     self.reply(200, b"too late", "text/plain")
@@ -362,6 +366,50 @@ def test_the_same_setup_with_a_steady_resolver_reaches_the_server(server: Server
         WebFetchTool(resolver=steady, network_backend=network), server.url("/article", "steady.example")
     )
     assert markdown.startswith("# Mortgage rates ease") and network.connected == [PUBLIC]
+
+
+# -- the checked IP is connected, the name is kept (Host header, SNI, certificate) -------------------
+
+
+def test_the_host_header_keeps_the_name_while_the_socket_goes_to_the_checked_address(server: Server) -> None:
+    tool, network = routed_tool()
+    assert fetch(tool, server.url("/host", "news.example")) == f"news.example:{server.port}"
+    assert network.connected == [PUBLIC]
+
+
+@pytest.fixture(scope="module")
+def tls_server(server: Server) -> Iterator[tuple[int, trustme.CA, list[str]]]:
+    """An HTTPS server on 127.0.0.1 with a certificate for news.example only; records the SNI it gets."""
+    ca = trustme.CA()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("news.example").configure_cert(context)
+    names: list[str] = []
+    context.sni_callback = lambda _sock, name, _ctx: names.append(str(name)) and None
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(server))
+    httpd.daemon_threads = True
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1], ca, names
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_https_verifies_the_certificate_for_the_name_and_sends_it_as_sni(
+    tls_server: tuple[int, trustme.CA, list[str]],
+) -> None:
+    port, ca, names = tls_server
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    network = TestNetwork()
+    resolver = Resolver([PUBLIC])
+    tool = WebFetchTool(resolver=resolver, network_backend=network, ssl_context=client_context)
+    markdown = fetch(tool, f"https://news.example:{port}/article")
+    assert markdown.startswith("# Mortgage rates ease")
+    assert network.connected == [PUBLIC] and names[-1] == "news.example"
+    # the same server under another name: the certificate does not match, so the fetch fails
+    error = failure(tool, f"https://other.example:{port}/article")
+    assert "CERTIFICATE_VERIFY_FAILED" in str(error) and not isinstance(error.failure, Denied)
 
 
 # -- host lists --------------------------------------------------------------------------------------
