@@ -384,7 +384,11 @@ def tls_server(server: Server) -> Iterator[tuple[int, trustme.CA, list[str]]]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ca.issue_cert("news.example").configure_cert(context)
     names: list[str] = []
-    context.sni_callback = lambda _sock, name, _ctx: names.append(str(name)) and None
+
+    def record_sni(_sock: ssl.SSLObject, name: str | None, _ctx: ssl.SSLContext) -> None:
+        names.append(str(name))
+
+    context.sni_callback = record_sni
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(server))
     httpd.daemon_threads = True
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
