@@ -112,6 +112,10 @@ if typing.TYPE_CHECKING:
         collect_typed,
         run_sync,
     )
+    from helikon.sessions import (
+        CompactingSession,
+        MemorySession,
+    )
     from helikon.snapshots import (
         dump_state,
         load_state,
@@ -155,6 +159,7 @@ _LOCATIONS: dict[str, str] = {
     "AskUser": "helikon.governance",
     "AssistantMessage": "helikon.items",
     "CancellationToken": "helikon.cancel",
+    "CompactingSession": "helikon.sessions",
     "ConfigError": "helikon.errors",
     "Deny": "helikon.governance",
     "DenyRule": "helikon.governance",
@@ -172,6 +177,7 @@ _LOCATIONS: dict[str, str] = {
     "Item": "helikon.items",
     "LlmAgent": "helikon.agent",
     "LoopAgent": "helikon.workflows",
+    "MemorySession": "helikon.sessions",
     "MessageOutput": "helikon.events",
     "Model": "helikon.protocols",
     "ModelCapabilities": "helikon.model",
@@ -263,6 +269,7 @@ __all__ = [
     "AskUser",
     "AssistantMessage",
     "CancellationToken",
+    "CompactingSession",
     "ConfigError",
     "Deny",
     "DenyRule",
@@ -280,6 +287,7 @@ __all__ = [
     "Item",
     "LlmAgent",
     "LoopAgent",
+    "MemorySession",
     "MessageOutput",
     "Model",
     "ModelCapabilities",
