@@ -42,6 +42,7 @@ from helikon.errors import ConfigError, ModelError
 from helikon.model import ModelCapabilities, ModelEvent, ModelRequest
 from helikon.providers._bedrock_credentials import (
     CredentialSource,
+    ExplicitCredentials,
     resolve_credentials,
     resolve_region,
 )
@@ -78,8 +79,11 @@ class BedrockModel:
             inference profile id (``us.anthropic.claude-...``) or an ARN.
         region: the AWS region; else ``AWS_REGION``, ``AWS_DEFAULT_REGION``,
             or the profile's ``region`` in ``~/.aws/config``.
-        credentials: explicit credentials; else the chain (environment,
-            shared files, then botocore's chain when installed).
+        credentials: explicit credentials: an :class:`AwsCredentials`, or
+            botocore's ``Credentials`` (refreshable ones are asked again
+            before every request) or frozen ``ReadOnlyCredentials``; else the
+            chain (environment, shared files, then botocore's chain when
+            installed).
         api_key: a Bedrock API key (sent as a bearer token instead of SigV4);
             else ``AWS_BEARER_TOKEN_BEDROCK`` when set and no explicit
             credentials are given.
@@ -104,7 +108,8 @@ class BedrockModel:
             (default: when it is installed).
 
     Raises:
-        ConfigError: no region, or no credentials could come from anywhere.
+        ConfigError: no region, no credentials could come from anywhere, or
+            ``credentials`` is not one of the accepted types.
     """
 
     __slots__ = (
@@ -125,7 +130,7 @@ class BedrockModel:
         model_id: str,
         *,
         region: str | None = None,
-        credentials: AwsCredentials | None = None,
+        credentials: ExplicitCredentials | None = None,
         api_key: str | None = None,
         profile: str | None = None,
         http_client: httpx.AsyncClient | None = None,
@@ -177,7 +182,7 @@ class BedrockModel:
         model_id: str,
         *,
         region: str | None = None,
-        credentials: AwsCredentials | None = None,
+        credentials: ExplicitCredentials | None = None,
         api_key: str | None = None,
         profile: str | None = None,
         http_client: httpx.AsyncClient | None = None,
