@@ -298,8 +298,7 @@ def _complete(
 
 def _assistant_message(response: Response, spec: AgentSpec) -> AssistantMessage | None:
     content: tuple[ContentPart, ...] = response.reasoning
-    if response.text:
-        content = (*content, TextPart(response.text))
+    content = (*content, *(TextPart(text) for text in response.text_parts))
     return AssistantMessage(content, spec.name) if content else None
 
 

@@ -83,6 +83,7 @@ from helikon.model import (
     ModelEvent,
     ModelSettings,
     ReasoningChunk,
+    TextBreak,
     TextChunk,
     ToolCallChunk,
     ToolDef,
@@ -460,6 +461,8 @@ class TurnPlan:
         usage: the sum of the usage events.
         finish: the finish reason, if the stream sent one.
         keying: how the call fragments were keyed.
+        text_parts: the answer's text parts (``text`` split where a
+            :class:`~helikon.model.TextBreak` stands).
     """
 
     events: tuple[ModelEvent, ...]
@@ -469,6 +472,7 @@ class TurnPlan:
     usage: Usage = attrs.field(factory=Usage)
     finish: FinishReason | None = None
     keying: Keying = "index"
+    text_parts: tuple[str, ...] = ()
 
     def tool_calls(self, run_id: RunId, turn: int) -> tuple[ToolCall, ...]:
         """The calls as the loop must see them on ``turn`` of run ``run_id``."""
@@ -576,9 +580,14 @@ def _turn_plans(
             reasoning_chunks.extend(ReasoningChunk(c) for c in chunks[:-1])
             reasoning_chunks.append(ReasoningChunk(chunks[-1], signature))
             parts.append(ReasoningPart("".join(chunks), signature))
-    # Text: drawn whole, streamed in pieces.
+    # Text: drawn whole, perhaps in several parts (a TextBreak between two), each streamed in pieces.
     answer = draw(text if text is not None else st.text(max_size=20))
-    text_chunks: list[ModelEvent] = [TextChunk(p) for p in draw(_split(answer))] if answer else []
+    pieces = draw(_split(answer)) if draw(st.booleans()) else [answer]
+    text_parts = tuple(p for p in pieces if p)
+    text_chunks: list[ModelEvent] = []
+    for k, part in enumerate(text_parts):
+        text_chunks.extend([TextBreak()] if k else [])
+        text_chunks.extend(TextChunk(p) for p in draw(_split(part)))
     # Tool calls, each fragmented; interleaved unless keyed sequentially.
     n_calls = draw(st.integers(min_calls, max_calls))
     planned = [draw(_planned_call(tools, kinds)) for _ in range(n_calls)]
@@ -624,7 +633,7 @@ def _turn_plans(
     if finish is True or (finish is None and draw(st.booleans())):
         reason = FinishReason.TOOL_CALLS if calls else draw(st.sampled_from(FinishReason))
         body.append(Finish(reason, draw(st.none() | st.text(min_size=1, max_size=6))))
-    return TurnPlan(tuple(body), answer, tuple(parts), calls, usage, reason, keying)
+    return TurnPlan(tuple(body), answer, tuple(parts), calls, usage, reason, keying, text_parts)
 
 
 def turn_plans(
