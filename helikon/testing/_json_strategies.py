@@ -184,11 +184,17 @@ def _instances(schema: JsonValue) -> st.SearchStrategy[JsonValue]:
     raise ValueError(f"matching_args does not understand the schema {schema!r}")
 
 
-@st.composite
-def _object_instances(draw: st.DrawFn, schema: Mapping[str, JsonValue]) -> JsonValue:
+def _object_parts(schema: Mapping[str, JsonValue]) -> tuple[Mapping[str, JsonValue], list[JsonValue]]:
+    """An object schema's ``properties`` and ``required`` (empty when absent)."""
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     assert isinstance(properties, Mapping) and isinstance(required, list)
+    return properties, required
+
+
+@st.composite
+def _object_instances(draw: st.DrawFn, schema: Mapping[str, JsonValue]) -> JsonValue:
+    properties, required = _object_parts(schema)
     value: dict[str, JsonValue] = {}
     for name, sub in properties.items():
         if name in required or draw(st.booleans()):
@@ -223,9 +229,7 @@ def _wrong_type(schema: Mapping[str, JsonValue]) -> st.SearchStrategy[JsonValue]
 
 @st.composite
 def _violations(draw: st.DrawFn, schema: Mapping[str, JsonValue]) -> JsonValue:
-    properties = schema.get("properties", {})
-    required = schema.get("required", [])
-    assert isinstance(properties, Mapping) and isinstance(required, list)
+    properties, required = _object_parts(schema)
     options: list[str] = ["not_object"]
     if required:
         options.append("missing_required")

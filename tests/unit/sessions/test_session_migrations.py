@@ -1,14 +1,16 @@
-"""The migration runner the SQLite and PostgreSQL sessions share, on real SQLite files."""
+"""The migration runner the SQLite and PostgreSQL sessions share, on real SQLite files.
+
+(Each backend's own refusal of a newer schema is in ``tests/integration/sessions``.)
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-import anyio
 import pytest
 
-from helikon.sessions import SessionError, SqliteSession, UserMessageEvent
+from helikon.sessions import SessionError
 from helikon.sessions._migrations import Migration, run_migrations
 
 TABLE = (
@@ -60,17 +62,3 @@ def test_a_failing_migration_is_not_recorded(tmp_path: Path) -> None:
 
     assert [v for v, _ in versions(conn)] == [1, 2]  # the caller's transaction held 3 and 4
     assert not list(conn.execute("SELECT name FROM sqlite_master WHERE name = 'tags'"))
-
-
-def test_sqlite_session_refuses_a_newer_schema(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.db"
-    SqliteSession.migrate(path)
-    with sqlite3.connect(path) as conn:
-        conn.execute("INSERT INTO helikon_session_migrations (version, description) VALUES (99, 'future')")
-
-    with pytest.raises(SessionError, match="schema version 99"):
-        SqliteSession.open(path, "s")
-
-    session = SqliteSession.open_without_migrate(path, "s")  # the data itself stays readable
-    assert anyio.run(session.append, [UserMessageEvent.from_text("hi", at=0)]) == [0]
-    session.close()
