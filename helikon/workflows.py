@@ -18,7 +18,7 @@ mutated.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import attrs
 
@@ -260,7 +260,7 @@ class _Workflow:
         """The workflow as data."""
         return self._spec(self.config)
 
-    def _with_child(self, key: str, agent: Any) -> Any:
+    def _with_child(self, key: str, agent: Any) -> Self:
         if not isinstance(key, str) or not key:
             raise ConfigError(f"{self.name!r}: a child key must be a non-empty string")
         if not callable(getattr(agent, "run", None)):
@@ -338,11 +338,11 @@ class SequentialAgent(_Workflow):
 
     def then(self, agent: Any) -> SequentialAgent:
         """Append a step keyed by the agent's name."""
-        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+        return self._with_child(agent.name, agent)
 
     def then_keyed(self, key: str, agent: Any) -> SequentialAgent:
         """Append a step under an explicit state key."""
-        return self._with_child(key, agent)  # type: ignore[no-any-return]
+        return self._with_child(key, agent)
 
 
 @attrs.frozen(eq=False)
@@ -354,11 +354,11 @@ class ParallelAgent(_Workflow):
 
     def add(self, agent: Any) -> ParallelAgent:
         """Add a branch keyed by the agent's name."""
-        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+        return self._with_child(agent.name, agent)
 
     def branch(self, key: str, agent: Any) -> ParallelAgent:
         """Add a branch under an explicit key (keys must be unique)."""
-        return self._with_child(key, agent)  # type: ignore[no-any-return]
+        return self._with_child(key, agent)
 
 
 @attrs.frozen(eq=False)
@@ -377,10 +377,10 @@ class LoopAgent(_Workflow):
         return self.max_iterations
 
     def then(self, agent: Any) -> LoopAgent:
-        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+        return self._with_child(agent.name, agent)
 
     def then_keyed(self, key: str, agent: Any) -> LoopAgent:
-        return self._with_child(key, agent)  # type: ignore[no-any-return]
+        return self._with_child(key, agent)
 
 
 class GraphBuildError(ConfigError):
