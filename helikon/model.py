@@ -187,6 +187,18 @@ class TextChunk:
 
 
 @attrs.frozen
+class TextBreak:
+    """The text so far is one part of the message; the text after it starts another.
+
+    A provider whose answer arrives as separate text blocks (Anthropic's text
+    before and after a server tool's call, or around citations) sends one
+    between two blocks, so each block stays its own
+    :class:`~helikon.items.TextPart`. It carries no text: the token deltas are
+    exactly the wire's text.
+    """
+
+
+@attrs.frozen
 class ReasoningChunk:
     """A piece of reasoning text (``signature`` closes a reasoning block)."""
 
@@ -218,7 +230,7 @@ class Finish:
 
 
 #: One event of a model's stream.
-ModelEvent: TypeAlias = TextChunk | ReasoningChunk | ToolCallChunk | Usage | Finish
+ModelEvent: TypeAlias = TextChunk | TextBreak | ReasoningChunk | ToolCallChunk | Usage | Finish
 
 
 __all__ = [
@@ -233,6 +245,7 @@ __all__ = [
     "ReasoningChunk",
     "ResponseFormat",
     "Text",
+    "TextBreak",
     "TextChunk",
     "ToolCallChunk",
     "ToolChoice",

@@ -18,7 +18,7 @@ mutated.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import attrs
 
@@ -52,6 +52,45 @@ class Agent(Protocol):
     def run(self, ctx: RunContext[Any], input: AgentInput) -> AsyncIterator[AgentEvent]: ...
 
 
+# -- argument checks ---------------------------------------------------------------
+
+
+def _refuse(owner: str, field: str, expected: str, value: object) -> ConfigError:
+    """The error for a constructor argument of the wrong type, naming the field."""
+    return ConfigError(f"{owner}: {field} must be {expected}, not {type(value).__name__} ({value!r:.60})")
+
+
+def _check_text(owner: str, field: str, value: object, *, empty: bool = True) -> None:
+    if not isinstance(value, str) or (not empty and not value):
+        raise _refuse(owner, field, "a string" if empty else "a non-empty string", value)
+
+
+def _check_agent(owner: str, field: str, value: object) -> None:
+    if not callable(getattr(value, "run", None)) or not isinstance(getattr(value, "name", None), str):
+        raise _refuse(owner, field, "an agent (with a name and a run method)", value)
+
+
+def _check_count(owner: str, field: str, value: object, *, least: int, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _refuse(owner, field, "an integer" + (" or None" if optional else ""), value)
+    if value < least:
+        raise ConfigError(f"{owner}: {field} must be >= {least}, got {value}")
+
+
+def _pairs(owner: str, field: str, value: object) -> tuple[tuple[Any, Any], ...]:
+    """``value`` as a tuple of pairs (a list or tuple of 2-sequences is fine)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise _refuse(owner, field, "a tuple of pairs", value)
+    pairs = []
+    for item in value:
+        if isinstance(item, (str, bytes)) or not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise _refuse(owner, field, "a tuple of pairs", value)
+        pairs.append((item[0], item[1]))
+    return tuple(pairs)
+
+
 # -- handoffs --------------------------------------------------------------------
 
 
@@ -69,10 +108,22 @@ class Handoff:
     _agent: Any = None
     _registry: Mapping[str, Any] | None = None
 
+    def __attrs_post_init__(self) -> None:
+        owner = f"Handoff to {self.target_name!r}"
+        _check_text("Handoff", "target_name", self.target_name, empty=False)
+        _check_text(owner, "description", self.description)
+        if self._agent is not None:
+            _check_agent(owner, "agent", self._agent)
+        if self._registry is not None and not isinstance(self._registry, Mapping):
+            raise _refuse(owner, "registry", "a mapping of names to agents", self._registry)
+        if (self._agent is None) == (self._registry is None):
+            raise ConfigError(f"{owner}: give exactly one of agent (Handoff.to) or registry (Handoff.lazy)")
+
     @classmethod
     def to(cls, agent: Any) -> Handoff:
         """A handoff to ``agent``."""
-        return cls(agent.name, getattr(agent, "description", ""), agent)
+        _check_agent("Handoff.to", "agent", agent)
+        return cls(agent.name, getattr(agent, "description", "") or "", agent)
 
     @classmethod
     def lazy(cls, name: str, description: str, registry: Mapping[str, Any]) -> Handoff:
@@ -111,10 +162,16 @@ class AgentAsTool:
     effect: ToolEffect = ToolEffect.SIDE_EFFECT
 
     def __attrs_post_init__(self) -> None:
+        _check_agent("AgentAsTool", "agent", self.agent)
         if self.name is None:
             object.__setattr__(self, "name", self.agent.name)
         if self.description is None:
             object.__setattr__(self, "description", getattr(self.agent, "description", "") or self.agent.name)
+        owner = f"AgentAsTool {self.name!r}"
+        _check_text("AgentAsTool", "name", self.name, empty=False)
+        _check_text(owner, "description", self.description)
+        if not isinstance(self.effect, ToolEffect):
+            raise _refuse(owner, "effect", "a ToolEffect", self.effect)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -163,10 +220,25 @@ class _Workflow:
 
     name: str
     description: str = ""
-    children: tuple[tuple[str, Any], ...] = ()
-    config: RunConfig = RunConfig()
+    # keyword-only, so each workflow's own fields follow ``(name, description)``
+    # positionally: ``LoopAgent(name, description, max_iterations)`` as in the book.
+    children: tuple[tuple[str, Any], ...] = attrs.field(default=(), kw_only=True)
+    config: RunConfig = attrs.field(default=RunConfig(), kw_only=True)
 
     kind = WorkflowKind.SEQUENTIAL
+
+    def __attrs_post_init__(self) -> None:
+        kind = type(self).__name__
+        _check_text(kind, "name", self.name, empty=False)
+        owner = f"{kind} {self.name!r}"
+        _check_text(owner, "description", self.description)
+        children = _pairs(owner, "children", self.children)
+        for key, child in children:
+            _check_text(owner, "a child key", key, empty=False)
+            _check_agent(owner, f"child {key!r}", child)
+        object.__setattr__(self, "children", children)
+        if not isinstance(self.config, RunConfig):
+            raise _refuse(owner, "config", "a RunConfig", self.config)
 
     def _spec(self, config: RunConfig) -> WorkflowSpec:
         return WorkflowSpec(
@@ -189,7 +261,7 @@ class _Workflow:
         """The workflow as data."""
         return self._spec(self.config)
 
-    def _with_child(self, key: str, agent: Any) -> Any:
+    def _with_child(self, key: str, agent: Any) -> Self:
         if not isinstance(key, str) or not key:
             raise ConfigError(f"{self.name!r}: a child key must be a non-empty string")
         if not callable(getattr(agent, "run", None)):
@@ -261,11 +333,11 @@ class SequentialAgent(_Workflow):
 
     def then(self, agent: Any) -> SequentialAgent:
         """Append a step keyed by the agent's name."""
-        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+        return self._with_child(agent.name, agent)
 
     def then_keyed(self, key: str, agent: Any) -> SequentialAgent:
         """Append a step under an explicit state key."""
-        return self._with_child(key, agent)  # type: ignore[no-any-return]
+        return self._with_child(key, agent)
 
 
 @attrs.frozen(eq=False)
@@ -277,11 +349,11 @@ class ParallelAgent(_Workflow):
 
     def add(self, agent: Any) -> ParallelAgent:
         """Add a branch keyed by the agent's name."""
-        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+        return self._with_child(agent.name, agent)
 
     def branch(self, key: str, agent: Any) -> ParallelAgent:
         """Add a branch under an explicit key (keys must be unique)."""
-        return self._with_child(key, agent)  # type: ignore[no-any-return]
+        return self._with_child(key, agent)
 
 
 @attrs.frozen(eq=False)
@@ -293,17 +365,17 @@ class LoopAgent(_Workflow):
     kind = WorkflowKind.LOOP
 
     def __attrs_post_init__(self) -> None:
-        if self.max_iterations < 1:
-            raise ConfigError(f"loop {self.name!r}: max_iterations must be >= 1")
+        super().__attrs_post_init__()
+        _check_count(f"LoopAgent {self.name!r}", "max_iterations", self.max_iterations, least=1)
 
     def _max_iterations(self) -> int:
         return self.max_iterations
 
     def then(self, agent: Any) -> LoopAgent:
-        return self._with_child(agent.name, agent)  # type: ignore[no-any-return]
+        return self._with_child(agent.name, agent)
 
     def then_keyed(self, key: str, agent: Any) -> LoopAgent:
-        return self._with_child(key, agent)  # type: ignore[no-any-return]
+        return self._with_child(key, agent)
 
 
 class GraphBuildError(ConfigError):
@@ -317,6 +389,15 @@ class GraphAgent(_Workflow):
 
     edges: tuple[tuple[str, str], ...] = ()
     kind = WorkflowKind.GRAPH
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        owner = f"GraphAgent {self.name!r}"
+        edges = _pairs(owner, "edges", self.edges)
+        for src, dst in edges:
+            _check_text(owner, "an edge's source", src, empty=False)
+            _check_text(owner, "an edge's target", dst, empty=False)
+        object.__setattr__(self, "edges", edges)
 
     def _edges(self) -> tuple[tuple[str, str], ...]:
         return self.edges
@@ -353,7 +434,7 @@ class GraphBuilder:
         errors = graph_errors(tuple(k for k, _ in self._nodes), self._edges)
         if errors:
             raise GraphBuildError(f"graph {self._name!r}: " + "; ".join(errors))
-        return GraphAgent(self._name, self._description, self._nodes, RunConfig(), self._edges)
+        return GraphAgent(self._name, self._description, self._edges, children=self._nodes)
 
 
 # -- swarm -------------------------------------------------------------------------
@@ -378,6 +459,21 @@ class SwarmAgent:
     members: Mapping[str, LlmAgent[Any]]
     entry: str
     max_handoffs: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        _check_text("SwarmAgent", "name", self.name, empty=False)
+        owner = f"SwarmAgent {self.name!r}"
+        _check_text(owner, "description", self.description)
+        if not isinstance(self.members, Mapping) or not self.members:
+            raise _refuse(owner, "members", "a non-empty mapping of names to LlmAgents", self.members)
+        for key, member in self.members.items():
+            if not isinstance(member, LlmAgent):
+                raise _refuse(owner, f"member {key!r}", "an LlmAgent", member)
+        _check_text(owner, "entry", self.entry, empty=False)
+        if self.entry not in self.members:
+            members = ", ".join(sorted(self.members))
+            raise ConfigError(f"{owner}: entry {self.entry!r} is not a member ({members})")
+        _check_count(owner, "max_handoffs", self.max_handoffs, least=0, optional=True)
 
     @staticmethod
     def builder() -> SwarmBuilder:

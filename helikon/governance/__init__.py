@@ -14,6 +14,8 @@ PreToolUse hooks (:func:`fold_hooks`) -> the permission pipeline
 policy > approval) -> the tool -> PostToolUse hooks -> :func:`redact`.
 """
 
+from helikon._deprecated import deprecated_names
+from helikon.governance import _guardrails
 from helikon.governance._bash import (
     MAX_SHELL_DEPTH,
     RESERVED_WORDS,
@@ -43,7 +45,6 @@ from helikon.governance._guardrails import (
     UserText,
     fold_guardrails,
     kind_label,
-    settle_guardrails,
     tripwire_from_error,
 )
 from helikon.governance._guards import (
@@ -133,6 +134,16 @@ from helikon.governance._rules import (
     matches_all,
     matches_any,
     path_matches,
+)
+
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "settle_guardrails": (
+            lambda: _guardrails.deprecated_settle_guardrails,
+            "nothing in helikon uses it; fold the verdicts in declaration order with fold_guardrails",
+        )
+    },
 )
 
 __all__ = [
@@ -238,7 +249,6 @@ __all__ = [
     "runs_any",
     "runs_only",
     "secret_values_from_environment",
-    "settle_guardrails",
     "shell_payload",
     "split_commands",
     "strictness",

@@ -11,8 +11,7 @@ verdict; a guardrail that *fails* (raises) counts as a tripwire of kind
 Guardrails of one kind run concurrently, so they complete in any order. The
 fold is order-independent by construction: verdicts are laid out in
 *declaration* order and the first tripwire in that order is reported, whatever
-order they completed in. :func:`settle_guardrails` decides as early as the
-declaration order allows, so an interpreter may cancel the rest.
+order they completed in.
 """
 
 from __future__ import annotations
@@ -115,19 +114,18 @@ def fold_guardrails(verdicts: Iterable[GuardrailVerdict]) -> GuardrailVerdict:
     return Pass()
 
 
-def settle_guardrails(slots: Sequence[GuardrailVerdict | None]) -> GuardrailVerdict | None:
-    """The fold as soon as it is decided; ``slots`` are in declaration order, None for
-    a guardrail still running. Returns None while undecided.
+def deprecated_settle_guardrails(slots: Sequence[GuardrailVerdict | None]) -> GuardrailVerdict | None:
+    """Deprecated (nothing in helikon uses it; served as ``helikon.governance.settle_guardrails``
+    until that alias goes): the fold as soon as it is decided; ``slots`` are in declaration
+    order, None for a guardrail still running. Returns None while undecided.
 
     A tripwire decides once every guardrail declared before it passed, so the
     reported tripwire never depends on completion order.
 
-    >>> settle_guardrails([None, Tripwire(InputPolicy())]) is None
+    >>> deprecated_settle_guardrails([None, Tripwire(InputPolicy())]) is None
     True
-    >>> settle_guardrails([Pass(), Tripwire(InputPolicy()), None])
+    >>> deprecated_settle_guardrails([Pass(), Tripwire(InputPolicy()), None])
     Tripwire(kind=InputPolicy(), info=None)
-    >>> settle_guardrails([Pass(), Pass()])
-    Pass()
     """
     for slot in slots:
         match slot:
@@ -172,6 +170,5 @@ __all__ = [
     "UserText",
     "fold_guardrails",
     "kind_label",
-    "settle_guardrails",
     "tripwire_from_error",
 ]

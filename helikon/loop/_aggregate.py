@@ -1,6 +1,7 @@
 """Fold a model's event stream into one response.
 
-Text chunks concatenate; reasoning chunks concatenate into reasoning parts (a
+Text chunks concatenate into text parts (a :class:`~helikon.model.TextBreak`
+starts a new part); reasoning chunks concatenate into reasoning parts (a
 chunk with a signature closes its part); tool-call chunks are grouped by
 ``index`` when the provider gives one, else by ``call_id``, else they extend
 the latest call, so interleaved parallel calls reassemble correctly. Calls
@@ -20,6 +21,7 @@ from helikon.model import (
     FinishReason,
     ModelEvent,
     ReasoningChunk,
+    TextBreak,
     TextChunk,
     ToolCallChunk,
     Usage,
@@ -28,7 +30,8 @@ from helikon.model import (
 
 @attrs.frozen
 class Response:
-    """One model turn, aggregated."""
+    """One model turn, aggregated: ``text`` is all its text, ``text_parts`` the
+    same text split where the provider's text blocks were."""
 
     text: str = ""
     reasoning: tuple[ReasoningPart, ...] = ()
@@ -36,6 +39,7 @@ class Response:
     usage: Usage = Usage()
     finish: FinishReason | None = None
     response_id: str | None = None
+    text_parts: tuple[str, ...] = ()
 
 
 @attrs.define
@@ -56,6 +60,7 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
     ('Hi there', (ToolCall(call_id='call_r_1_0', name='add', arguments='{"a":1}'),))
     """
     texts: list[str] = []
+    parts: list[str] = []
     reasoning: list[ReasoningPart] = []
     open_reasoning: list[str] = []
     calls: dict[tuple[str, int | str], _PartialCall] = {}
@@ -67,6 +72,9 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
         match event:
             case TextChunk(text=text):
                 texts.append(text)
+            case TextBreak():
+                parts.append("".join(texts))
+                texts = []
             case ToolCallChunk(index=index, call_id=call_id, name=name, arguments=arguments):
                 if index is not None:
                     key: tuple[str, int | str] = ("i", index)
@@ -108,7 +116,8 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
         )
         for position, p in enumerate(calls.values())
     )
-    return Response("".join(texts), tuple(reasoning), tool_calls, usage, finish, response_id)
+    parts = [part for part in (*parts, "".join(texts)) if part]
+    return Response("".join(parts), tuple(reasoning), tool_calls, usage, finish, response_id, tuple(parts))
 
 
 __all__ = ["Response", "aggregate"]

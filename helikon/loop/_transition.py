@@ -187,8 +187,7 @@ def resume(state: RunState, spec: AgentSpec) -> Step:
 
 def _assistant_message(response: Response, spec: AgentSpec) -> AssistantMessage | None:
     content: tuple[ContentPart, ...] = response.reasoning
-    if response.text:
-        content = (*content, TextPart(response.text))
+    content = (*content, *(TextPart(text) for text in response.text_parts))
     return AssistantMessage(content, spec.name) if content else None
 
 

@@ -4,11 +4,11 @@ model events.
 Pure: the adapter decodes the wire (SSE, JSON) and feeds parsed objects in.
 The rules it owns:
 
-- ``text`` blocks stream as :class:`TextChunk`. Adjacent text blocks (the
-  API splits text around citations) are concatenated as they are; text
-  blocks with other blocks between them (server tool calls and results,
-  thinking) are joined with a blank line, so the answer does not read
-  ``"...right away!Following..."``.
+- ``text`` blocks stream as :class:`TextChunk`, carrying exactly the wire's
+  text. Each text block is one text part of the message: between two blocks
+  that both have text (the API splits text around citations, and around
+  server tool calls and their results) a :class:`TextBreak` is sent, and
+  nothing is added to the text itself.
 - ``thinking`` blocks stream as :class:`ReasoningChunk`; the block's
   signature (``signature_delta``) is sent when the block stops, as a
   ``ReasoningChunk("", signature)`` that closes the reasoning part (a block
@@ -40,7 +40,16 @@ import attrs
 import msgspec
 
 from helikon.errors import ModelError
-from helikon.model import Finish, FinishReason, ModelEvent, ReasoningChunk, TextChunk, ToolCallChunk, Usage
+from helikon.model import (
+    Finish,
+    FinishReason,
+    ModelEvent,
+    ReasoningChunk,
+    TextBreak,
+    TextChunk,
+    ToolCallChunk,
+    Usage,
+)
 from helikon.providers._anthropic_settings import OUTPUT_TOOL_NAME, REDACTED_PREFIX
 from helikon.providers._http import classify
 
@@ -156,8 +165,7 @@ Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1')]
     _stop_reason: object = None
     _usage: dict[str, int] = attrs.field(factory=dict)
     _output_called: bool = False
-    _text_seen: bool = False
-    _gap: bool = False
+    _text_block: int | None = None  # the block the last text came from
 
     def feed(self, event: str, data: object) -> list[ModelEvent]:
         """The model events for one stream event (``event`` is the SSE event
@@ -215,23 +223,20 @@ Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1')]
                 if type(value) is int:
                     self._usage[key] = value
 
-    def _text(self, text: object) -> list[ModelEvent]:
+    def _text(self, index: int, text: object) -> list[ModelEvent]:
         if not isinstance(text, str) or not text:
             return []
-        events: list[ModelEvent] = [TextChunk("\n\n")] if self._text_seen and self._gap else []
-        self._text_seen, self._gap = True, False
-        events.append(TextChunk(text))
-        return events
+        new_part = self._text_block is not None and self._text_block != index
+        self._text_block = index
+        return [TextBreak(), TextChunk(text)] if new_part else [TextChunk(text)]
 
     def _start(self, index: int, block: object) -> list[ModelEvent]:
         if not isinstance(block, Mapping):
             return []
-        if block.get("type") != "text":
-            self._gap = True
         match block.get("type"):
             case "text":
                 self._blocks[index] = _Block("text")
-                return self._text(block.get("text"))
+                return self._text(index, block.get("text"))
             case "thinking":
                 state = self._blocks[index] = _Block("thinking")
                 signature = block.get("signature")
@@ -271,7 +276,7 @@ Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1')]
                 text = delta.get("text")
                 if state is not None and state.kind != "text":
                     return []
-                return self._text(text)
+                return self._text(index, text)
             case "thinking_delta":
                 text = delta.get("thinking")
                 if state is None:

@@ -2,8 +2,12 @@
 
 The chain, first match wins (the order the AWS SDKs use):
 
-1. an explicit :class:`AwsCredentials` (or ``api_key=``, a Bedrock API key
-   sent as a bearer token);
+1. explicit ``credentials=``: helikon's :class:`AwsCredentials`, or the
+   botocore objects AWS users already hold: ``botocore.credentials.Credentials``
+   (including refreshable ones, asked again before every request) and the
+   frozen ``ReadOnlyCredentials``; anything else is a ``ConfigError`` when
+   the model is built. Or ``api_key=``, a Bedrock API key sent as a bearer
+   token;
 2. the environment: ``AWS_BEARER_TOKEN_BEDROCK``, else ``AWS_ACCESS_KEY_ID``
    plus ``AWS_SECRET_ACCESS_KEY`` (and ``AWS_SESSION_TOKEN``);
 3. the shared files: the profile named by ``profile=`` or ``AWS_PROFILE``
@@ -26,13 +30,32 @@ from __future__ import annotations
 
 import configparser
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol, final
+from typing import Any, Protocol, TypeAlias, final
 
 import attrs
 
+from helikon.errors import ConfigError
 from helikon.providers._bedrock_sigv4 import AwsCredentials
+
+
+class BotocoreStyleCredentials(Protocol):
+    """What botocore's ``Credentials`` and ``ReadOnlyCredentials`` have in common."""
+
+    @property
+    def access_key(self) -> str: ...
+
+    @property
+    def secret_key(self) -> str: ...
+
+    @property
+    def token(self) -> str | None: ...
+
+
+#: What ``credentials=`` accepts (checked at construction: see :func:`explicit_source`).
+ExplicitCredentials: TypeAlias = AwsCredentials | BotocoreStyleCredentials
 
 
 class CredentialSource(Protocol):
@@ -66,6 +89,88 @@ class StaticCredentials:
 
 @final
 @attrs.frozen
+class BotocoreObjectCredentials:
+    """A botocore ``Credentials`` object the caller passed in, frozen before every request.
+
+    A refreshable one (``RefreshableCredentials``: assume-role, SSO, instance
+    roles) may refresh itself over the network, so it is asked in a worker thread.
+    """
+
+    value: Any = attrs.field(repr=False)
+    refreshable: bool = False
+    description: str = "explicit botocore credentials"
+
+    async def credentials(self) -> AwsCredentials:
+        if not self.refreshable:
+            return _frozen(self.value)
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(_frozen, self.value)
+
+
+def _frozen(found: Any) -> AwsCredentials:
+    """A botocore ``Credentials`` object's current keys (refreshing expiring temporary ones)."""
+    try:
+        frozen = found.get_frozen_credentials()
+    except Exception as exc:  # botocore raises its own hierarchy; keep its message
+        raise LookupError(f"botocore could not refresh credentials: {exc}") from exc
+    return _from_read_only(frozen)
+
+
+def _from_read_only(frozen: Any) -> AwsCredentials:
+    return AwsCredentials(frozen.access_key, frozen.secret_key, frozen.token or None)
+
+
+def _check_keys(owner: str, access_key: object, secret_key: object, token: object) -> None:
+    for field, value in (("access key", access_key), ("secret key", secret_key)):
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{owner}: the {field} must be a non-empty string, not {type(value).__name__}")
+    if token is not None and not isinstance(token, str):
+        raise ConfigError(f"{owner}: the session token must be a string or None, not {type(token).__name__}")
+
+
+def explicit_source(credentials: object) -> CredentialSource:
+    """The source for explicit ``credentials=``, refusing what cannot sign.
+
+    botocore is not imported here: an object can only be one of botocore's
+    if the caller imported botocore already.
+
+    >>> explicit_source(AwsCredentials("AKIDEXAMPLE", "secret")).description
+    'explicit credentials'
+    >>> explicit_source({"access_key": "AKID"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    helikon.errors.ConfigError: credentials= must be helikon's AwsCredentials or ... not dict
+
+    Raises:
+        ConfigError: ``credentials`` is none of those, or its keys are not strings.
+    """
+    if isinstance(credentials, AwsCredentials):
+        _check_keys(
+            "AwsCredentials",
+            credentials.access_key_id,
+            credentials.secret_access_key,
+            credentials.session_token,
+        )
+        return StaticCredentials(credentials)
+    boto = sys.modules.get("botocore.credentials")
+    if boto is not None and isinstance(credentials, boto.ReadOnlyCredentials):
+        _check_keys("ReadOnlyCredentials", credentials.access_key, credentials.secret_key, credentials.token)
+        return StaticCredentials(_from_read_only(credentials), "explicit botocore credentials")
+    if boto is not None and isinstance(credentials, boto.RefreshableCredentials):
+        # Reading its keys here could start a refresh (network): leave that to the first call.
+        return BotocoreObjectCredentials(credentials, refreshable=True)
+    if boto is not None and isinstance(credentials, boto.Credentials):
+        _check_keys("Credentials", credentials.access_key, credentials.secret_key, credentials.token)
+        return BotocoreObjectCredentials(credentials)
+    raise ConfigError(
+        "credentials= must be helikon's AwsCredentials or botocore's Credentials or ReadOnlyCredentials, "
+        f"not {type(credentials).__name__}"
+    )
+
+
+@final
+@attrs.frozen
 class BotocoreCredentials:
     """botocore's default provider chain, resolved lazily and refreshed by botocore."""
 
@@ -95,11 +200,7 @@ class BotocoreCredentials:
                     "no AWS credentials found (environment, shared files, SSO, container or instance role)"
                 )
             self._state["credentials"] = found
-        try:
-            frozen = found.get_frozen_credentials()  # refreshes expiring temporary credentials
-        except Exception as exc:
-            raise LookupError(f"botocore could not refresh credentials: {exc}") from exc
-        return AwsCredentials(frozen.access_key, frozen.secret_key, frozen.token or None)
+        return _frozen(found)
 
 
 def botocore_available() -> bool:
@@ -170,13 +271,16 @@ class Resolved:
 
 def resolve_credentials(
     *,
-    credentials: AwsCredentials | None,
+    credentials: ExplicitCredentials | None,
     api_key: str | None,
     profile: str | None,
     env: Mapping[str, str] | None = None,
     use_botocore: bool | None = None,
 ) -> Resolved:
     """Walk the chain (see the module docs) and say where credentials come from.
+
+    Raises:
+        ConfigError: explicit ``credentials`` of a type that cannot sign.
 
     >>> resolve_credentials(credentials=None, api_key=None, profile=None,
     ...     env={"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "s", "HOME": "/nonexistent"},
@@ -185,7 +289,7 @@ def resolve_credentials(
     """
     env = os.environ if env is None else env
     if credentials is not None:
-        return Resolved(None, StaticCredentials(credentials))
+        return Resolved(None, explicit_source(credentials))
     if api_key:
         return Resolved(api_key, None)
     bearer = env.get("AWS_BEARER_TOKEN_BEDROCK", "").strip()
@@ -236,12 +340,16 @@ def resolve_region(
 
 __all__ = [
     "BotocoreCredentials",
+    "BotocoreObjectCredentials",
+    "BotocoreStyleCredentials",
     "CredentialSource",
+    "ExplicitCredentials",
     "Resolved",
     "StaticCredentials",
     "botocore_available",
     "config_file",
     "credentials_file",
+    "explicit_source",
     "resolve_credentials",
     "resolve_region",
 ]

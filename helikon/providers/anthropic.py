@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
-from typing import Final, final
+from typing import Final, TypedDict, Unpack, final
 
 import httpx
 import msgspec
@@ -50,9 +50,28 @@ from helikon.providers._anthropic_settings import (
     Options,
     StructuredOutputMode,
 )
+from helikon.providers._options import check_options
 
 #: The environment variable read when no ``api_key=`` is given.
 API_KEY_ENV: Final = "ANTHROPIC_API_KEY"
+
+
+class AnthropicOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`AnthropicModel` and :meth:`AnthropicModel.messages`
+    (what each means and its default: the class docs)."""
+
+    api_key: str | None
+    base_url: str | None
+    http_client: httpx.AsyncClient | None
+    stream: bool
+    max_tokens: int | None
+    cache: CacheStrategy
+    thinking: ExtendedThinking | None
+    structured_output: StructuredOutputMode
+    parallel_tool_calls: bool
+    anthropic_version: str
+    betas: Iterable[str]
+    headers: Mapping[str, str] | None
 
 
 @final
@@ -89,30 +108,17 @@ class AnthropicModel:
 
     __slots__ = ("_api_key", "_client", "_headers", "_options", "_url")
 
-    def __init__(
-        self,
-        model_id: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        stream: bool = True,
-        max_tokens: int | None = None,
-        cache: CacheStrategy = CacheStrategy.NONE,
-        thinking: ExtendedThinking | None = None,
-        structured_output: StructuredOutputMode = StructuredOutputMode.NATIVE,
-        parallel_tool_calls: bool = True,
-        anthropic_version: str = ANTHROPIC_VERSION,
-        betas: Iterable[str] = (),
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, model_id: str, **options: Unpack[AnthropicOptions]) -> None:
+        check_options("AnthropicModel", options, AnthropicOptions)
         if not isinstance(model_id, str) or not model_id:
             raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-5'")
+        api_key = options.get("api_key")
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         if not key:
             raise ConfigError(
                 f"no Anthropic API key: pass api_key= or set the {API_KEY_ENV} environment variable"
             )
+        max_tokens, thinking = options.get("max_tokens"), options.get("thinking")
         if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
             raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         if thinking is not None and max_tokens is not None and thinking.budget_tokens >= max_tokens:
@@ -120,66 +126,37 @@ class AnthropicModel:
                 f"ExtendedThinking.budget_tokens ({thinking.budget_tokens}) "
                 f"must be below max_tokens ({max_tokens})"
             )
+        stream = options.get("stream", True)
         self._api_key = key
-        self._client = http_client
+        self._client = options.get("http_client")
         self._options = Options(
             model_id,
             stream=stream,
             max_tokens=max_tokens,
-            cache=cache,
+            cache=options.get("cache", CacheStrategy.NONE),
             thinking=thinking,
-            structured_output=structured_output,
-            parallel_tool_calls=parallel_tool_calls,
+            structured_output=options.get("structured_output", StructuredOutputMode.NATIVE),
+            parallel_tool_calls=options.get("parallel_tool_calls", True),
         )
-        base = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        base = (options.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
         self._url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
-        extra = dict(headers or {})
-        beta_list = [b for b in betas if b]
+        extra = dict(options.get("headers") or {})
+        beta_list = [b for b in options.get("betas", ()) if b]
         if beta_list:
             extra["anthropic-beta"] = ",".join(beta_list)
         self._headers: dict[str, str] = {
             "x-api-key": key,
-            "anthropic-version": anthropic_version,
+            "anthropic-version": options.get("anthropic_version", ANTHROPIC_VERSION),
             "content-type": "application/json",
             "accept": "text/event-stream" if stream else "application/json",
             **extra,
         }
 
     @classmethod
-    def messages(
-        cls,
-        model_id: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        stream: bool = True,
-        max_tokens: int | None = None,
-        cache: CacheStrategy = CacheStrategy.NONE,
-        thinking: ExtendedThinking | None = None,
-        structured_output: StructuredOutputMode = StructuredOutputMode.NATIVE,
-        parallel_tool_calls: bool = True,
-        anthropic_version: str = ANTHROPIC_VERSION,
-        betas: Iterable[str] = (),
-        headers: Mapping[str, str] | None = None,
-    ) -> AnthropicModel:
+    def messages(cls, model_id: str, **options: Unpack[AnthropicOptions]) -> AnthropicModel:
         """The Messages API model ``model_id`` (the book's
         ``AnthropicModel::messages``); the arguments are the constructor's."""
-        return cls(
-            model_id,
-            api_key=api_key,
-            base_url=base_url,
-            http_client=http_client,
-            stream=stream,
-            max_tokens=max_tokens,
-            cache=cache,
-            thinking=thinking,
-            structured_output=structured_output,
-            parallel_tool_calls=parallel_tool_calls,
-            anthropic_version=anthropic_version,
-            betas=betas,
-            headers=headers,
-        )
+        return cls(model_id, **options)
 
     @property
     def capabilities(self) -> ModelCapabilities:
@@ -323,6 +300,7 @@ __all__ = [
     "OUTPUT_TOOL_NAME",
     "REDACTED_PREFIX",
     "AnthropicModel",
+    "AnthropicOptions",
     "CacheStrategy",
     "ExtendedThinking",
     "StructuredOutputMode",

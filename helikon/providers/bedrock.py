@@ -30,7 +30,7 @@ import math
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime
-from typing import Final, cast, final
+from typing import Final, TypedDict, Unpack, cast, final
 from urllib.parse import quote
 
 import anyio
@@ -42,6 +42,7 @@ from helikon.errors import ConfigError, ModelError
 from helikon.model import ModelCapabilities, ModelEvent, ModelRequest
 from helikon.providers._bedrock_credentials import (
     CredentialSource,
+    ExplicitCredentials,
     resolve_credentials,
     resolve_region,
 )
@@ -61,9 +62,34 @@ from helikon.providers._bedrock_response import PROVIDER, StreamTranslator, conv
 from helikon.providers._bedrock_schema import rewrite_tool_schema
 from helikon.providers._bedrock_sigv4 import AwsCredentials, sign_headers
 from helikon.providers._http import chunks, decode_json, new_client, read_all, transport_error
+from helikon.providers._options import check_options
 
 #: The SigV4 signing name of the Bedrock Runtime endpoints.
 SIGNING_NAME: Final = "bedrock"
+
+
+class BedrockEnvOptions(TypedDict, total=False):
+    """The keyword arguments of :meth:`BedrockModel.from_env` (what each means and its
+    default: the :class:`BedrockModel` docs)."""
+
+    region: str | None
+    profile: str | None
+    http_client: httpx.AsyncClient | None
+    base_url: str | None
+    stream: bool
+    additional_model_request_fields: JsonObject | None
+    stop_sequences: Sequence[str]
+    prompt_caching: bool
+    extra_body: JsonObject | None
+
+
+class BedrockOptions(BedrockEnvOptions, total=False):
+    """The keyword arguments of :class:`BedrockModel` and :meth:`BedrockModel.converse`:
+    :class:`BedrockEnvOptions` and explicit credentials."""
+
+    credentials: ExplicitCredentials | None
+    api_key: str | None
+    use_botocore: bool | None
 
 
 @final
@@ -78,8 +104,11 @@ class BedrockModel:
             inference profile id (``us.anthropic.claude-...``) or an ARN.
         region: the AWS region; else ``AWS_REGION``, ``AWS_DEFAULT_REGION``,
             or the profile's ``region`` in ``~/.aws/config``.
-        credentials: explicit credentials; else the chain (environment,
-            shared files, then botocore's chain when installed).
+        credentials: explicit credentials: an :class:`AwsCredentials`, or
+            botocore's ``Credentials`` (refreshable ones are asked again
+            before every request) or frozen ``ReadOnlyCredentials``; else the
+            chain (environment, shared files, then botocore's chain when
+            installed).
         api_key: a Bedrock API key (sent as a bearer token instead of SigV4);
             else ``AWS_BEARER_TOKEN_BEDROCK`` when set and no explicit
             credentials are given.
@@ -104,7 +133,8 @@ class BedrockModel:
             (default: when it is installed).
 
     Raises:
-        ConfigError: no region, or no credentials could come from anywhere.
+        ConfigError: no region, no credentials could come from anywhere, or
+            ``credentials`` is not one of the accepted types.
     """
 
     __slots__ = (
@@ -120,28 +150,17 @@ class BedrockModel:
         "_stream",
     )
 
-    def __init__(
-        self,
-        model_id: str,
-        *,
-        region: str | None = None,
-        credentials: AwsCredentials | None = None,
-        api_key: str | None = None,
-        profile: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        base_url: str | None = None,
-        stream: bool = True,
-        additional_model_request_fields: JsonObject | None = None,
-        stop_sequences: Sequence[str] = (),
-        prompt_caching: bool = False,
-        extra_body: JsonObject | None = None,
-        use_botocore: bool | None = None,
-    ) -> None:
+    def __init__(self, model_id: str, **options: Unpack[BedrockOptions]) -> None:
+        check_options("BedrockModel", options, BedrockOptions)
         if not isinstance(model_id, str) or not model_id.strip():
             raise ConfigError("BedrockModel needs a model id, e.g. 'amazon.nova-pro-v1:0'")
         self._model_id = model_id.strip()
+        profile, base_url = options.get("profile"), options.get("base_url")
         resolved = resolve_credentials(
-            credentials=credentials, api_key=api_key, profile=profile, use_botocore=use_botocore
+            credentials=options.get("credentials"),
+            api_key=options.get("api_key"),
+            profile=profile,
+            use_botocore=options.get("use_botocore"),
         )
         self._bearer = resolved.bearer_token
         self._source: CredentialSource | None = resolved.source
@@ -151,76 +170,33 @@ class BedrockModel:
                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK), configure a "
                 "profile in ~/.aws/credentials (AWS_PROFILE), or install botocore for SSO and instance roles"
             )
-        found_region = resolve_region(region, profile)
+        found_region = resolve_region(options.get("region"), profile)
         if found_region is None and (base_url is None or self._bearer is None):
             raise ConfigError(
                 "no AWS region for Bedrock: pass region= or set AWS_REGION (or AWS_DEFAULT_REGION)"
             )
         self._region = found_region or ""
         self._base_url = (base_url or f"https://bedrock-runtime.{self._region}.amazonaws.com").rstrip("/")
-        self._client = http_client
-        self._stream = stream
+        self._client = options.get("http_client")
+        self._stream = options.get("stream", True)
         self._family = detect_family(self._model_id)
         self._options = Options(
-            additional_model_request_fields=additional_model_request_fields,
-            stop_sequences=tuple(stop_sequences),
-            prompt_caching=prompt_caching,
-            extra_body=extra_body,
+            additional_model_request_fields=options.get("additional_model_request_fields"),
+            stop_sequences=tuple(options.get("stop_sequences", ())),
+            prompt_caching=options.get("prompt_caching", False),
+            extra_body=options.get("extra_body"),
         )
-        self._capabilities = _capabilities(self._family, self._model_id, stream)
+        self._capabilities = _capabilities(self._family, self._model_id, self._stream)
 
     # -- construction -------------------------------------------------------------
 
     @classmethod
-    def converse(
-        cls,
-        model_id: str,
-        *,
-        region: str | None = None,
-        credentials: AwsCredentials | None = None,
-        api_key: str | None = None,
-        profile: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        base_url: str | None = None,
-        stream: bool = True,
-        additional_model_request_fields: JsonObject | None = None,
-        stop_sequences: Sequence[str] = (),
-        prompt_caching: bool = False,
-        extra_body: JsonObject | None = None,
-        use_botocore: bool | None = None,
-    ) -> BedrockModel:
+    def converse(cls, model_id: str, **options: Unpack[BedrockOptions]) -> BedrockModel:
         """A model using Converse (ConverseStream when ``stream``); see the class docs."""
-        return cls(
-            model_id,
-            region=region,
-            credentials=credentials,
-            api_key=api_key,
-            profile=profile,
-            http_client=http_client,
-            base_url=base_url,
-            stream=stream,
-            additional_model_request_fields=additional_model_request_fields,
-            stop_sequences=stop_sequences,
-            prompt_caching=prompt_caching,
-            extra_body=extra_body,
-            use_botocore=use_botocore,
-        )
+        return cls(model_id, **options)
 
     @classmethod
-    async def from_env(
-        cls,
-        model_id: str,
-        *,
-        region: str | None = None,
-        profile: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        base_url: str | None = None,
-        stream: bool = True,
-        additional_model_request_fields: JsonObject | None = None,
-        stop_sequences: Sequence[str] = (),
-        prompt_caching: bool = False,
-        extra_body: JsonObject | None = None,
-    ) -> BedrockModel:
+    async def from_env(cls, model_id: str, **options: Unpack[BedrockEnvOptions]) -> BedrockModel:
         """A model configured from the standard AWS chain (no explicit credentials).
 
         Asynchronous for parity with the AWS SDKs: the environment and the
@@ -231,20 +207,10 @@ class BedrockModel:
         Raises:
             ConfigError: no region, or no credentials could come from anywhere.
         """
+        check_options("BedrockModel.from_env", options, BedrockEnvOptions)
 
         def build() -> BedrockModel:
-            return cls(
-                model_id,
-                region=region,
-                profile=profile,
-                http_client=http_client,
-                base_url=base_url,
-                stream=stream,
-                additional_model_request_fields=additional_model_request_fields,
-                stop_sequences=stop_sequences,
-                prompt_caching=prompt_caching,
-                extra_body=extra_body,
-            )
+            return cls(model_id, **options)
 
         return await anyio.to_thread.run_sync(build)
 
@@ -447,7 +413,9 @@ __all__ = [
     "OUTPUT_TOOL",
     "REDACTED_PREFIX",
     "AwsCredentials",
+    "BedrockEnvOptions",
     "BedrockModel",
+    "BedrockOptions",
     "ModelFamily",
     "detect_family",
     "rewrite_tool_schema",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import Any, Final, cast, final
+from typing import Any, Final, TypedDict, Unpack, cast, final
 
 import anyio
 import httpx
@@ -48,6 +48,7 @@ from helikon.providers._gemini_request import Thinking, build_body
 from helikon.providers._gemini_response import ResponseParser
 from helikon.providers._gemini_schema import sanitize_schema
 from helikon.providers._http import SseEvent, decode_json, new_client, read_all, send, sse_events
+from helikon.providers._options import check_options
 
 #: The Developer API's base URL (``generativelanguage.googleapis.com``).
 DEVELOPER_BASE_URL: Final = "https://generativelanguage.googleapis.com/v1beta"
@@ -58,6 +59,19 @@ API_KEY_VARIABLES: Final = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 #: GenAI ``gen_ai.provider.name`` of each transport.
 DEVELOPER_PROVIDER: Final = "gcp.gemini"
 VERTEX_PROVIDER: Final = "gcp.vertex_ai"
+
+
+class GeminiOptions(TypedDict, total=False):
+    """The keyword arguments every :class:`GeminiModel` constructor takes, besides its
+    credentials (what each means and its default: the class docs)."""
+
+    base_url: str | None
+    http_client: httpx.AsyncClient | None
+    stream: bool
+    include_thoughts: bool
+    thinking_budget: int | None
+    thinking_level: str | None
+    headers: Mapping[str, str] | None
 
 
 def vertex_base_url(location: str) -> str:
@@ -115,22 +129,22 @@ class GeminiModel:
         location: str | None = None,
         bearer_token: str | None = None,
         token_provider: TokenProvider | None = None,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        stream: bool = True,
-        include_thoughts: bool = False,
-        thinking_budget: int | None = None,
-        thinking_level: str | None = None,
-        headers: Mapping[str, str] | None = None,
+        **options: Unpack[GeminiOptions],
     ) -> None:
+        check_options("GeminiModel", options, GeminiOptions)
         model_id = model_id.removeprefix("models/")
         if not model_id:
             raise ConfigError("GeminiModel needs a model id, e.g. 'gemini-2.5-flash'")
         self._model_id = model_id
-        self._stream = stream
-        self._thinking = Thinking(include_thoughts, thinking_budget, thinking_level)
-        self._extra_headers = dict(headers or {})
-        self._client = http_client
+        self._stream = options.get("stream", True)
+        self._thinking = Thinking(
+            options.get("include_thoughts", False),
+            options.get("thinking_budget"),
+            options.get("thinking_level"),
+        )
+        self._extra_headers = dict(options.get("headers") or {})
+        self._client = options.get("http_client")
+        base_url = options.get("base_url")
         self._api_key: str | None = None
         self._token_provider: TokenProvider | None = None
         if project is not None:
@@ -168,17 +182,7 @@ class GeminiModel:
 
     @classmethod
     def developer(
-        cls,
-        model_id: str,
-        api_key: str | None = None,
-        *,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        stream: bool = True,
-        include_thoughts: bool = False,
-        thinking_budget: int | None = None,
-        thinking_level: str | None = None,
-        headers: Mapping[str, str] | None = None,
+        cls, model_id: str, api_key: str | None = None, **options: Unpack[GeminiOptions]
     ) -> GeminiModel:
         """The Gemini Developer API (``generativelanguage.googleapis.com``),
         authenticated with the ``x-goog-api-key`` header.
@@ -186,38 +190,12 @@ class GeminiModel:
         The key is ``api_key`` or, when omitted, ``GEMINI_API_KEY`` or
         ``GOOGLE_API_KEY``.
         """
-        return cls(
-            model_id,
-            api_key=api_key,
-            base_url=base_url,
-            http_client=http_client,
-            stream=stream,
-            include_thoughts=include_thoughts,
-            thinking_budget=thinking_budget,
-            thinking_level=thinking_level,
-            headers=headers,
-        )
+        return cls(model_id, api_key=api_key, **options)
 
     @classmethod
-    def from_env(
-        cls,
-        model_id: str,
-        *,
-        http_client: httpx.AsyncClient | None = None,
-        stream: bool = True,
-        include_thoughts: bool = False,
-        thinking_budget: int | None = None,
-        thinking_level: str | None = None,
-    ) -> GeminiModel:
+    def from_env(cls, model_id: str, **options: Unpack[GeminiOptions]) -> GeminiModel:
         """The Developer API with the key from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``."""
-        return cls.developer(
-            model_id,
-            http_client=http_client,
-            stream=stream,
-            include_thoughts=include_thoughts,
-            thinking_budget=thinking_budget,
-            thinking_level=thinking_level,
-        )
+        return cls.developer(model_id, **options)
 
     @classmethod
     def vertex(
@@ -228,13 +206,7 @@ class GeminiModel:
         *,
         bearer_token: str | None = None,
         token_provider: TokenProvider | None = None,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        stream: bool = True,
-        include_thoughts: bool = False,
-        thinking_budget: int | None = None,
-        thinking_level: str | None = None,
-        headers: Mapping[str, str] | None = None,
+        **options: Unpack[GeminiOptions],
     ) -> GeminiModel:
         """Gemini on Vertex AI, authenticated with a bearer token.
 
@@ -248,13 +220,7 @@ class GeminiModel:
             location=location,
             bearer_token=bearer_token,
             token_provider=token_provider,
-            base_url=base_url,
-            http_client=http_client,
-            stream=stream,
-            include_thoughts=include_thoughts,
-            thinking_budget=thinking_budget,
-            thinking_level=thinking_level,
-            headers=headers,
+            **options,
         )
 
     @classmethod
@@ -264,11 +230,7 @@ class GeminiModel:
         *,
         project: str | None = None,
         location: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        stream: bool = True,
-        include_thoughts: bool = False,
-        thinking_budget: int | None = None,
-        thinking_level: str | None = None,
+        **options: Unpack[GeminiOptions],
     ) -> GeminiModel:
         """Vertex AI configured from the environment.
 
@@ -290,18 +252,7 @@ class GeminiModel:
             provider, project = adc_token_provider(project)
         if not project:
             raise ConfigError("no Vertex AI project: pass project= or set GOOGLE_CLOUD_PROJECT")
-        return cls.vertex(
-            model_id,
-            project,
-            location,
-            bearer_token=token,
-            token_provider=provider,
-            http_client=http_client,
-            stream=stream,
-            include_thoughts=include_thoughts,
-            thinking_budget=thinking_budget,
-            thinking_level=thinking_level,
-        )
+        return cls.vertex(model_id, project, location, bearer_token=token, token_provider=provider, **options)
 
     # -- the Model protocol ------------------------------------------------------
 
@@ -443,6 +394,7 @@ __all__ = [
     "DEVELOPER_PROVIDER",
     "VERTEX_PROVIDER",
     "GeminiModel",
+    "GeminiOptions",
     "TokenProvider",
     "sanitize_schema",
     "vertex_base_url",

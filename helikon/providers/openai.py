@@ -28,7 +28,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from types import TracebackType
-from typing import Any, Literal, final, get_args
+from typing import Any, Literal, TypedDict, Unpack, final, get_args
 
 import httpx
 
@@ -46,11 +46,37 @@ from helikon.providers._openai_common import (
     WireParser,
     stream_events,
 )
+from helikon.providers._options import check_options
 
 #: The environment variable holding the API key.
 API_KEY_ENV = "OPENAI_API_KEY"
 #: Tried first for Azure deployments (then ``OPENAI_API_KEY``).
 AZURE_API_KEY_ENV = "AZURE_OPENAI_API_KEY"
+
+
+class OpenAIOptions(TypedDict, total=False):
+    """The keyword arguments of :meth:`OpenAIModel.chat`, :meth:`OpenAIModel.responses`
+    and the constructor (what each means and its default: the class docs)."""
+
+    api_key: str | None
+    base_url: str | None
+    organization: str | None
+    project: str | None
+    extra_headers: Mapping[str, str] | None
+    extra_body: Mapping[str, Any] | None
+    http_client: httpx.AsyncClient | None
+    stream: bool
+    azure: bool
+    api_version: str | None
+    provider_name: str | None
+    system_role: SystemRole
+    max_tokens_param: MaxTokensParam
+    stream_usage: bool
+    reasoning_effort: str | None
+    reasoning_summary: str | None
+    parallel_tool_calls: bool | None
+    store: bool | None
+    capabilities: ModelCapabilities | None
 
 
 @final
@@ -114,30 +140,14 @@ class OpenAIModel:
     """
 
     def __init__(
-        self,
-        model_id: str,
-        *,
-        api: Literal["chat", "responses"] = "chat",
-        api_key: str | None = None,
-        base_url: str | None = None,
-        organization: str | None = None,
-        project: str | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        stream: bool = True,
-        azure: bool = False,
-        api_version: str | None = None,
-        provider_name: str | None = None,
-        system_role: SystemRole = "system",
-        max_tokens_param: MaxTokensParam = "max_completion_tokens",
-        stream_usage: bool = True,
-        reasoning_effort: str | None = None,
-        reasoning_summary: str | None = None,
-        parallel_tool_calls: bool | None = None,
-        store: bool | None = None,
-        capabilities: ModelCapabilities | None = None,
+        self, model_id: str, *, api: Literal["chat", "responses"] = "chat", **options: Unpack[OpenAIOptions]
     ) -> None:
+        check_options("OpenAIModel", options, OpenAIOptions)
+        base_url, azure = options.get("base_url"), options.get("azure", False)
+        stream = options.get("stream", True)
+        system_role = options.get("system_role", "system")
+        max_tokens_param = options.get("max_tokens_param", "max_completion_tokens")
+        reasoning_summary = options.get("reasoning_summary")
         if not model_id:
             raise ConfigError("OpenAIModel needs a model id")
         if api not in ("chat", "responses"):
@@ -152,35 +162,37 @@ class OpenAIModel:
             raise ConfigError("reasoning_summary is a Responses API option: use OpenAIModel.responses(...)")
         if azure and base_url is None:
             raise ConfigError("azure=True needs base_url= (the resource's deployment URL)")
-        key = _api_key(api_key, azure=azure, required=azure or base_url is None)
+        key = _api_key(options.get("api_key"), azure=azure, required=azure or base_url is None)
         headers: list[tuple[str, str]] = []
         if key:
             headers.append(("api-key", key) if azure else ("authorization", f"Bearer {key}"))
-        if organization:
+        if organization := options.get("organization"):
             headers.append(("openai-organization", organization))
-        if project:
+        if project := options.get("project"):
             headers.append(("openai-project", project))
-        headers.extend((name.lower(), value) for name, value in (extra_headers or {}).items())
+        headers.extend((name.lower(), value) for name, value in (options.get("extra_headers") or {}).items())
+        api_version = options.get("api_version")
         self._config = OpenAIConfig(
             model_id=model_id,
             api=api,
-            provider=provider_name or ("azure.ai.openai" if azure else "openai"),
+            provider=options.get("provider_name") or ("azure.ai.openai" if azure else "openai"),
             base_url=base_url or DEFAULT_BASE_URL,
             headers=tuple(headers),
             params=(("api-version", api_version),) if api_version else (),
-            extra_body=dict(extra_body or {}),
+            extra_body=dict(options.get("extra_body") or {}),
             stream=stream,
             system_role=system_role,
             max_tokens_param=max_tokens_param,
-            stream_usage=stream_usage,
-            reasoning_effort=reasoning_effort,
+            stream_usage=options.get("stream_usage", True),
+            reasoning_effort=options.get("reasoning_effort"),
             reasoning_summary=reasoning_summary,
-            parallel_tool_calls=parallel_tool_calls,
-            store=store,
+            parallel_tool_calls=options.get("parallel_tool_calls"),
+            store=options.get("store"),
         )
+        http_client = options.get("http_client")
         self._owns_client = http_client is None
         self._client = new_client(http_client)
-        self._capabilities = capabilities or ModelCapabilities(
+        self._capabilities = options.get("capabilities") or ModelCapabilities(
             streaming=stream,
             tools=True,
             parallel_tool_calls=True,
@@ -193,12 +205,12 @@ class OpenAIModel:
         )
 
     @classmethod
-    def chat(cls, model_id: str, **options: Any) -> OpenAIModel:
+    def chat(cls, model_id: str, **options: Unpack[OpenAIOptions]) -> OpenAIModel:
         """A Chat Completions model (``POST {base_url}/chat/completions``)."""
         return cls(model_id, api="chat", **options)
 
     @classmethod
-    def responses(cls, model_id: str, **options: Any) -> OpenAIModel:
+    def responses(cls, model_id: str, **options: Unpack[OpenAIOptions]) -> OpenAIModel:
         """A Responses API model (``POST {base_url}/responses``), with
         server-managed state through ``ModelSettings.previous_response_id``."""
         return cls(model_id, api="responses", **options)
@@ -281,4 +293,4 @@ def _api_key(given: str | None, *, azure: bool, required: bool) -> str | None:
     return None
 
 
-__all__ = ["API_KEY_ENV", "AZURE_API_KEY_ENV", "OpenAIModel"]
+__all__ = ["API_KEY_ENV", "AZURE_API_KEY_ENV", "OpenAIModel", "OpenAIOptions"]

@@ -31,13 +31,14 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from helikon.sessions._events import SequenceId, SessionEvent, encode_event, event_tag
+from helikon.sessions._migrations import Migration, run_migrations
 from helikon.sessions._protocol import SessionError, decode_stored
 from helikon.sessions._threaded import ThreadedSession
 
 T = TypeVar("T")
 
 #: (version, description, statements), applied in order, each once.
-MIGRATIONS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
+MIGRATIONS: Final[tuple[Migration, ...]] = (
     (
         1,
         "create session_events",
@@ -90,22 +91,7 @@ def _guard(work: Callable[[], T]) -> T:
 def _apply_migrations(conn: psycopg.Connection[Any]) -> None:
     with conn.transaction():
         conn.execute(_MIGRATION_LOCK)
-        conn.execute(_MIGRATIONS_TABLE)
-        applied = {row[0] for row in conn.execute("SELECT version FROM helikon_session_migrations")}
-        known = {version for version, _, _ in MIGRATIONS}
-        if applied - known:
-            raise SessionError.other(
-                f"the database has session schema version {max(applied)}, newer than this helikon knows "
-                f"({max(known)}); upgrade helikon"
-            )
-        for version, description, statements in MIGRATIONS:
-            if version not in applied:
-                for statement in statements:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO helikon_session_migrations (version, description) VALUES (%s, %s)",
-                    (version, description),
-                )
+        run_migrations(conn.execute, MIGRATIONS, table=_MIGRATIONS_TABLE, placeholder="%s")
 
 
 def _migrate_sync(target: Pool | str) -> None:

@@ -35,6 +35,7 @@ from contextlib import suppress
 from typing import Final, Literal, TypeVar, final
 
 from helikon.sessions._events import SequenceId, SessionEvent, encode_event, event_tag
+from helikon.sessions._migrations import Migration, run_migrations
 from helikon.sessions._protocol import SessionError, decode_stored
 from helikon.sessions._threaded import ThreadedSession
 
@@ -43,7 +44,7 @@ T = TypeVar("T")
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 #: (version, description, statements), applied in order, each once.
-MIGRATIONS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
+MIGRATIONS: Final[tuple[Migration, ...]] = (
     (
         1,
         "create session_events",
@@ -142,25 +143,9 @@ def _in_write_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Conn
 
 
 def _apply_migrations(conn: sqlite3.Connection) -> None:
-    def work(conn: sqlite3.Connection) -> None:
-        conn.execute(_MIGRATIONS_TABLE)
-        applied = {version for (version,) in conn.execute("SELECT version FROM helikon_session_migrations")}
-        known = {version for version, _, _ in MIGRATIONS}
-        if applied - known:
-            raise SessionError.other(
-                f"the database has session schema version {max(applied)}, newer than this helikon knows "
-                f"({max(known)}); upgrade helikon"
-            )
-        for version, description, statements in MIGRATIONS:
-            if version not in applied:
-                for statement in statements:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO helikon_session_migrations (version, description) VALUES (?, ?)",
-                    (version, description),
-                )
-
-    _in_write_transaction(conn, work)
+    _in_write_transaction(
+        conn, lambda conn: run_migrations(conn.execute, MIGRATIONS, table=_MIGRATIONS_TABLE, placeholder="?")
+    )
 
 
 @final

@@ -26,11 +26,11 @@ import msgspec
 
 from helikon._json import JsonValue
 from helikon.errors import ConfigError
-from helikon.tools._schema import (
+from helikon.schema import json_type
+from helikon.tools._models import (
     FieldSpec,
     is_any,
     is_one_of,
-    json_type,
     model_fields,
     model_kind,
     type_name,

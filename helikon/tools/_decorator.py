@@ -30,16 +30,9 @@ from helikon.tools._convert import (
     is_plain,
     to_json,
 )
-from helikon.tools._schema import (
-    FieldSpec,
-    SchemaBuilder,
-    is_any,
-    json_default,
-    model_kind,
-    parse_docstring,
-    type_schema,
-    unwrap_newtype,
-)
+from helikon.tools._docstrings import parse_docstring
+from helikon.tools._models import FieldSpec, is_any, json_default, model_kind, unwrap_newtype
+from helikon.tools._schema import SchemaBuilder, type_schema
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -12,17 +12,14 @@ Field descriptions come, first found wins, from attrs/dataclass
 ``metadata={"description": ...}`` or a ``msgspec.Meta(description=...)``,
 then from an attribute docstring (a string literal right after the field in
 the class body), then from the class docstring's Google-style
-``Attributes:`` section.
+``Attributes:`` section. How models and docstrings are read lives in
+``_models`` and ``_docstrings``; this module owns the generator.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import enum
-import functools
-import math
-import re
 import types
 import typing
 import uuid
@@ -30,307 +27,22 @@ from collections import abc
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-import attrs
 import msgspec
 
 from helikon._json import JsonObject, JsonValue
 from helikon.errors import ConfigError
 from helikon.schema import json_type, nullable
-
-# -- docstrings --------------------------------------------------------------
-
-#: Google-style section headers, by the part of the docstring they start.
-_SECTIONS: Final[Mapping[str, frozenset[str]]] = {
-    "args": frozenset({"args", "arguments", "parameters", "params", "keyword args", "other parameters"}),
-    "attributes": frozenset({"attributes"}),
-    "other": frozenset(
-        {"returns", "return", "yields", "raises", "example", "examples", "note", "notes", "see also"}
-        | {"todo", "warning", "warnings", "references"}
-    ),
-}
-_SECTION_OF: Final[Mapping[str, str]] = {h: part for part, headers in _SECTIONS.items() for h in headers}
-_ENTRY: Final = re.compile(r"\*{0,2}(?P<name>[A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(?P<text>.*)")
-
-
-@attrs.frozen
-class Docstring:
-    """A Google-style docstring, split into the parts helikon reads."""
-
-    #: The text before the first section, paragraphs separated by a blank line.
-    summary: str
-    #: ``(name, description)`` pairs from the ``Args:`` section.
-    args: tuple[tuple[str, str], ...] = ()
-    #: ``(name, description)`` pairs from the ``Attributes:`` section.
-    attributes: tuple[tuple[str, str], ...] = ()
-
-
-def parse_docstring(doc: str | None) -> Docstring:
-    """Split a Google-style docstring into summary, ``Args`` and ``Attributes``.
-
-    Whitespace inside a paragraph or an entry is collapsed to single spaces.
-
-    >>> d = parse_docstring('''Add two numbers.
-    ...
-    ...     Args:
-    ...         a: The first
-    ...             addend.
-    ...         b (int): The second addend.
-    ...
-    ...     Returns:
-    ...         The sum.
-    ...     ''')
-    >>> d.summary
-    'Add two numbers.'
-    >>> d.args
-    (('a', 'The first addend.'), ('b', 'The second addend.'))
-    """
-    if not doc:
-        return Docstring("")
-    import inspect
-
-    summary: list[str] = []
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in inspect.cleandoc(doc).splitlines():
-        header = line.strip().rstrip(":").lower()
-        if line and not line[0].isspace() and line.rstrip().endswith(":") and header in _SECTION_OF:
-            current = sections.setdefault(_SECTION_OF[header], [])
-        elif current is None:
-            summary.append(line)
-        else:
-            current.append(line)
-    paragraphs = " ".join(line.strip() or "\n" for line in summary).split("\n")
-    text = "\n\n".join(_squash(p) for p in paragraphs if p.strip())
-    return Docstring(text, _entries(sections.get("args", [])), _entries(sections.get("attributes", [])))
-
-
-def _entries(lines: list[str]) -> tuple[tuple[str, str], ...]:
-    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
-    if not indents:
-        return ()
-    base = min(indents)
-    entries: list[tuple[str, list[str]]] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        match = _ENTRY.fullmatch(line.strip())
-        if len(line) - len(line.lstrip()) == base and match:
-            entries.append((match["name"], [match["text"]]))
-        elif entries:
-            entries[-1][1].append(line)
-    return tuple((name, _squash(" ".join(text))) for name, text in entries)
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-# -- models: attrs, msgspec, dataclasses, TypedDict --------------------------
-
-
-@attrs.frozen
-class FieldSpec:
-    """One field of a model, as the schema and the converter need it."""
-
-    #: The JSON property name.
-    name: str
-    #: The keyword the constructor takes.
-    init_name: str
-    #: The name in the class body (where an attribute docstring sits).
-    attr: str
-    #: The resolved type hint (``Annotated`` kept).
-    type: Any
-    #: Whether the property must be present.
-    required: bool
-    #: Whether ``default`` holds a JSON-representable default.
-    has_default: bool = False
-    default: JsonValue = None
-    #: An explicit description (attrs/dataclass metadata).
-    description: str | None = None
-    #: A msgspec tag: the property must equal ``default``; not passed to the constructor.
-    is_tag: bool = False
-
-
-ModelKind = Literal["attrs", "struct", "dataclass", "typeddict"]
-
-
-def model_kind(tp: object) -> ModelKind | None:
-    """Which kind of record class ``tp`` is, or ``None`` when it is not one.
-
-    >>> import dataclasses
-    >>> @dataclasses.dataclass
-    ... class Point:
-    ...     x: int
-    >>> model_kind(Point), model_kind(int)
-    ('dataclass', None)
-    """
-    if not isinstance(tp, type):
-        return None
-    if attrs.has(tp):
-        return "attrs"
-    if issubclass(tp, msgspec.Struct):
-        return "struct"
-    if dataclasses.is_dataclass(tp):
-        return "dataclass"
-    if typing.is_typeddict(tp):
-        return "typeddict"
-    return None
-
-
-@functools.lru_cache(maxsize=512)
-def model_fields(cls: type) -> tuple[FieldSpec, ...]:
-    """The fields of a model class, in declaration order.
-
-    Raises:
-        ConfigError: ``cls`` is not a model, or its hints cannot be resolved.
-    """
-    kind = model_kind(cls)
-    if kind == "struct":
-        return _struct_fields(cls)
-    try:
-        hints = typing.get_type_hints(cls, include_extras=True)
-    except Exception as exc:
-        raise ConfigError(f"cannot resolve the type hints of {cls.__qualname__}: {exc}") from exc
-    if kind == "attrs":
-        return tuple(
-            _field(f.alias, f.alias, f.name, hints.get(f.name, f.type), f.default, f.metadata)
-            for f in attrs.fields(cls)
-            if f.init
-        )
-    if kind == "dataclass":
-        return tuple(
-            _field(f.name, f.name, f.name, hints[f.name], _dataclass_default(f), f.metadata)
-            for f in dataclasses.fields(cls)
-            if f.init
-        )
-    if kind == "typeddict":
-        required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
-        out: list[FieldSpec] = []
-        for key, hint in hints.items():
-            origin = typing.get_origin(hint)
-            required = key in required_keys
-            if origin is typing.Required or origin is typing.NotRequired:
-                required, hint = origin is typing.Required, typing.get_args(hint)[0]
-            out.append(FieldSpec(key, key, key, hint, required))
-        return tuple(out)
-    raise ConfigError(f"{type_name(cls)} is not an attrs class, msgspec Struct, dataclass or TypedDict")
-
-
-def _struct_fields(cls: type) -> tuple[FieldSpec, ...]:
-    cfg: msgspec.structs.StructConfig = getattr(cls, "__struct_config__")  # noqa: B009
-    if cfg.array_like:
-        raise ConfigError(f"array_like msgspec Structs are not supported ({cls.__qualname__})")
-    try:
-        infos = msgspec.structs.fields(typing.cast(type[msgspec.Struct], cls))
-    except Exception as exc:
-        raise ConfigError(f"cannot resolve the type hints of {cls.__qualname__}: {exc}") from exc
-    out: list[FieldSpec] = []
-    if cfg.tag is not None and cfg.tag_field is not None:
-        out.append(FieldSpec(cfg.tag_field, "", "", str, True, True, cfg.tag, is_tag=True))
-    for info in infos:
-        default: object = attrs.NOTHING
-        if info.default is not msgspec.NODEFAULT:
-            default = info.default
-        elif info.default_factory is not msgspec.NODEFAULT:
-            default = attrs.Factory(info.default_factory)
-        out.append(_field(info.encode_name, info.name, info.name, info.type, default, {}))
-    return tuple(out)
-
-
-def _dataclass_default(f: dataclasses.Field[Any]) -> object:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return attrs.Factory(f.default_factory)
-    return attrs.NOTHING
-
-
-_FACTORY: Final = typing.cast(type, attrs.Factory)
-
-
-def _is_list(value: object) -> typing.TypeGuard[list[JsonValue]]:
-    return isinstance(value, list)
-
-
-def _field(
-    name: str, init_name: str, attr: str, hint: Any, default: object, metadata: Mapping[Any, Any]
-) -> FieldSpec:
-    description = metadata.get("description")
-    description = description if isinstance(description, str) else None
-    if default is attrs.NOTHING:
-        return FieldSpec(name, init_name, attr, hint, True, description=description)
-    has_default, value = (False, None) if isinstance(default, _FACTORY) else json_default(default)
-    return FieldSpec(name, init_name, attr, hint, False, has_default, value, description)
-
-
-def json_default(value: object) -> tuple[bool, JsonValue]:
-    """``(True, json)`` when a default value has a JSON form, else ``(False, None)``.
-
-    >>> json_default((1, 2)), json_default(float("nan")), json_default(object())[0]
-    ((True, [1, 2]), (False, None), False)
-    """
-    if isinstance(value, float) and not math.isfinite(value):
-        return False, None
-    try:
-        out: JsonValue = msgspec.json.decode(msgspec.json.encode(value))
-    except (TypeError, ValueError, OverflowError):
-        return False, None
-    return True, out
-
-
-@functools.lru_cache(maxsize=512)
-def field_docs(cls: type) -> Mapping[str, str]:
-    """Descriptions of ``cls``'s fields from docstrings, keyed by attribute name.
-
-    Attribute docstrings (read from the class source, also for base classes)
-    win over the class docstring's ``Attributes:`` section. Classes whose
-    source is unavailable contribute only their ``Attributes:`` section.
-    """
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if klass.__module__ in ("builtins", "typing", "abc", "msgspec"):
-            continue
-        docs.update(parse_docstring(klass.__dict__.get("__doc__")).attributes)
-        docs.update(_attribute_docstrings(klass))
-    return docs
-
-
-def _attribute_docstrings(cls: type) -> dict[str, str]:
-    import ast
-    import inspect
-    import textwrap
-
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    except (OSError, TypeError, SyntaxError):
-        return {}
-    node = tree.body[0] if tree.body else None
-    if not isinstance(node, ast.ClassDef):
-        return {}
-    docs: dict[str, str] = {}
-    for stmt, nxt in zip(node.body, node.body[1:], strict=False):
-        target: ast.expr | None = stmt.target if isinstance(stmt, ast.AnnAssign) else None
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target = stmt.targets[0]
-        if (
-            isinstance(target, ast.Name)
-            and isinstance(nxt, ast.Expr)
-            and isinstance(nxt.value, ast.Constant)
-            and isinstance(nxt.value.value, str)
-        ):
-            docs[target.id] = _squash(nxt.value.value)
-    return docs
-
-
-def class_description(cls: type) -> str | None:
-    """The summary of ``cls``'s own docstring (``None`` for generated ones)."""
-    doc = cls.__dict__.get("__doc__")
-    if not isinstance(doc, str) or (dataclasses.is_dataclass(cls) and doc.startswith(cls.__name__ + "(")):
-        return None
-    return parse_docstring(doc).summary or None
-
-
-# -- the generator -----------------------------------------------------------
+from helikon.tools._models import (
+    FieldSpec,
+    class_description,
+    field_docs,
+    is_any,
+    is_one_of,
+    model_fields,
+    model_kind,
+    type_name,
+    unwrap_newtype,
+)
 
 _SCALARS: Final[Mapping[object, JsonObject]] = {
     str: {"type": "string"},
@@ -364,35 +76,8 @@ _META_KEYS: Final[tuple[tuple[str, str], ...]] = (
 )
 
 
-def is_one_of(types_: frozenset[object], tp: object) -> bool:
-    """``tp in types_``, tolerating unhashable type objects."""
-    try:
-        return tp in types_
-    except TypeError:
-        return False
-
-
-def is_any(tp: object) -> bool:
-    """Whether a hint accepts any JSON value (``Any``, ``object``, ``JsonValue``)."""
-    return tp is Any or tp is object or tp == JsonValue
-
-
-def unwrap_newtype(tp: object) -> object:
-    """The underlying type of a (possibly nested) ``NewType``."""
-    while hasattr(tp, "__supertype__"):
-        tp = tp.__supertype__
-    return tp
-
-
-def type_name(tp: object) -> str:
-    """A short readable name for a type hint.
-
-    >>> type_name(int), type_name(list[int] | None)
-    ('int', 'list[int] | None')
-    """
-    if isinstance(tp, type) and not typing.get_args(tp):
-        return tp.__qualname__
-    return repr(tp).replace("typing.", "").replace("collections.abc.", "")
+def _is_list(value: object) -> typing.TypeGuard[list[JsonValue]]:
+    return isinstance(value, list)
 
 
 class SchemaBuilder:
@@ -599,21 +284,4 @@ def type_schema(tp: object) -> dict[str, Any]:
     return builder.finish(builder.schema(tp))
 
 
-__all__ = [
-    "Docstring",
-    "FieldSpec",
-    "ModelKind",
-    "SchemaBuilder",
-    "class_description",
-    "field_docs",
-    "is_any",
-    "is_one_of",
-    "json_default",
-    "json_type",
-    "model_fields",
-    "model_kind",
-    "parse_docstring",
-    "type_name",
-    "type_schema",
-    "unwrap_newtype",
-]
+__all__ = ["SchemaBuilder", "type_schema"]

@@ -211,6 +211,7 @@ def test_aggregate_reassembles_interleaved_fragmented_calls(
     response = aggregate(plan.events, run_id, turn)
     assert response.calls == plan.tool_calls(run_id, turn)
     assert response.text == plan.text
+    assert response.text_parts == plan.text_parts
     assert response.reasoning == plan.reasoning
     assert response.usage == plan.usage
     assert response.finish == plan.finish

@@ -5,7 +5,7 @@ from __future__ import annotations
 from helikon.ids import CallId, RunId
 from helikon.items import ReasoningPart, ToolCall
 from helikon.loop import Response, aggregate
-from helikon.model import Finish, FinishReason, ReasoningChunk, TextChunk, ToolCallChunk, Usage
+from helikon.model import Finish, FinishReason, ReasoningChunk, TextBreak, TextChunk, ToolCallChunk, Usage
 
 RUN = RunId("r")
 
@@ -17,6 +17,15 @@ def test_an_empty_stream_is_an_empty_response() -> None:
 def test_text_chunks_concatenate() -> None:
     response = aggregate((TextChunk("Hel"), TextChunk("lo"), TextChunk(" there")), RUN, 1)
     assert response.text == "Hello there"
+    assert response.text_parts == ("Hello there",)
+
+
+def test_a_text_break_starts_a_new_part_and_adds_no_text() -> None:
+    events = (TextBreak(), TextChunk("Let me run "), TextChunk("that."), TextBreak(), TextChunk("It is 42."))
+    response = aggregate((*events, TextBreak(), TextBreak()), RUN, 1)
+
+    assert response.text_parts == ("Let me run that.", "It is 42.")  # no empty parts
+    assert response.text == "Let me run that.It is 42."
 
 
 def test_a_signature_closes_a_reasoning_part() -> None:

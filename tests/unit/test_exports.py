@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import subprocess
 import sys
 import types
+from pathlib import Path
+
+import pytest
 
 import helikon
 
@@ -18,6 +23,34 @@ def test_all_lists_every_public_name_and_nothing_else() -> None:
 def test_every_exported_name_resolves() -> None:
     for name in helikon.__all__:
         assert getattr(helikon, name) is not None, name
+
+
+def test_every_exported_name_imports_from_the_module_the_table_names() -> None:
+    for module, names in helikon._EXPORTS.items():
+        for name in names:
+            assert getattr(helikon, name) is getattr(importlib.import_module(module), name), name
+    assert set(helikon.__all__) == {*helikon._LOCATIONS, "__version__"}
+
+
+def test_the_type_checking_imports_match_the_table() -> None:
+    """Type checkers read the ``TYPE_CHECKING`` block; the runtime reads ``_EXPORTS``: they agree."""
+    tree = ast.parse(Path(helikon.__file__).read_text())
+    (block,) = [n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]
+    seen: dict[str, tuple[str, ...]] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module is not None
+        assert all(alias.asname == alias.name for alias in node.names), "re-export as `X as X`"
+        seen[node.module] = tuple(alias.name for alias in node.names)
+    assert seen == helikon._EXPORTS
+
+
+def test_the_strategies_export_what_they_list() -> None:
+    strategies = importlib.import_module("helikon.testing.strategies")
+    for name in strategies.__all__:
+        assert getattr(strategies, name) is not None, name
+    with pytest.warns(DeprecationWarning, match="tool_errors is deprecated.*tool_failures"):
+        tool_errors = strategies.tool_errors
+    assert "tool_errors" not in strategies.__all__ and tool_errors() is not None
 
 
 def test_all_is_sorted_and_unique() -> None:

@@ -1,4 +1,4 @@
-"""JSON Schema from type hints (helikon.tools._schema) and JSON conversion (_convert).
+"""JSON Schema from type hints (helikon.tools._schema, _models, _docstrings) and JSON conversion (_convert).
 
 Every model kind (attrs, msgspec Struct, dataclass, TypedDict) gets the same
 schema for the same fields, descriptions come from metadata, msgspec.Meta,
@@ -23,7 +23,9 @@ from helikon._json import JsonObject, JsonValue
 from helikon.errors import ConfigError
 from helikon.tools import convert, to_json, type_schema
 from helikon.tools._convert import ConversionError, accepts_none, is_plain
-from helikon.tools._schema import SchemaBuilder, field_docs, model_fields, parse_docstring
+from helikon.tools._docstrings import parse_docstring
+from helikon.tools._models import field_docs, model_fields
+from helikon.tools._schema import SchemaBuilder
 
 
 def errors(schema: JsonObject, instance: Any) -> list[str]:

@@ -107,3 +107,18 @@ async def test_writers_to_one_session_serialise_on_the_advisory_lock(postgres: A
     finally:
         holder.close()
     assert await session.events() == [user("waited")]
+
+
+async def test_a_schema_from_a_newer_helikon_is_refused(postgres: Any) -> None:
+    from helikon.sessions._migrations import run_migrations
+    from helikon.sessions._postgres import _MIGRATIONS_TABLE
+
+    # One transaction, rolled back: the shared test database keeps its schema.
+    with psycopg.connect(POSTGRES_URL) as conn:
+        conn.execute("INSERT INTO helikon_session_migrations (version, description) VALUES (99, 'future')")
+        with pytest.raises(SessionError, match="schema version 99, newer than this helikon knows"):
+            run_migrations(conn.execute, MIGRATIONS, table=_MIGRATIONS_TABLE, placeholder="%s")
+        conn.rollback()
+    with postgres.connection() as conn:
+        versions = [r[0] for r in conn.execute("SELECT version FROM helikon_session_migrations ORDER BY 1")]
+    assert versions == [v for v, _, _ in MIGRATIONS]

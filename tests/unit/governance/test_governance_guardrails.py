@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from helikon import codec
 from helikon.governance import (
     GuardrailVerdict,
@@ -14,7 +16,6 @@ from helikon.governance import (
     Tripwire,
     fold_guardrails,
     kind_label,
-    settle_guardrails,
     tripwire_from_error,
 )
 
@@ -39,19 +40,22 @@ def test_completion_order_does_not_matter() -> None:
     ]
     for order in itertools.permutations(range(len(declared))):
         slots: list[GuardrailVerdict | None] = [None] * len(declared)
-        settled: GuardrailVerdict | None = None
         for index in order:  # results arrive in this completion order
             slots[index] = declared[index]
-            settled = settle_guardrails(slots)
-            if settled is not None:
-                break
-        assert settled == Tripwire(InputPolicy(), 1)
+        assert fold_guardrails(v for v in slots if v is not None) == Tripwire(InputPolicy(), 1)
 
 
-def test_settling_waits_for_earlier_guardrails() -> None:
-    assert settle_guardrails([None, Tripwire(InputPolicy())]) is None
-    assert settle_guardrails([Pass(), None]) is None
-    assert settle_guardrails([]) == Pass()
+def test_settle_guardrails_is_a_deprecated_alias_that_still_works() -> None:
+    import helikon.governance as governance
+
+    with pytest.warns(DeprecationWarning, match="settle_guardrails is deprecated.*fold_guardrails"):
+        settle = governance.settle_guardrails  # type: ignore[attr-defined]
+
+    assert "settle_guardrails" not in governance.__all__
+    assert settle([None, Tripwire(InputPolicy())]) is None
+    assert settle([Pass(), None]) is None
+    assert settle([Pass(), Tripwire(InputPolicy()), None]) == Tripwire(InputPolicy())
+    assert settle([]) == Pass()
 
 
 def test_a_guardrail_error_is_a_tripwire_of_kind_other() -> None:

@@ -132,10 +132,12 @@ def test_real_stream_server_tools_are_not_client_calls() -> None:
         ReasoningPart("Let me calculate this mathematical expression.", r.reasoning[0].signature),
     )
     assert len(r.reasoning[0].signature or "") == 320
-    # Two text blocks with server tool blocks between them, joined by a blank line.
-    assert r.text.startswith("I'll calculate that expression for you right away!\n\nFollowing the standard")
+    # Two text blocks with server tool blocks between them: two text parts, no text added
+    # (test_anthropic_text_blocks.py checks the deltas against the wire).
+    assert r.text_parts[0] == "I'll calculate that expression for you right away!"
+    assert r.text_parts[1].startswith("Following the standard")
     assert r.text.endswith("Final Answer: **-428,330,955.97745**")
-    assert len(r.text) == 501 + 2
+    assert len(r.text) == 501
     # message_delta's input_tokens (4714) wins over message_start's (2293).
     assert r.usage == Usage(4714, 304, 0, 0)
     assert r.finish is FinishReason.STOP and r.response_id == "msg_01Js8aWE7YbmiaUPneGiCskE"

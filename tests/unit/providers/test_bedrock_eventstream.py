@@ -166,8 +166,8 @@ def test_the_decoder_agrees_with_botocore() -> None:
         encode_message({":message-type": "exception", ":exception-type": "throttlingException"}, b"{}"),
     ]
     data = b"".join(frames)
-    if WIRE.is_dir():
-        data += (WIRE / "converse_stream_text_tool_use_nova-micro.bin").read_bytes()
+    if WIRE.is_dir():  # every recording, one after the other
+        data += b"".join(path.read_bytes() for path in sorted(WIRE.glob("*.bin")))
     buffer = eventstream.EventStreamBuffer()
     buffer.add_data(data)
 
