@@ -188,6 +188,14 @@ def pending_step(state: ToolCallState) -> CallStep | None:
             assert_never(stage)
 
 
+def waits_on_step(state: ToolCallState) -> bool:
+    """Whether :func:`pending_step` of ``state`` is a step (cheaper than making it)."""
+    stage = state.stage
+    if isinstance(stage, Permitting):
+        return type(stage.step) is not ApprovalNeeded
+    return type(stage) is not Settled
+
+
 def approval_request(state: ToolCallState) -> ApprovalRequest | None:
     """The question ``state`` waits on a human for, if any."""
     stage = state.stage
@@ -379,4 +387,5 @@ __all__ = [
     "open_call",
     "pending_step",
     "settled",
+    "waits_on_step",
 ]

@@ -36,6 +36,7 @@ from helikon.loop._calls import (
     feed_approval,
     feed_step,
     pending_step,
+    waits_on_step,
 )
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec, ApprovalRoute
@@ -99,7 +100,7 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
     events: list[AgentEvent] = []
     calls: list[ToolCallState] = []
     for call in phase.calls:
-        if pending_step(call) is None:
+        if not waits_on_step(call):
             calls.append(call)
             continue
         answer = next(results, None)
