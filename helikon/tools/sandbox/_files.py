@@ -17,6 +17,7 @@ event loop. Rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -88,10 +89,8 @@ def write_atomically(dir_fd: int, name: str, data: bytes, mode: int | None = Non
             os.fsync(handle.fileno())
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dir_fd)
-        except OSError:
-            pass
         raise
 
 
@@ -164,7 +163,12 @@ class ReadTool(_FileTool):
     __slots__ = ("max_bytes", "max_line_chars", "max_lines")
 
     def __init__(
-        self, sandbox: Sandbox, *, max_lines: int = 2000, max_bytes: int = 256 * 1024, max_line_chars: int = 2000
+        self,
+        sandbox: Sandbox,
+        *,
+        max_lines: int = 2000,
+        max_bytes: int = 256 * 1024,
+        max_line_chars: int = 2000,
     ) -> None:
         super().__init__(sandbox)
         self.max_lines = max_lines
@@ -228,7 +232,7 @@ class ReadTool(_FileTool):
         number = 0
         last = offset + limit - 1
         cut = False
-        for number, raw in enumerate(handle, 1):  # noqa: B007 (number is read after the loop)
+        for number, raw in enumerate(handle, 1):
             if number < offset:
                 continue
             if number > last or size > self.max_bytes:

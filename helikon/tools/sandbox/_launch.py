@@ -78,7 +78,11 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32))
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
 
 
 def drop_capabilities() -> None:
@@ -109,9 +113,7 @@ def confine(plan: dict[str, Any]) -> None:
     """Apply Landlock and seccomp as ``plan`` says (see ``_os.py``)."""
     landlock = _sibling("_landlock")
     seccomp = _sibling("_seccomp")
-    program = seccomp.build_filter(
-        plan["arch"], network=plan["network"], deny_truncate=plan["abi"] < 3
-    )
+    program = seccomp.build_filter(plan["arch"], network=plan["network"], deny_truncate=plan["abi"] < 3)
     if os.geteuid() == 0:
         drop_capabilities()
     seccomp.no_new_privs()

@@ -28,7 +28,7 @@ import errno
 import os
 import stat
 from collections import deque
-from typing import Final
+from typing import Any, Final
 
 #: Symlinks followed while resolving one path (Linux's own limit).
 MAX_LINKS: Final = 40
@@ -55,7 +55,7 @@ class _OpenHow(ctypes.Structure):
 _libc: ctypes.CDLL | None = None
 
 
-def _syscall() -> ctypes._CFuncPtr:
+def _syscall() -> Any:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
@@ -70,7 +70,9 @@ def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
         Escape: the path leaves ``dir_fd`` or crosses a magic link.
         OSError: any other failure, with its errno.
     """
-    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+    how = _OpenHow(
+        flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
+    )
     encoded = os.fsencode(path)
     for _ in range(MAX_RETRIES):
         fd = int(

@@ -52,7 +52,9 @@ def _check_pattern(pattern: str) -> None:
     if "\0" in pattern:
         raise ToolError.denied("the pattern contains a NUL byte")
     if pattern.startswith("/") or ".." in pattern.split("/"):
-        raise ToolError.denied(f"{pattern}: glob patterns are relative to the search directory and stay inside it")
+        raise ToolError.denied(
+            f"{pattern}: glob patterns are relative to the search directory and stay inside it"
+        )
 
 
 class _SearchTool:
@@ -127,7 +129,9 @@ class GlobTool(_SearchTool):
         regex = glob_regex(pattern)
         prefix = _prefix(path)
         try:
-            found = [prefix + e.path for e in walk(self.sandbox, path) if not e.is_dir and regex.fullmatch(e.path)]
+            found = [
+                prefix + e.path for e in walk(self.sandbox, path) if not e.is_dir and regex.fullmatch(e.path)
+            ]
         except OSError as exc:
             raise ToolError(f"{path}: {exc.strerror or exc}") from None
         if not found:
@@ -147,7 +151,9 @@ class GrepTool(_SearchTool):
 
     __slots__ = ("max_file_bytes",)
 
-    def __init__(self, sandbox: Sandbox, *, max_results: int = 500, max_file_bytes: int = 8 * 1024 * 1024) -> None:
+    def __init__(
+        self, sandbox: Sandbox, *, max_results: int = 500, max_file_bytes: int = 8 * 1024 * 1024
+    ) -> None:
         super().__init__(sandbox, max_results=max_results)
         self.max_file_bytes = max_file_bytes
 

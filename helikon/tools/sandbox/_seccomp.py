@@ -95,38 +95,40 @@ DENIED: Final = (
 )
 
 #: Syscall numbers per architecture (x86_64 from ``asm/unistd_64.h``,
-#: aarch64 from ``asm-generic/unistd.h``); a name missing on one is skipped.
-SYSCALLS: Final[dict[str, dict[str, int]]] = {
-    "x86_64": {
-        "acct": 163, "add_key": 248, "adjtimex": 159, "bpf": 321, "chroot": 161, "clock_adjtime": 305,
-        "clock_settime": 227, "clone": 56, "clone3": 435, "delete_module": 176, "fanotify_init": 300,
-        "finit_module": 313, "fsconfig": 431, "fsmount": 432, "fsopen": 430, "fspick": 433,
-        "init_module": 175, "io_uring_enter": 426, "io_uring_register": 427, "io_uring_setup": 425,
-        "ioctl": 16, "ioperm": 173, "iopl": 172, "kcmp": 312, "kexec_file_load": 320, "kexec_load": 246,
-        "keyctl": 250, "lookup_dcookie": 212, "mount": 165, "mount_setattr": 442, "move_mount": 429,
-        "name_to_handle_at": 303, "open_by_handle_at": 304, "open_tree": 428, "perf_event_open": 298,
-        "pidfd_getfd": 438, "pivot_root": 155, "process_vm_readv": 310, "process_vm_writev": 311,
-        "ptrace": 101, "quotactl": 179, "quotactl_fd": 443, "reboot": 169, "request_key": 249,
-        "sendmmsg": 307, "sendmsg": 46, "sendto": 44, "setdomainname": 171, "sethostname": 170,
-        "setns": 308, "setsid": 112, "settimeofday": 164, "socket": 41, "swapoff": 168, "swapon": 167,
-        "syslog": 103, "truncate": 76, "umount2": 166, "unshare": 272, "uselib": 134, "userfaultfd": 323,
-        "vhangup": 153,
-    },  # fmt: skip
-    "aarch64": {
-        "acct": 89, "add_key": 217, "adjtimex": 171, "bpf": 280, "chroot": 51, "clock_adjtime": 266,
-        "clock_settime": 112, "clone": 220, "clone3": 435, "delete_module": 106, "fanotify_init": 262,
-        "finit_module": 273, "fsconfig": 431, "fsmount": 432, "fsopen": 430, "fspick": 433,
-        "init_module": 105, "io_uring_enter": 426, "io_uring_register": 427, "io_uring_setup": 425,
-        "ioctl": 29, "kcmp": 272, "kexec_file_load": 294, "kexec_load": 104, "keyctl": 219,
-        "lookup_dcookie": 18, "mount": 40, "mount_setattr": 442, "move_mount": 429,
-        "name_to_handle_at": 264, "open_by_handle_at": 265, "open_tree": 428, "perf_event_open": 241,
-        "pidfd_getfd": 438, "pivot_root": 41, "process_vm_readv": 270, "process_vm_writev": 271,
-        "ptrace": 117, "quotactl": 60, "quotactl_fd": 443, "reboot": 142, "request_key": 218,
-        "sendmmsg": 269, "sendmsg": 211, "sendto": 206, "setdomainname": 162, "sethostname": 161,
-        "setns": 268, "setsid": 157, "settimeofday": 170, "socket": 198, "swapoff": 225, "swapon": 224,
-        "syslog": 116, "truncate": 45, "umount2": 39, "unshare": 97, "userfaultfd": 282, "vhangup": 58,
-    },  # fmt: skip
-}
+#: aarch64 from ``asm-generic/unistd.h``) as "name number" pairs; a name
+#: missing on one architecture is skipped there.
+_X86_64: Final = """
+    acct 163 add_key 248 adjtimex 159 bpf 321 chroot 161 clock_adjtime 305 clock_settime 227
+    clone 56 clone3 435 delete_module 176 fanotify_init 300 finit_module 313 fsconfig 431
+    fsmount 432 fsopen 430 fspick 433 init_module 175 io_uring_enter 426 io_uring_register 427
+    io_uring_setup 425 ioctl 16 ioperm 173 iopl 172 kcmp 312 kexec_file_load 320 kexec_load 246
+    keyctl 250 lookup_dcookie 212 mount 165 mount_setattr 442 move_mount 429 name_to_handle_at 303
+    open_by_handle_at 304 open_tree 428 perf_event_open 298 pidfd_getfd 438 pivot_root 155
+    process_vm_readv 310 process_vm_writev 311 ptrace 101 quotactl 179 quotactl_fd 443 reboot 169
+    request_key 249 sendmmsg 307 sendmsg 46 sendto 44 setdomainname 171 sethostname 170 setns 308
+    setsid 112 settimeofday 164 socket 41 swapoff 168 swapon 167 syslog 103 truncate 76 umount2 166
+    unshare 272 uselib 134 userfaultfd 323 vhangup 153
+"""
+_AARCH64: Final = """
+    acct 89 add_key 217 adjtimex 171 bpf 280 chroot 51 clock_adjtime 266 clock_settime 112 clone 220
+    clone3 435 delete_module 106 fanotify_init 262 finit_module 273 fsconfig 431 fsmount 432
+    fsopen 430 fspick 433 init_module 105 io_uring_enter 426 io_uring_register 427
+    io_uring_setup 425 ioctl 29 kcmp 272 kexec_file_load 294 kexec_load 104 keyctl 219
+    lookup_dcookie 18 mount 40 mount_setattr 442 move_mount 429 name_to_handle_at 264
+    open_by_handle_at 265 open_tree 428 perf_event_open 241 pidfd_getfd 438 pivot_root 41
+    process_vm_readv 270 process_vm_writev 271 ptrace 117 quotactl 60 quotactl_fd 443 reboot 142
+    request_key 218 sendmmsg 269 sendmsg 211 sendto 206 setdomainname 162 sethostname 161 setns 268
+    setsid 157 settimeofday 170 socket 198 swapoff 225 swapon 224 syslog 116 truncate 45 umount2 39
+    unshare 97 userfaultfd 282 vhangup 58
+"""
+
+
+def _table(text: str) -> dict[str, int]:
+    words = text.split()
+    return {name: int(number) for name, number in zip(words[::2], words[1::2], strict=True)}
+
+
+SYSCALLS: Final[dict[str, dict[str, int]]] = {"x86_64": _table(_X86_64), "aarch64": _table(_AARCH64)}
 
 AF_INET: Final = 2
 AF_INET6: Final = 10
@@ -222,7 +224,7 @@ def build_filter(arch: str, *, network: str = "deny", deny_truncate: bool = Fals
     p.load(_NR)
     if arch == "x86_64":
         p.jump(_JGE_K, X32_SYSCALL_BIT, "kill", None)
-    denied = [name for name in DENIED if name in numbers]
+    denied: list[str] = [name for name in DENIED if name in numbers]
     if deny_truncate:
         denied.append("truncate")
     for name in denied:

@@ -154,7 +154,9 @@ def _walk_dir(
         yield Entry(path, is_dir, is_link)
         if is_dir:
             try:
-                child = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                child = os.open(
+                    entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+                )
             except OSError:  # gone, or swapped for a symlink: not entered
                 continue
             try:
