@@ -24,7 +24,7 @@ from helikon.errors import ToolError
 from helikon.model import ToolEffect
 from helikon.tools.sandbox._files import SNIFF_BYTES, is_binary
 from helikon.tools.sandbox._sandbox import Sandbox
-from helikon.tools.sandbox._walk import glob_regex, walk
+from helikon.tools.sandbox._walk import glob_regex, require_pathspec, walk
 
 _DIR_DOC: Final = "Directory to search: relative to the sandbox root (the default), or absolute inside it."
 _MODES: Final = ("files_with_matches", "content", "count")
@@ -61,6 +61,7 @@ class _SearchTool:
     __slots__ = ("max_results", "sandbox")
 
     def __init__(self, sandbox: Sandbox, *, max_results: int = 1000) -> None:
+        require_pathspec()
         self.sandbox = sandbox
         self.max_results = max_results
 

@@ -24,12 +24,15 @@ import posixpath
 import re
 import stat
 from collections.abc import Iterator
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
 import attrs
-import pathspec
 
+from helikon.errors import ConfigError
 from helikon.tools.sandbox._sandbox import Sandbox
+
+if TYPE_CHECKING:
+    import pathspec
 
 #: The most entries a single walk visits.
 MAX_ENTRIES: Final = 200_000
@@ -71,6 +74,20 @@ class _Rules:
         return self.spec.check_file(path).include
 
 
+def require_pathspec() -> None:
+    """Check that ``pathspec`` (the ``tools`` extra) is installed.
+
+    Raises:
+        ConfigError: it is not; the message says what to install.
+    """
+    try:
+        import pathspec  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "Glob and Grep need the 'pathspec' package: pip install 'paigasus-helikon[tools]'"
+        ) from None
+
+
 def _ignored(rules: tuple[_Rules, ...], path: str, is_dir: bool) -> bool:
     verdict = False
     candidate = path + "/" if is_dir else path
@@ -90,6 +107,8 @@ def _read_gitignore(dir_fd: int) -> pathspec.GitIgnoreSpec | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         text = handle.read(_GITIGNORE_BYTES).decode("utf-8", errors="replace")
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
 
 
@@ -254,4 +273,4 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{a})" for a in alternatives))
 
 
-__all__ = ["MAX_ENTRIES", "Entry", "expand_braces", "glob_regex", "walk"]
+__all__ = ["MAX_ENTRIES", "Entry", "expand_braces", "glob_regex", "require_pathspec", "walk"]
