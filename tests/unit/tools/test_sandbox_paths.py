@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SECRET, Layout, invoke, refused
+from sandbox_support import SECRET, Layout, invoke, refused
 
 from helikon.errors import ToolError
 from helikon.tools import EditTool, GlobTool, GrepTool, ReadTool, Sandbox, WriteTool
@@ -29,7 +29,9 @@ def assert_outside_untouched(layout: Layout) -> None:
 # -- .. and absolute paths -----------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["../outside/secret.txt", "src/../../outside/secret.txt", "./../outside/secret.txt"])
+@pytest.mark.parametrize(
+    "path", ["../outside/secret.txt", "src/../../outside/secret.txt", "./../outside/secret.txt"]
+)
 def test_dot_dot_out_of_the_root_is_denied(sandbox: Sandbox, layout: Layout, path: str) -> None:
     assert "outside the sandbox" in refused(ReadTool(sandbox), file_path=path)
     refused(WriteTool(sandbox), file_path=path, content="pwned")
@@ -80,7 +82,9 @@ def test_a_symlink_to_a_directory_outside_is_denied(sandbox: Sandbox, layout: La
     assert_outside_untouched(layout)
 
 
-def test_searching_the_root_does_not_follow_a_symlinked_directory_out(sandbox: Sandbox, layout: Layout) -> None:
+def test_searching_the_root_does_not_follow_a_symlinked_directory_out(
+    sandbox: Sandbox, layout: Layout
+) -> None:
     (layout.root / "out").symlink_to(layout.outside)
     (layout.root / "leak.txt").symlink_to(layout.secret)
     listed = invoke(GlobTool(sandbox), pattern="**/*")
@@ -142,7 +146,9 @@ def test_magic_links_inside_a_proc_root_are_denied(resolver_name: str) -> None:
 def test_a_hard_link_to_a_file_outside_is_not_written(sandbox: Sandbox, layout: Layout) -> None:
     os.link(layout.secret, layout.root / "hard.txt")
     assert "hard links" in refused(WriteTool(sandbox), file_path="hard.txt", content="pwned")
-    assert "hard links" in refused(EditTool(sandbox), file_path="hard.txt", old_string="TOP", new_string="pwned")
+    assert "hard links" in refused(
+        EditTool(sandbox), file_path="hard.txt", old_string="TOP", new_string="pwned"
+    )
     assert_outside_untouched(layout)
 
 
