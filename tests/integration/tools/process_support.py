@@ -48,7 +48,8 @@ def confined(sandbox: Sandbox, **options: object) -> OsSandboxBackend | None:
         w in reason for w in ("Landlock", "seccomp", "Linux", "sandbox")
     )
     warnings.warn(
-        f"this kernel cannot host OsSandboxBackend ({reason}); asserted that building it fails closed instead",
+        f"this kernel cannot host OsSandboxBackend ({reason}); "
+        "asserted that building it fails closed instead",
         stacklevel=2,
     )
     return None

@@ -254,7 +254,7 @@ else:
 
 
 def test_a_kernel_without_landlock_fails_closed(tmp_path: Path) -> None:
-    """Hide Landlock from a child process (as container seccomp profiles do): building the backend must fail."""
+    """Hide Landlock from a child (as container seccomp profiles do): building the backend must fail."""
     if sys.platform != "linux" or _seccomp.machine() is None:
         pytest.skip("needs Linux on x86_64 or aarch64 to install the hiding filter")
     ran = subprocess.run(

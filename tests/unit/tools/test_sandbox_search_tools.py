@@ -41,7 +41,11 @@ def project(tmp_path: Path) -> Path:
 def test_glob_matches_paths_sorted_and_respects_gitignore(project: Path) -> None:
     with Sandbox.open(project) as box:
         glob = GlobTool(box)
-        assert invoke(glob, pattern="**/*.py").splitlines() == ["src/calc.py", "src/main.py", "tests/test_calc.py"]
+        assert invoke(glob, pattern="**/*.py").splitlines() == [
+            "src/calc.py",
+            "src/main.py",
+            "tests/test_calc.py",
+        ]
         assert invoke(glob, pattern="*.log").splitlines() == ["keep.log"]
         assert invoke(glob, pattern="**/top-only.txt").splitlines() == ["src/deep/top-only.txt"]
         assert invoke(glob, pattern="*.py", path="src").splitlines() == ["src/calc.py", "src/main.py"]
