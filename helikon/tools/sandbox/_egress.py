@@ -305,7 +305,9 @@ class EgressProxy:
         server = _Server(self._bind, _Handler)
         server.proxy = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="helikon-egress-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, args=(0.05,), name="helikon-egress-proxy", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -204,7 +204,7 @@ def test_a_symlink_swapped_in_during_resolution_never_leads_out(sandbox: Sandbox
     outcomes = {"inside": 0, "denied": 0, "missing": 0}
     flipper.start()
     try:
-        deadline = time.monotonic() + 1.5
+        deadline = time.monotonic() + 1.0
         attempts = 0
         while time.monotonic() < deadline or attempts < 2000:
             attempts += 1
@@ -243,7 +243,7 @@ def test_writes_during_a_swap_race_never_land_outside(sandbox: Sandbox, layout: 
     flipper.start()
     try:
         written = denied = 0
-        for attempt in range(600):
+        for attempt in range(400):
             try:
                 invoke(write, file_path=f"swap/w{attempt}.txt", content="x")
                 written += 1
