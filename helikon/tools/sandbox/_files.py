@@ -21,6 +21,7 @@ import contextlib
 import os
 import secrets
 import stat
+import time
 from typing import Any, Final, final
 
 import anyio.to_thread
@@ -71,11 +72,18 @@ def is_binary(head: bytes) -> bool:
     return b"\0" in head
 
 
-def write_atomically(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+def write_atomically(
+    dir_fd: int, name: str, data: bytes, mode: int | None = None, replaced_mtime: float | None = None
+) -> None:
     """Replace ``name`` in ``dir_fd`` with ``data`` at once (temporary file, fsync, rename).
 
     ``mode`` is the new file's permission bits; ``None`` gives a new file's
-    default (``0o666`` less the umask).
+    default (``0o666`` less the umask). ``replaced_mtime`` is the old file's
+    modification time: when the new one would fall in the same whole second,
+    the write waits for the next second, because tools that cache by
+    ``(mtime in seconds, size)`` would miss the change (Python's bytecode
+    cache does: an agent that edits ``return a - b`` into ``return a + b``
+    and re-runs the tests at once would test the old code).
     """
     temp = f".helikon-{secrets.token_hex(8)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -86,12 +94,23 @@ def write_atomically(dir_fd: int, name: str, data: bytes, mode: int | None = Non
             handle.flush()
             if mode is not None:
                 os.fchmod(handle.fileno(), mode)
+            if replaced_mtime is not None:
+                _advance_mtime(handle.fileno(), int(replaced_mtime))
             os.fsync(handle.fileno())
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dir_fd)
         raise
+
+
+def _advance_mtime(fd: int, old_second: int) -> None:
+    """Make ``fd``'s mtime fall in a later whole second than ``old_second`` (waiting, never faking)."""
+    for _ in range(200):
+        if int(os.fstat(fd).st_mtime) > old_second:
+            return
+        time.sleep(max(0.0, old_second + 1 - time.time()) + 0.005)  # the file clock is a little coarse
+        os.utime(fd)
 
 
 def _regular(fd: int, path: str) -> os.stat_result:
@@ -104,8 +123,8 @@ def _regular(fd: int, path: str) -> os.stat_result:
     return info
 
 
-def _existing(dir_fd: int, name: str, path: str, *, load: bool) -> tuple[int, bytes] | None:
-    """The mode (and, with ``load``, the content) of the file to replace; ``None`` if there is none.
+def _existing(dir_fd: int, name: str, path: str, *, load: bool) -> tuple[int, float, bytes] | None:
+    """The mode, mtime (and, with ``load``, content) of the file to replace; ``None`` if there is none.
 
     Raises:
         ToolError: it is a directory or not a regular file, it has other
@@ -126,10 +145,10 @@ def _existing(dir_fd: int, name: str, path: str, *, load: bool) -> tuple[int, by
                 f"{path} has {info.st_nlink} hard links; another of its names may be outside the sandbox"
             )
         if not load:
-            return stat.S_IMODE(info.st_mode), b""
+            return stat.S_IMODE(info.st_mode), info.st_mtime, b""
         if info.st_size > MAX_EDIT_BYTES:
             raise ToolError(f"{path} is larger than {MAX_EDIT_BYTES} bytes; Edit refuses it")
-        return stat.S_IMODE(info.st_mode), handle.read()
+        return stat.S_IMODE(info.st_mode), info.st_mtime, handle.read()
 
 
 class _FileTool:
@@ -306,7 +325,10 @@ class WriteTool(_FileTool):
         try:
             found = _existing(dir_fd, name, path, load=False)
             created = found is None
-            write_atomically(dir_fd, name, data, None if found is None else found[0])
+            if found is None:
+                write_atomically(dir_fd, name, data)
+            else:
+                write_atomically(dir_fd, name, data, found[0], found[1])
         except OSError as exc:
             raise _failed(path, exc) from None
         finally:
@@ -378,7 +400,7 @@ class EditTool(_FileTool):
             found = _existing(dir_fd, name, path, load=True)
             if found is None:
                 raise ToolError(f"{path} does not exist (use Write to create it)")
-            mode, data = found
+            mode, mtime, data = found
             try:
                 text = data.decode()
             except UnicodeDecodeError:
@@ -392,7 +414,7 @@ class EditTool(_FileTool):
                     "add surrounding context to make it unique, or set replace_all"
                 )
             updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-            write_atomically(dir_fd, name, updated.encode(), mode)
+            write_atomically(dir_fd, name, updated.encode(), mode, mtime)
         except OSError as exc:
             raise _failed(path, exc) from None
         finally:

@@ -157,6 +157,16 @@ def test_edit_failures_say_what_to_do(sandbox: Sandbox, args: dict[str, str], me
         invoke(EditTool(sandbox), **args)
 
 
+def test_an_edit_moves_the_mtime_to_a_later_second(sandbox: Sandbox, layout: Layout) -> None:
+    """Same size, same second: Python's bytecode cache would miss the change unless the second moves on."""
+    app = layout.root / "src" / "app.py"
+    os.utime(app)  # "just written"
+    before = app.stat().st_mtime
+    invoke(EditTool(sandbox), file_path="src/app.py", old_string="42", new_string="43")
+    assert int(app.stat().st_mtime) > int(before)
+    assert app.stat().st_mtime - before < 3
+
+
 def test_edit_refuses_non_utf8(sandbox: Sandbox, layout: Layout) -> None:
     (layout.root / "latin.txt").write_bytes("café".encode("latin-1"))
     with pytest.raises(ToolError, match="not UTF-8"):
