@@ -22,7 +22,8 @@ import os
 import secrets
 import stat
 import time
-from typing import Any, Final, final
+from collections.abc import Iterator
+from typing import Any, BinaryIO, Final, final
 
 import anyio.to_thread
 
@@ -111,6 +112,18 @@ def _advance_mtime(fd: int, old_second: int) -> None:
             return
         time.sleep(max(0.0, old_second + 1 - time.time()) + 0.005)  # the file clock is a little coarse
         os.utime(fd)
+
+
+def _bounded_lines(handle: BinaryIO, cap: int) -> Iterator[bytes]:
+    """The file's lines, each cut to ``cap`` bytes without ever holding more (a minified file is one line)."""
+    while True:
+        line = handle.readline(cap)
+        if not line:
+            return
+        if len(line) == cap and not line.endswith(b"\n"):
+            while (rest := handle.readline(1 << 16)) and not rest.endswith(b"\n"):
+                pass
+        yield line
 
 
 def _regular(fd: int, path: str) -> os.stat_result:
@@ -245,13 +258,13 @@ class ReadTool(_FileTool):
             handle.seek(0)
             return self._numbered(path, handle, offset, limit)
 
-    def _numbered(self, path: str, handle: Any, offset: int, limit: int) -> str:
+    def _numbered(self, path: str, handle: BinaryIO, offset: int, limit: int) -> str:
         out: list[str] = []
         size = 0
         number = 0
         last = offset + limit - 1
         cut = False
-        for number, raw in enumerate(handle, 1):
+        for number, raw in enumerate(_bounded_lines(handle, 4 * self.max_line_chars), 1):
             if number < offset:
                 continue
             if number > last or size > self.max_bytes:

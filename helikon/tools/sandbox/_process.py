@@ -123,16 +123,19 @@ async def execute(
     """
     payload = json.dumps({**plan, "root_fd": root_fd})
     command = [sys.executable, "-I", "-S", "-B", LAUNCHER, payload, "--", *argv]
-    process = await anyio.open_process(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        pass_fds=(root_fd,),
-    )
+    try:
+        process = await anyio.open_process(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            pass_fds=(root_fd,),
+        )
+    except OSError as exc:
+        raise ToolError(f"the command could not be started: {exc.strerror or exc}") from None
     out, err = _Capture(output_limit), _Capture(output_limit)
     timed_out = False
     try:

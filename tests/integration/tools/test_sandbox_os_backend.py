@@ -132,7 +132,7 @@ def test_work_inside_the_root_and_the_private_temp_dir_is_normal(dirs: tuple[Pat
         backend,
         "mkdir -p pkg && echo 'print(6 * 7)' > pkg/main.py && python3 pkg/main.py && "
         'echo scratch > "$TMPDIR/t" && cat "$TMPDIR/t" && echo "$HOME" > home.txt && '
-        "head -c 4 /dev/urandom | wc -c && ls /usr/bin/env && git --version >/dev/null",
+        "head -c 4 /dev/urandom | wc -c && ls /usr/bin/env >/dev/null",
     )
     assert result.ok, result.stderr
     assert result.stdout.split()[:3] == ["42", "scratch", "4"]
