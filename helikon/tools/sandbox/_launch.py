@@ -113,7 +113,9 @@ def confine(plan: dict[str, Any]) -> None:
     """Apply Landlock and seccomp as ``plan`` says (see ``_os.py``)."""
     landlock = _sibling("_landlock")
     seccomp = _sibling("_seccomp")
-    program = seccomp.build_filter(plan["arch"], network=plan["network"], deny_truncate=plan["abi"] < 3)
+    program = seccomp.build_filter(
+        plan["arch"], network=plan["network"], deny_truncate=plan["abi"] < 3, deny_chmod=os.geteuid() == 0
+    )
     if os.geteuid() == 0:
         drop_capabilities()
     seccomp.no_new_privs()

@@ -14,8 +14,10 @@ What the filter does, in order:
    with a ``CLONE_NEW*`` flag), ``ptrace``, ``bpf``, io_uring (its
    operations would bypass this very filter), handle-based opens, keyrings,
    ``setsid`` (so the whole command stays in one session and can be killed
-   as one). ``clone3`` answers ``ENOSYS`` so the C library falls back to
-   ``clone``, whose flags a filter can see.
+   as one); for a root command also the ``chmod`` family (Landlock does not
+   cover file modes, and root owns every system file). ``clone3`` answers
+   ``ENOSYS`` so the C library falls back to ``clone``, whose flags a filter
+   can see.
 3. ``socket()`` fails with ``EACCES`` for every family (``socketpair`` still
    works). With network allowed through the egress proxy, only TCP over IPv4
    and IPv6 is allowed (no UDP, no raw sockets, no TCP Fast Open, whose
@@ -98,6 +100,7 @@ DENIED: Final = (
 #: aarch64 from ``asm-generic/unistd.h``) as "name number" pairs; a name
 #: missing on one architecture is skipped there.
 _X86_64: Final = """
+    chmod 90 fchmod 91 fchmodat 268 fchmodat2 452
     acct 163 add_key 248 adjtimex 159 bpf 321 chroot 161 clock_adjtime 305 clock_settime 227
     clone 56 clone3 435 delete_module 176 fanotify_init 300 finit_module 313 fsconfig 431
     fsmount 432 fsopen 430 fspick 433 init_module 175 io_uring_enter 426 io_uring_register 427
@@ -110,6 +113,7 @@ _X86_64: Final = """
     unshare 272 uselib 134 userfaultfd 323 vhangup 153
 """
 _AARCH64: Final = """
+    fchmod 52 fchmodat 53 fchmodat2 452
     acct 89 add_key 217 adjtimex 171 bpf 280 chroot 51 clock_adjtime 266 clock_settime 112 clone 220
     clone3 435 delete_module 106 fanotify_init 262 finit_module 273 fsconfig 431 fsmount 432
     fsopen 430 fspick 433 init_module 105 io_uring_enter 426 io_uring_register 427
@@ -203,7 +207,13 @@ class _Program:
         return offset
 
 
-def build_filter(arch: str, *, network: str = "deny", deny_truncate: bool = False) -> bytes:
+#: Mode changes, denied when the command runs as root (see :func:`build_filter`).
+CHMOD: Final = ("chmod", "fchmod", "fchmodat", "fchmodat2")
+
+
+def build_filter(
+    arch: str, *, network: str = "deny", deny_truncate: bool = False, deny_chmod: bool = False
+) -> bytes:
     """The filter program for ``arch``, as packed ``struct sock_filter`` entries.
 
     Args:
@@ -212,6 +222,9 @@ def build_filter(arch: str, *, network: str = "deny", deny_truncate: bool = Fals
             over IPv4/IPv6 only; Landlock restricts the ports).
         deny_truncate: also deny ``truncate(2)`` by path (for Landlock ABI < 3,
             which cannot confine it).
+        deny_chmod: also deny the ``chmod`` family. Landlock does not govern
+            file modes, and root owns every system file: a root command could
+            otherwise ``chmod u+s`` a system binary it can merely read.
 
     >>> len(build_filter("x86_64")) % 8, len(build_filter("aarch64", network="proxied")) % 8
     (0, 0)
@@ -227,6 +240,8 @@ def build_filter(arch: str, *, network: str = "deny", deny_truncate: bool = Fals
     denied: list[str] = [name for name in DENIED if name in numbers]
     if deny_truncate:
         denied.append("truncate")
+    if deny_chmod:
+        denied += [name for name in CHMOD if name in numbers]
     for name in denied:
         p.jump(_JEQ_K, numbers[name], "eperm", None)
     p.jump(_JEQ_K, numbers["clone3"], "enosys", None)

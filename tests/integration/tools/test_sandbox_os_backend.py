@@ -8,6 +8,7 @@ warning.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from helikon.tools import (
     OsSandboxError,
     Sandbox,
 )
-from helikon.tools.sandbox import _landlock, _seccomp
+from helikon.tools.sandbox import DEFAULT_READ_PATHS, _landlock, _seccomp
 
 pytestmark = pytest.mark.integration
 
@@ -149,6 +150,29 @@ def test_privileges_are_gone(dirs: tuple[Path, Path]) -> None:
     assert fields == {"NoNewPrivs": "1", "Seccomp": "2", "CapEff": "0" * 16, "CapBnd": "0" * 16}
     for command in ("setsid -w true", "unshare -U true", "python3 -c 'import os; os.setsid()'"):
         assert not run(backend, command).ok, command
+
+
+def test_a_root_command_cannot_change_file_modes(dirs: tuple[Path, Path]) -> None:
+    """Landlock does not cover modes, and root owns the system files: the chmod family is denied to root."""
+    root, outside = dirs
+    if os.geteuid() != 0:
+        pytest.skip(
+            "not root: a command may change the modes of its own user's files (documented limitation)"
+        )
+    readable = outside / "readable.txt"
+    readable.write_text("x")
+    readable.chmod(0o644)
+    backend = confined(Sandbox.open(root), read_paths=(*DEFAULT_READ_PATHS, str(readable)))
+    if backend is None:
+        return
+    for command in (
+        f"chmod 600 {readable}",
+        f"python3 -c \"import os; os.fchmod(os.open('{readable}', os.O_RDONLY), 0o4755)\"",
+        "touch mine.sh && chmod +x mine.sh",
+    ):
+        result = run(backend, command)
+        assert not result.ok and "not permitted" in result.stderr, command
+    assert readable.stat().st_mode & 0o7777 == 0o644
 
 
 def test_timeout_kills_grandchildren_that_tried_to_leave(dirs: tuple[Path, Path]) -> None:
