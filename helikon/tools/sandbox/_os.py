@@ -1,0 +1,324 @@
+""":class:`OsSandboxBackend`: commands confined by the Linux kernel.
+
+The launcher (``_launch.py``) applies, in the child and before ``exec``:
+
+- **Landlock**: read and write beneath the sandbox root and a private
+  temporary directory (``HOME`` and ``TMPDIR``), read and execute the system
+  paths programs need (:data:`DEFAULT_READ_PATHS`), nothing else; with
+  network allowed, TCP ``connect`` only to the egress proxy's port and no
+  ``bind``;
+- **seccomp**: no ``socket()`` (or, with network allowed, TCP only), no
+  kernel administration, no namespaces, no ``setsid`` (``_seccomp.py``);
+- **no privileges**: ``no_new_privs``, and every capability dropped when
+  this process is root;
+- the same ``setrlimit`` caps, timeout and session kill as the host backend.
+
+Why a small ctypes layer rather than ``bubblewrap``: Landlock and seccomp are
+unprivileged and need no namespaces, so the backend works where user
+namespaces are disabled (many containers and CI runners, Ubuntu's AppArmor
+default); it is one mechanism the kernel itself enforces on every
+descendant; and it needs no binary on the host. It fails closed: building
+one raises :class:`OsSandboxError` naming what the kernel lacks, after a
+trial run has shown that the confinement really holds.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Any, Final, final
+
+import attrs
+
+from helikon.errors import HelikonError, ToolError
+from helikon.tools.sandbox import _landlock, _seccomp
+from helikon.tools.sandbox._backend import ExecResult, Isolation, ResourceLimits, SandboxGuarantees
+from helikon.tools.sandbox._egress import EgressPolicy, EgressProxy
+from helikon.tools.sandbox._host import DEFAULT_ENV_ALLOWLIST, _frozen_env, check_common, default_shell
+from helikon.tools.sandbox._launch import FAILED, MARKER
+from helikon.tools.sandbox._process import LAUNCHER, execute, scrub_env
+from helikon.tools.sandbox._sandbox import Sandbox
+
+#: Read-and-execute paths a command gets besides the root (missing ones are skipped).
+DEFAULT_READ_PATHS: Final = (
+    "/bin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/sbin",
+    "/usr",
+    "/etc/alternatives",
+    "/etc/bash.bashrc",
+    "/etc/ca-certificates",
+    "/etc/gai.conf",
+    "/etc/gitconfig",
+    "/etc/group",
+    "/etc/host.conf",
+    "/etc/hosts",
+    "/etc/inputrc",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/locale.alias",
+    "/etc/localtime",
+    "/etc/magic",
+    "/etc/mime.types",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/pki",
+    "/etc/profile",
+    "/etc/python3",
+    "/etc/resolv.conf",
+    "/etc/ssl",
+    "/etc/terminfo",
+    "/etc/timezone",
+    "/proc",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/zero",
+)
+#: Paths a command may also write (device files only: nothing persists).
+DEFAULT_WRITE_PATHS: Final = ("/dev/null",)
+#: ``PATH`` inside the sandbox (the host's may name directories it cannot read).
+SANDBOX_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+LABEL: Final = "os-sandbox (landlock+seccomp)"
+LABEL_PROXIED: Final = "os-sandbox (landlock+seccomp, egress through a proxy)"
+
+_ALL: Final = -1  # "every right the ABI knows": masked by the launcher's Landlock layer
+_READ: Final = _landlock.READ_RIGHTS
+_WRITE_DEV: Final = _landlock.READ_FILE | _landlock.WRITE_FILE | _landlock.IOCTL_DEV
+# A check that the confinement holds: "/" must be unlistable, seccomp must be on, sockets must fail.
+_TRIAL: Final = (
+    "ls / >/dev/null 2>&1 && exit 3; "
+    "grep -q '^Seccomp:[[:space:]]*2' /proc/self/status || exit 4; "
+    "grep -q '^NoNewPrivs:[[:space:]]*1' /proc/self/status || exit 5; exit 0"
+)
+
+
+class OsSandboxError(HelikonError):
+    """The OS cannot enforce the sandbox; raised when building the backend (fail closed)."""
+
+
+@functools.cache
+def _kernel() -> tuple[str, int]:
+    """``(arch, landlock ABI)``, or raise :class:`OsSandboxError` naming what is missing."""
+    if sys.platform != "linux":
+        raise OsSandboxError(f"OsSandboxBackend needs Linux (Landlock and seccomp); this is {sys.platform}")
+    arch = _seccomp.machine()
+    if arch is None:
+        raise OsSandboxError(f"no seccomp filter for {os.uname().machine} (x86_64 and aarch64 are supported)")
+    try:
+        abi = _landlock.abi_version()
+    except OSError as exc:
+        raise OsSandboxError(_landlock.describe_missing(exc)) from None
+    if not _seccomp.available():
+        raise OsSandboxError("the kernel lacks seccomp filters (CONFIG_SECCOMP_FILTER)")
+    return arch, abi
+
+
+def _confine_plan(arch: str, abi: int, paths: list[tuple[str, int]], port: int | None) -> dict[str, Any]:
+    return {
+        "arch": arch,
+        "abi": abi,
+        "network": "deny" if port is None else "proxied",
+        "paths": paths,
+        "connect_ports": None if port is None else [port],
+    }
+
+
+@functools.cache
+def _trial(arch: str, abi: int, proxied: bool) -> None:
+    """Run a confined ``sh`` once and check the confinement holds (cached per kind)."""
+    work = tempfile.mkdtemp(prefix="helikon-sbx-trial-")
+    fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        paths = [(".", _ALL), *((p, _READ) for p in DEFAULT_READ_PATHS), ("/dev/null", _WRITE_DEV)]
+        plan = {
+            "root_fd": fd,
+            "limits": {},
+            "confine": _confine_plan(arch, abi, paths, 9 if proxied else None),
+        }
+        argv = [sys.executable, "-I", "-S", "-B", LAUNCHER, json.dumps(plan), "--", "/bin/sh", "-c", _TRIAL]
+        ran = subprocess.run(
+            argv, capture_output=True, text=True, pass_fds=(fd,), timeout=60, env={"PATH": SANDBOX_PATH}
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise OsSandboxError(f"the trial run of the sandbox failed: {exc}") from None
+    finally:
+        os.close(fd)
+        shutil.rmtree(work, ignore_errors=True)
+    if ran.returncode == FAILED and ran.stderr.startswith(MARKER):
+        raise OsSandboxError(f"the kernel refused the sandbox: {ran.stderr[len(MARKER) :].strip()}")
+    if ran.returncode != 0:
+        what = {3: "Landlock did not confine the filesystem", 4: "seccomp was not applied"}
+        reason = what.get(ran.returncode, f"exit status {ran.returncode}: {ran.stderr.strip()}")
+        raise OsSandboxError(f"the sandbox does not hold on this system ({reason})")
+
+
+@final
+@attrs.frozen
+class OsSandboxBackend:
+    """Run a command with ``bash -c`` under Landlock and seccomp, in the sandbox root.
+
+    Network is denied; ``allow_network(True)`` returns a copy whose commands
+    reach the network only through an :class:`~helikon.tools.EgressProxy`.
+
+    Args:
+        sandbox: the root the command may read and write beneath.
+        timeout, env_allowlist, env, output_limit, limits, shell: as
+            :class:`~helikon.tools.HostBackend` (``PATH`` defaults to
+            :data:`SANDBOX_PATH`; set it with ``env`` to change it).
+        read_paths: read-and-execute paths besides the root.
+        write_paths: extra paths the command may write (beyond the root and
+            its private temporary directory).
+
+    Raises:
+        OsSandboxError: this system cannot enforce the sandbox.
+    """
+
+    sandbox: Sandbox
+    timeout: float = attrs.field(default=120.0, kw_only=True)
+    env_allowlist: tuple[str, ...] = attrs.field(default=DEFAULT_ENV_ALLOWLIST, converter=tuple, kw_only=True)
+    env: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_frozen_env, kw_only=True)
+    output_limit: int = attrs.field(default=64 * 1024, kw_only=True)
+    limits: ResourceLimits = attrs.field(factory=ResourceLimits, kw_only=True)
+    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=tuple, kw_only=True)
+    read_paths: tuple[str, ...] = attrs.field(default=DEFAULT_READ_PATHS, converter=tuple, kw_only=True)
+    write_paths: tuple[str, ...] = attrs.field(default=(), converter=tuple, kw_only=True)
+    #: The proxy network goes through; ``None``: no network.
+    proxy: EgressProxy | None = attrs.field(default=None, kw_only=True, eq=False)
+    _owns_proxy: bool = attrs.field(default=False, kw_only=True, eq=False, repr=False)
+    _arch: str = attrs.field(init=False, eq=False, repr=False)
+    _abi: int = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        check_common(self.timeout, self.output_limit)
+        arch, abi = _kernel()
+        if self.proxy is not None and abi < 4:
+            raise OsSandboxError(
+                f"Landlock ABI {abi} cannot restrict TCP ports (ABI 4, Linux 6.7, is needed to force "
+                "the network through the egress proxy)"
+            )
+        _trial(arch, abi, self.proxy is not None)
+        object.__setattr__(self, "_arch", arch)
+        object.__setattr__(self, "_abi", abi)
+
+    def allow_network(
+        self, enabled: bool = True, *, policy: EgressPolicy | None = None, proxy: EgressProxy | None = None
+    ) -> OsSandboxBackend:
+        """A copy whose commands may (or may not) use the network, through an egress proxy.
+
+        Args:
+            enabled: ``False`` returns a copy with network denied again.
+            policy: the domain policy of a proxy started for this backend
+                (default: allow every public host). Close it with :meth:`close`.
+            proxy: a running proxy to use instead (its owner closes it).
+
+        Raises:
+            OsSandboxError: the proxy cannot start, or the kernel cannot force
+                traffic through it (Landlock ABI < 4).
+        """
+        if not enabled:
+            return attrs.evolve(self, proxy=None, owns_proxy=False)
+        if proxy is not None and policy is not None:
+            raise ValueError("give a policy or a proxy, not both")
+        owns = proxy is None
+        if proxy is None:
+            try:
+                proxy = EgressProxy(policy or EgressPolicy.allow_all()).start()
+            except OSError as exc:
+                raise OsSandboxError(f"the egress proxy could not start: {exc}") from None
+        elif not proxy.running:
+            raise OsSandboxError("the egress proxy is not running (start it first)")
+        try:
+            return attrs.evolve(self, proxy=proxy, owns_proxy=owns)
+        except BaseException:
+            if owns:
+                proxy.close()
+            raise
+
+    def close(self) -> None:
+        """Stop the egress proxy this backend started, if any."""
+        if self._owns_proxy and self.proxy is not None:
+            self.proxy.close()
+
+    def __enter__(self) -> OsSandboxBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def guarantees(self) -> SandboxGuarantees:
+        """Kernel-enforced filesystem and syscalls; network denied (kernel) or proxied."""
+        if self.proxy is None:
+            return SandboxGuarantees(Isolation.OS_KERNEL, Isolation.OS_KERNEL, Isolation.OS_KERNEL, LABEL)
+        return SandboxGuarantees(Isolation.OS_KERNEL, Isolation.PROXIED, Isolation.OS_KERNEL, LABEL_PROXIED)
+
+    def _environment(self, home: str) -> dict[str, str]:
+        env = scrub_env(self.env_allowlist, {"PATH": SANDBOX_PATH})
+        env.update(HOME=home, TMPDIR=home)
+        if self.proxy is not None:
+            url = self.proxy.url
+            for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+                env[name] = url
+            env["NO_PROXY"] = env["no_proxy"] = ""
+        env.update(dict(self.env))
+        return env
+
+    async def run(self, command: str, *, timeout: float | None = None) -> ExecResult:
+        """Run ``command`` confined; kill its whole session at the timeout or on cancellation.
+
+        Raises:
+            ToolError: the egress proxy stopped, or the sandbox could not be
+                applied (the command did not run).
+        """
+        port = None
+        if self.proxy is not None:
+            if not self.proxy.running:
+                raise ToolError("the egress proxy is not running; the command was not started")
+            port = self.proxy.address[1]
+        home = tempfile.mkdtemp(prefix="helikon-sbx-")
+        paths: list[tuple[str, int]] = [(".", _ALL), (home, _ALL)]
+        paths += [(p, _READ) for p in self.read_paths]
+        paths += [(p, _WRITE_DEV) for p in DEFAULT_WRITE_PATHS]
+        paths += [(p, _ALL) for p in self.write_paths]
+        plan = {"limits": self.limits.as_plan(), "confine": _confine_plan(self._arch, self._abi, paths, port)}
+        try:
+            return await execute(
+                [*self.shell, command],
+                root_fd=self.sandbox.fileno(),
+                cwd=self.sandbox.root,
+                env=self._environment(home),
+                plan=plan,
+                timeout=self.timeout if timeout is None else min(timeout, self.timeout),
+                output_limit=self.output_limit,
+            )
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def kernel_support() -> str | None:
+    """Why :class:`OsSandboxBackend` cannot run here, or ``None`` when it can."""
+    try:
+        _trial(*_kernel(), False)
+    except OsSandboxError as exc:
+        return str(exc)
+    return None
+
+
+__all__ = [
+    "DEFAULT_READ_PATHS",
+    "DEFAULT_WRITE_PATHS",
+    "SANDBOX_PATH",
+    "OsSandboxBackend",
+    "OsSandboxError",
+    "kernel_support",
+]
