@@ -14,15 +14,18 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from helikon.agents import TreeState, resume_tree
 from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
 from helikon.effects import EffectResult
-from helikon.errors import ConfigError
+from helikon.errors import ConfigError, StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import Limits, RunEnv, build_env, inherit
+from helikon.interpreters._machine import LoopMachine, TreeMachine
+from helikon.interpreters._tree_env import compose
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug
+from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug, resume
 from helikon.model import ModelSettings, ToolDef
 from helikon.protocols import Model, Tool
 
@@ -169,18 +172,18 @@ class LlmAgent(Generic[Ctx]):
                 ``answer`` does not answer its pending effect.
         """
         from helikon.interpreters import LiveInterpreter
-        from helikon.loop import resume, transition
 
         run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
         interp = interpreter or LiveInterpreter(state.run_id)
         # The machine resumes under the run context's governance (the same
         # spec ``agent.run`` and the step API build): an approval answers
         # only the ask step, and the mode and rules still apply after it.
-        spec = self.make_env(run_ctx, interp, run_id=state.run_id, config=config).spec
+        env = environment(self, run_ctx, interp, run_id=state.run_id, config=config)
+        machine = env.machine if env.machine is not None else LoopMachine(env.spec)
         if answer is not None:
-            first = transition(state, answer, spec).alt(_raise).unwrap()
+            first = machine.step(state, answer).alt(_raise).unwrap()
         else:
-            first = resume(state, spec).alt(_raise).unwrap()
+            first = resumed(machine, state)
         return _run(self, run_ctx, AgentInput(()), interp, config, first)
 
     def make_env(
@@ -256,6 +259,28 @@ def run_agent(
     return _run(agent, ctx or RunContext.ephemeral(None), input, interpreter or LiveInterpreter(), config)
 
 
+def environment(agent: Any, ctx: RunContext[Any], interpreter: Any, **kw: Any) -> RunEnv:
+    """The environment of a run of ``agent``: ``make_env``, then, for an agent
+    with handoffs or children, the agent tree's machine (one place for every
+    entry point: ``agent.run``, ``agent.resume``, the step API)."""
+    env: RunEnv = agent.make_env(ctx, interpreter, **kw)
+    return compose(agent, env, interpreter)
+
+
+def resumed(machine: Any, state: Any) -> Any:
+    """The outcome that continues a stored ``state`` with ``machine``: its
+    pending effect, no events."""
+    if isinstance(machine, TreeMachine):
+        if not isinstance(state, TreeState):
+            raise StepError("this agent runs as an agent tree; the state is a single machine's")
+        return resume_tree(state)
+    if isinstance(machine, LoopMachine):
+        if not isinstance(state, RunState):
+            raise StepError("this agent runs the agent loop; the state is not an agent-loop state")
+        return resume(state, machine.spec).alt(_raise).unwrap()
+    raise StepError(f"cannot resume a {type(state).__name__} with {type(machine).__name__}")
+
+
 async def _run(
     agent: Any,
     ctx: RunContext[Any],
@@ -274,7 +299,7 @@ async def _run(
 
     session = ctx.session
     if session is None or first is not None:
-        env = agent.make_env(ctx, interpreter, config=config)
+        env = environment(agent, ctx, interpreter, config=config)
         async for event in drive(interpreter, env, input, first):
             yield event
         await _run_complete(env)
@@ -284,7 +309,7 @@ async def _run(
 
     history = await load_history(session)
     recorder = SessionRecorder(input.items, clock=now_ms, agent=getattr(agent, "name", None))
-    env = agent.make_env(ctx, interpreter, config=config)
+    env = environment(agent, ctx, interpreter, config=config)
     try:
         async for event in drive(interpreter, env, AgentInput((*history, *input.items))):
             recorder.observe(event)

@@ -19,6 +19,7 @@ from typing import Any
 
 from returns.result import Failure, Success
 
+from helikon.agent import environment, resumed
 from helikon.context import RunContext
 from helikon.effects import Effect, EffectResult
 from helikon.errors import StepError
@@ -27,8 +28,7 @@ from helikon.ids import RunId
 from helikon.interpreters import RESULT_TYPES, LiveInterpreter, RunEnv
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, RunState
-from helikon.loop import resume as _resume
+from helikon.loop import AgentSpec
 
 
 def prepare(agent: Any, ctx: RunContext[Any] | None = None, *, run_id: str = "run") -> RunEnv:
@@ -38,11 +38,9 @@ def prepare(agent: Any, ctx: RunContext[Any] | None = None, *, run_id: str = "ru
     Raises:
         TypeError: ``agent`` is not a helikon agent.
     """
-    make_env = getattr(agent, "make_env", None)
-    if make_env is None:
+    if getattr(agent, "make_env", None) is None:
         raise TypeError(f"expected a helikon agent (an LlmAgent or a workflow), got {type(agent).__name__}")
-    env: RunEnv = make_env(ctx or RunContext.ephemeral(None), LiveInterpreter(run_id), run_id=run_id)
-    return env
+    return environment(agent, ctx or RunContext.ephemeral(None), LiveInterpreter(run_id), run_id=run_id)
 
 
 def _machine(agent: Any, ctx: RunContext[Any] | None) -> Machine:
@@ -80,22 +78,14 @@ def advance(
     raise AssertionError("unreachable")
 
 
-def pending(agent: Any, state: RunState, *, ctx: RunContext[Any] | None = None) -> Effect:
-    """The effect a stored agent-loop ``state`` waits on (what to perform next).
+def pending(agent: Any, state: Any, *, ctx: RunContext[Any] | None = None) -> Effect:
+    """The effect a stored ``state`` waits on (what to perform next).
 
     Raises:
-        StepError: the state cannot be resumed.
+        StepError: the state cannot be resumed with this agent.
     """
-    machine = _machine(agent, ctx)
-    if not isinstance(machine, LoopMachine):
-        raise StepError("pending() reads agent-loop states")
-    outcome = _resume(state, machine.spec).alt(_raise).unwrap()
-    effect: Effect = outcome.effect
+    effect: Effect = resumed(_machine(agent, ctx), state).effect
     return effect
-
-
-def _raise(error: Exception) -> Exception:
-    raise error
 
 
 async def perform(

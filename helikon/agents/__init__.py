@@ -1,5 +1,20 @@
-"""Workflow agents as pure machines (sequential, parallel, loop, graph)."""
+"""Workflow agents and agent trees as pure machines (sequential, parallel,
+loop, graph; handoffs and workflow children as addressed sub-machines)."""
 
+from helikon.agents._tree import (
+    Member,
+    OpaqueState,
+    TreeChild,
+    TreeNode,
+    TreeOutcome,
+    TreeSpec,
+    TreeState,
+    leaves,
+    pending_effect,
+    resume_tree,
+    start_tree,
+    step_tree,
+)
 from helikon.agents._workflow import (
     Node,
     Running,
@@ -18,6 +33,18 @@ from helikon.agents._workflow import (
 )
 
 __all__ = [
+    "Member",
+    "OpaqueState",
+    "TreeChild",
+    "TreeNode",
+    "TreeOutcome",
+    "TreeSpec",
+    "TreeState",
+    "leaves",
+    "pending_effect",
+    "resume_tree",
+    "start_tree",
+    "step_tree",
     "Node",
     "Running",
     "WorkflowKind",

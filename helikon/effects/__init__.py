@@ -19,7 +19,14 @@ import attrs
 
 from helikon._json import JsonValue
 from helikon.errors import AgentError, Cancelled, GuardrailTripped, ModelFailure, TimedOut, ToolFailure
-from helikon.governance import HookDecision, PermissionDecision, PostToolUse, PreToolUse
+from helikon.governance import (
+    HookDecision,
+    OnHandoff,
+    OnSubagentStop,
+    PermissionDecision,
+    PostToolUse,
+    PreToolUse,
+)
 from helikon.ids import CallId
 from helikon.items import Item
 from helikon.model import ModelEvent, ModelRequest, Usage
@@ -163,6 +170,43 @@ class RunAgents:
 
 
 @attrs.frozen
+class NotifyHooks:
+    """Fire the hooks that only observe (``OnHandoff``, ``OnSubagentStop``) on
+    ``event``; their decisions are ignored (the book). Answer with
+    :class:`HooksNotified`."""
+
+    event: OnHandoff | OnSubagentStop
+
+
+@attrs.frozen
+class StoreOutput:
+    """Write a workflow child's final text to the run-scoped state under
+    ``key`` (``ctx.state[key]``, where later agents' dynamic instructions can
+    read it). Answer with :class:`OutputStored`."""
+
+    key: str
+    text: str
+
+
+@attrs.frozen
+class AtPath:
+    """``effect``, asked by the sub-machine at ``path`` of an agent tree (a
+    handoff target, a workflow child: one key per level)."""
+
+    path: tuple[str, ...]
+    effect: Effect
+
+
+@attrs.frozen
+class PerformAll:
+    """Perform the effects of several sub-machines of an agent tree
+    (concurrently); answer with :class:`AllPerformed`, one result per
+    effect, in the same order."""
+
+    effects: tuple[AtPath, ...]
+
+
+@attrs.frozen
 class Terminate:
     """Nothing more to do: the run is over."""
 
@@ -178,6 +222,9 @@ Effect: TypeAlias = (
     | AwaitApproval
     | Handoff
     | RunAgents
+    | NotifyHooks
+    | StoreOutput
+    | PerformAll
     | Terminate
 )
 
@@ -255,9 +302,11 @@ StepResult: TypeAlias = HookAnswered | PolicyAnswered | ToolReturned | ToolRaise
 @attrs.frozen
 class ToolsExecuted:
     """The steps of an :class:`ExecuteTools` ended; ``results`` are in the
-    order of its steps."""
+    order of its steps. ``escalated``: a tool asked an enclosing loop agent
+    to stop (``ctx.actions.escalate()``)."""
 
     results: tuple[StepResult, ...]
+    escalated: bool = False
 
 
 @attrs.frozen
@@ -320,6 +369,31 @@ class AgentsRan:
 
 
 @attrs.frozen
+class HooksNotified:
+    """The observing hooks were fired."""
+
+
+@attrs.frozen
+class OutputStored:
+    """The child's output was written to the run-scoped state."""
+
+
+@attrs.frozen
+class PathResult:
+    """The result of the effect the sub-machine at ``path`` asked for."""
+
+    path: tuple[str, ...]
+    result: EffectResult
+
+
+@attrs.frozen
+class AllPerformed:
+    """The results of a :class:`PerformAll`, in the order of its effects."""
+
+    results: tuple[PathResult, ...]
+
+
+@attrs.frozen
 class RunInterrupted:
     """The run was cancelled or timed out before the effect completed."""
 
@@ -337,10 +411,21 @@ EffectResult: TypeAlias = (
     | GuardrailsChecked
     | HooksRan
     | ApprovalsGiven
+    | HooksNotified
+    | OutputStored
+    | AllPerformed
     | RunInterrupted
 )
 
 __all__ = [
+    "StoreOutput",
+    "PerformAll",
+    "PathResult",
+    "OutputStored",
+    "NotifyHooks",
+    "HooksNotified",
+    "AtPath",
+    "AllPerformed",
     "ApprovalDecision",
     "ApprovalRequest",
     "AskApprovals",

@@ -57,11 +57,6 @@ async def run_child(
         stream: AsyncIterator[AgentEvent] = drive(interpreter, env, AgentInput(input))
     else:
         stream = agent.run(ctx, AgentInput(input))
-    limit = getattr(agent, "max_handoffs", None)
-    if isinstance(limit, int):
-        from helikon.workflows import bounded_handoffs
-
-        stream = bounded_handoffs(stream, limit)
     output = ""
     usage = Usage()
     error: AgentError | None = OtherError(

@@ -65,6 +65,8 @@ class RunEnv:
         input_guardrails: the agent's own input guardrails.
         output_guardrails: the agent's own output guardrails.
         timeout_s: the seconds of the timeout that set ``deadline``.
+        subenvs: the environments of an agent tree's sub-machines by path
+            (built on first use, see :func:`helikon.interpreters._tree_env.env_at`).
     """
 
     spec: AgentSpec
@@ -82,6 +84,7 @@ class RunEnv:
     input_guardrails: tuple[Any, ...] = ()
     output_guardrails: tuple[Any, ...] = ()
     timeout_s: float | None = None
+    subenvs: dict[tuple[str, ...], RunEnv] = attrs.field(factory=dict, eq=False, repr=False)
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -18,19 +18,20 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, final
+from typing import TypeVar, final
 
 import attrs
 import msgspec
 
-from helikon.context import RunContext
 from helikon.effects import (
     AgentRun,
     AgentRunResult,
     AgentsRan,
+    AllPerformed,
     ApprovalRequest,
     ApprovalsGiven,
     AskApprovals,
+    AtPath,
     AwaitApproval,
     CallModel,
     CallStep,
@@ -39,14 +40,19 @@ from helikon.effects import (
     EffectResult,
     ExecuteTools,
     Handoff,
-    HandoffCompleted,
+    HooksNotified,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
+    NotifyHooks,
+    OutputStored,
+    PathResult,
+    PerformAll,
     RenderInstructions,
     RunAgents,
     RunHooks,
     StepResult,
+    StoreOutput,
     Terminate,
     ToolsExecuted,
 )
@@ -58,11 +64,10 @@ from helikon.errors import (
     StepError,
     TransportFailure,
 )
-from helikon.events import AgentEvent, AgentUpdated
-from helikon.governance import OnHandoff, OnSubagentStop
+from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, resolve, run_child
-from helikon.interpreters._drive import interruption
+from helikon.interpreters._drive import RESULT_TYPES, interruption
 from helikon.interpreters._env import Limits, RunEnv
 from helikon.interpreters._governed import (
     call_user,
@@ -72,7 +77,7 @@ from helikon.interpreters._governed import (
     tool_output_text,
 )
 from helikon.interpreters._steps import ask_approval, perform_step
-from helikon.items import Item
+from helikon.interpreters._tree_env import env_at
 from helikon.loop import delta_event
 from helikon.model import ModelEvent, Usage
 
@@ -116,96 +121,84 @@ class LiveInterpreter:
                 raise RunSuspended(requests)
             case RenderInstructions():
                 yield await _interruptible(self._render_instructions(env), env)
-            case Handoff(target=target, transcript=transcript, depth=depth):
-                async for item in self._hand_off(target, transcript, depth, env):
+            case PerformAll(effects=effects):
+                async for item in self._perform_all(effects, env):
                     yield item
             case RunAgents(runs=runs, depth=depth):
-                async for item in self._run_agents(runs, depth, env):
+                async for item in self._run_opaque(runs, depth, env):
                     yield item
+            case NotifyHooks(event=event):
+                await notify_hooks(env, event)
+                yield HooksNotified()
+            case StoreOutput(key=key, text=text):
+                env.ctx.state[key] = text  # the book's run-scoped state[key]
+                yield OutputStored()
+            case Handoff():
+                raise StepError("a handoff is the agent tree's to perform (see helikon.agents)")
             case Terminate():
                 raise StepError("there is nothing to perform after Terminate")
 
-    async def _hand_off(
-        self, target: str, transcript: tuple[Item, ...], depth: int, env: RunEnv
+    async def _perform_all(
+        self, effects: tuple[AtPath, ...], env: RunEnv
     ) -> AsyncIterator[AgentEvent | EffectResult]:
-        agent = resolve(env.children.get(target))
-        if agent is None:
-            yield HandoffCompleted("", Usage(), OtherError(f"no handoff target named {target!r}"))
-            return
-        await notify_hooks(env, OnHandoff(env.spec.name, target))
-        ctx = attrs.evolve(env.ctx, agent_depth=depth)
-        path = (*env.path, "handoff", target)
-        async for item in run_child(
-            self, agent, ctx, transcript, path=path, run_id=f"{env.run_id}/{target}", limits=Limits.of(env)
-        ):
-            if type(item) is ChildEnd:
-                await notify_hooks(env, OnSubagentStop(target))
-                yield HandoffCompleted(item.output, item.usage, item.error)
-            else:
-                yield item  # type: ignore[misc]
+        """The effects of several sub-machines of a tree, each with its own
+        environment; one streams live, several are joined in order."""
 
-    async def _run_agents(
-        self, runs: tuple[AgentRun, ...], depth: int, env: RunEnv
-    ) -> AsyncIterator[AgentEvent | EffectResult]:
-        ctx = attrs.evolve(env.ctx, agent_depth=depth)
-        if len(runs) == 1:
-            # One child: stream its events as they happen.
-            result: AgentRunResult | None = None
-            async for item in self._child(runs[0], ctx, env):
-                if type(item) is AgentRunResult:
-                    result = item
+        def world(at: AtPath) -> RunEnv:
+            # An opaque child runs whole from its parent's environment.
+            path = at.path[:-1] if type(at.effect) is RunAgents else at.path
+            return env_at(env, path, self)
+
+        if len(effects) == 1:
+            (only,) = effects
+            result: EffectResult | None = None
+            async for item in self.perform(only.effect, world(only)):
+                if type(item) in RESULT_TYPES:
+                    result = item  # type: ignore[assignment]
                 else:
-                    yield item  # type: ignore[misc]
+                    yield item
             assert result is not None
-            yield AgentsRan((result,))
+            yield AllPerformed((PathResult(only.path, result),))
             return
-
-        # Several children run at once; their events are emitted after the
-        # wave, child by child in declaration order, so the stream does not
-        # depend on scheduling.
         import anyio
 
-        sinks: list[list[AgentEvent]] = [[] for _ in runs]
-        results: list[AgentRunResult | None] = [None] * len(runs)
+        sinks: list[list[AgentEvent]] = [[] for _ in effects]
+        results: list[EffectResult | None] = [None] * len(effects)
 
-        async def worker(index: int) -> None:
-            async for item in self._child(runs[index], ctx, env):
-                if type(item) is AgentRunResult:
-                    results[index] = item
+        async def one(index: int) -> None:
+            at = effects[index]
+            async for item in self.perform(at.effect, world(at)):
+                if type(item) in RESULT_TYPES:
+                    results[index] = item  # type: ignore[assignment]
                 else:
                     sinks[index].append(item)  # type: ignore[arg-type]
 
         async with anyio.create_task_group() as group:
-            for index in range(len(runs)):
-                group.start_soon(worker, index)
-        for sink in sinks:
+            for index in range(len(effects)):
+                group.start_soon(one, index)
+        for sink in sinks:  # in tree order, whatever order they finished in
             for event in sink:
                 yield event
-        yield AgentsRan(tuple(r for r in results if r is not None))
+        yield AllPerformed(
+            tuple(PathResult(at.path, r) for at, r in zip(effects, results, strict=True) if r is not None)
+        )
 
-    async def _child(
-        self, run: AgentRun, ctx: RunContext[Any], env: RunEnv
-    ) -> AsyncIterator[AgentEvent | AgentRunResult]:
-        """One workflow child: its events, then its result (state[key] written)."""
+    async def _run_opaque(
+        self, runs: tuple[AgentRun, ...], depth: int, env: RunEnv
+    ) -> AsyncIterator[AgentEvent | EffectResult]:
+        """A child that is not a helikon machine, run whole: its events
+        (forwarded live, as :func:`run_child` gives them), then its result."""
+        (run,) = runs
         agent = resolve(env.children.get(run.key))
         if agent is None:
-            yield AgentRunResult(run.key, "", Usage(), OtherError(f"no child agent {run.key!r}"))
+            missing = OtherError(f"no child agent {run.key!r}")
+            yield AgentsRan((AgentRunResult(run.key, "", Usage(), missing),))
             return
-        yield AgentUpdated(getattr(agent, "name", run.key))
-        async for item in run_child(
-            self,
-            agent,
-            ctx,
-            run.input,
-            path=(*env.path, run.key),
-            run_id=f"{env.run_id}/{run.key}",
-            limits=Limits.of(env),
-        ):
+        ctx = attrs.evolve(env.ctx, agent_depth=depth)
+        path, run_id = (*env.path, run.key), f"{env.run_id}/{run.key}"
+        async for item in run_child(self, agent, ctx, run.input, path=path, run_id=run_id, limits=Limits.of(env)):
             if type(item) is ChildEnd:
-                if item.error is None:
-                    env.ctx.state[run.key] = item.output  # the book's run-scoped state[key]
-                await notify_hooks(env, OnSubagentStop(getattr(agent, "name", run.key)))
-                yield AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)
+                yield AgentsRan((AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated),))
             else:
                 yield item  # type: ignore[misc]
 
@@ -263,7 +256,7 @@ class LiveInterpreter:
         stopped = interruption(env)
         if stopped is not None or results is None:
             return stopped or _cancelled()
-        return ToolsExecuted(tuple(results))
+        return ToolsExecuted(tuple(results), env.actions.escalated)
 
 
 T = TypeVar("T")

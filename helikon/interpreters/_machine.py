@@ -12,7 +12,18 @@ from typing import Protocol, final
 import attrs
 from returns.result import Result
 
-from helikon.agents import WorkflowOutcome, WorkflowSpec, WorkflowState, start_workflow, step_workflow
+from helikon.agents import (
+    TreeOutcome,
+    TreeSpec,
+    TreeState,
+    WorkflowOutcome,
+    WorkflowSpec,
+    WorkflowState,
+    start_tree,
+    start_workflow,
+    step_tree,
+    step_workflow,
+)
 from helikon.effects import Effect, EffectResult
 from helikon.errors import StepError
 from helikon.events import AgentEvent
@@ -25,7 +36,7 @@ class OutcomeLike(Protocol):
     """What a step returns: the next state, events and effect."""
 
     @property
-    def state(self) -> RunState | WorkflowState: ...
+    def state(self) -> RunState | WorkflowState | TreeState: ...
 
     @property
     def events(self) -> tuple[AgentEvent, ...]: ...
@@ -43,7 +54,7 @@ class Machine(Protocol):
     def begin(self, input: AgentInput, run_id: RunId, depth: int) -> OutcomeLike: ...
 
     def step(
-        self, state: RunState | WorkflowState, result: EffectResult
+        self, state: RunState | WorkflowState | TreeState, result: EffectResult
     ) -> Result[OutcomeLike, StepError]: ...
 
 
@@ -57,7 +68,9 @@ class LoopMachine:
     def begin(self, input: AgentInput, run_id: RunId, depth: int) -> Outcome:
         return start(self.spec, input, run_id, depth)
 
-    def step(self, state: RunState | WorkflowState, result: EffectResult) -> Result[Outcome, StepError]:
+    def step(
+        self, state: RunState | WorkflowState | TreeState, result: EffectResult
+    ) -> Result[Outcome, StepError]:
         if not isinstance(state, RunState):
             raise StepError("the agent loop was given a workflow state")
         return transition(state, result, self.spec)
@@ -74,11 +87,29 @@ class WorkflowMachine:
         return start_workflow(self.spec, input.items, run_id, depth)
 
     def step(
-        self, state: RunState | WorkflowState, result: EffectResult
+        self, state: RunState | WorkflowState | TreeState, result: EffectResult
     ) -> Result[WorkflowOutcome, StepError]:
         if not isinstance(state, WorkflowState):
             raise StepError("a workflow was given an agent-loop state")
         return step_workflow(state, result, self.spec)
 
 
-__all__ = ["LoopMachine", "Machine", "OutcomeLike", "WorkflowMachine"]
+@final
+@attrs.frozen
+class TreeMachine:
+    """An agent tree: handoffs and workflow children as addressed sub-machines."""
+
+    spec: TreeSpec
+
+    def begin(self, input: AgentInput, run_id: RunId, depth: int) -> TreeOutcome:
+        return start_tree(self.spec, input, run_id, depth)
+
+    def step(
+        self, state: RunState | WorkflowState | TreeState, result: EffectResult
+    ) -> Result[TreeOutcome, StepError]:
+        if not isinstance(state, TreeState):
+            raise StepError("an agent tree was given a single machine's state")
+        return step_tree(state, result, self.spec)
+
+
+__all__ = ["LoopMachine", "Machine", "OutcomeLike", "TreeMachine", "WorkflowMachine"]

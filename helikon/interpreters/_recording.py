@@ -13,7 +13,7 @@ from typing import TypeVar, final
 
 from helikon import codec
 from helikon._version import __version__
-from helikon.agents import WorkflowState
+from helikon.agents import OpaqueState, TreeState, WorkflowState
 from helikon.effects import Effect, EffectResult, ExecuteTools, Terminate
 from helikon.errors import StepError
 from helikon.events import AgentEvent
@@ -119,8 +119,8 @@ def _input_of(outcome: OutcomeLike) -> tuple[Item, ...]:
     """The run's input: a workflow keeps it in its state; an agent loop's
     first step appends exactly the input items (a resumed run's user
     messages stand in)."""
-    state = outcome.state
-    if isinstance(state, WorkflowState):
+    state = outcome.state.root.state if isinstance(outcome.state, TreeState) else outcome.state
+    if isinstance(state, WorkflowState | OpaqueState):
         return state.input
     if outcome.appended:
         return outcome.appended

@@ -39,10 +39,13 @@ from helikon.effects import (
     InvokeTool,
     ModelCallFailed,
     ModelResponded,
+    NotifyHooks,
+    PerformAll,
     RenderInstructions,
     RunAgents,
     RunHooks,
     StepResult,
+    StoreOutput,
     Terminate,
     ToolRaised,
     ToolsExecuted,
@@ -166,7 +169,16 @@ class TestInterpreter:
                 return InstructionsRendered(self.instructions(turn))
             case RunHooks(turn=turn):
                 return self._run_turn_hooks(turn)
-            case Handoff() | RunAgents() | CheckGuardrails() | AwaitApproval() | Terminate():
+            case (
+                Handoff()
+                | RunAgents()
+                | CheckGuardrails()
+                | AwaitApproval()
+                | NotifyHooks()
+                | StoreOutput()
+                | PerformAll()
+                | Terminate()
+            ):
                 raise StepError(f"the test interpreter cannot perform {type(effect).__name__}")
 
     def _call_model(self, emit: list[AgentEvent]) -> EffectResult:

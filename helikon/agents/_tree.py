@@ -1,0 +1,576 @@
+"""An agent tree as one pure machine: children are sub-machines, addressed by path.
+
+A run whose agent can hand off, or that is a workflow, is a tree: the root
+agent's machine (the agent loop, or the workflow machine) asks to hand the
+conversation to another agent (:class:`~helikon.effects.Handoff`) or to run
+children (:class:`~helikon.effects.RunAgents`). Here those effects are not
+performed by an interpreter: the tree begins each child's own machine as a
+:class:`TreeNode` inside its parent's, steps it, and, once the children are
+done, answers the parent's effect itself (``HandoffCompleted``,
+``AgentsRan``) from the children's final states. Everything a child needs
+from the world is an effect addressed to its *path* (one key per level:
+the handoff target's name, the workflow child's key).
+
+Rules:
+
+- The tree's pending effect is the leaves' effects: the root's own effect
+  when nothing else runs, else one :class:`~helikon.effects.PerformAll`
+  with one :class:`~helikon.effects.AtPath` per active sub-machine, in tree
+  order, answered by :class:`~helikon.effects.AllPerformed` in the same
+  order. Every sub-machine moves one step per wave, so the events do not
+  depend on which effect finished first.
+- A child's events reach the run's stream as they are made, except its own
+  ``RunStarted`` and terminal event (the tree has one pair). A workflow
+  child is announced with ``AgentUpdated``; the observing hooks are effects:
+  ``OnHandoff`` before a handoff target starts, ``OnSubagentStop`` when a
+  child ends; a workflow child's output is written to the run-scoped state
+  (``StoreOutput``) before its parent goes on.
+- A swarm's handoff budget travels down the handoff chain: the handoff that
+  exceeds it fails with ``MaxHandoffsExceeded`` and the usage so far.
+- A sub-machine waiting for a human waits at a barrier: once every other
+  active sub-machine waits too (or is done), the tree asks every question at
+  once, as the root's :class:`~helikon.effects.AwaitApproval`, and routes
+  each decision back by its call id. The whole state — every child's
+  included — is data, so the run can be dumped there and resumed anywhere.
+"""
+
+from __future__ import annotations
+
+import attrs
+from returns.result import Failure, Result, Success
+
+from helikon.agents._workflow import (
+    Running,
+    WorkflowOutcome,
+    WorkflowSpec,
+    WorkflowState,
+    start_workflow,
+    step_workflow,
+)
+from helikon.effects import (
+    AgentRun,
+    AgentRunResult,
+    AgentsRan,
+    AllPerformed,
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalsGiven,
+    AtPath,
+    AwaitApproval,
+    Effect,
+    EffectResult,
+    Handoff,
+    HandoffCompleted,
+    HooksNotified,
+    NotifyHooks,
+    OutputStored,
+    PerformAll,
+    RunAgents,
+    RunInterrupted,
+    StoreOutput,
+    Terminate,
+    ToolsExecuted,
+)
+from helikon.errors import AgentError, MaxHandoffsExceeded, OtherError, StepError
+from helikon.events import AgentEvent, AgentUpdated, RunCompleted, RunFailed, RunStarted
+from helikon.governance import OnHandoff, OnSubagentStop
+from helikon.ids import RunId
+from helikon.items import AgentInput, Item
+from helikon.loop import AgentSpec, Done, Failed, Outcome, RunState, start, transition
+from helikon.model import Usage
+
+
+@attrs.frozen
+class OpaqueState:
+    """A child that is not a helikon machine (any object with ``run``): the
+    interpreter runs it whole, as one ``RunAgents`` effect at its path.
+
+    ``phase`` is ``Running`` until its result arrives, then ``Done``/``Failed``.
+    """
+
+    run_id: RunId
+    agent: str
+    key: str
+    input: tuple[Item, ...]
+    depth: int
+    phase: Running | Done | Failed = Running()
+    usage: Usage = Usage()
+    escalated: bool = False
+
+
+#: A sub-machine's own state.
+NodeState = RunState | WorkflowState | OpaqueState
+
+
+@attrs.frozen
+class Member:
+    """An agent a tree may run, as data.
+
+    Args:
+        name: the agent's name (what handoffs and workflow nodes name).
+        spec: its definition: an agent loop's or a workflow's; None for an
+            agent that is not a helikon machine (run whole, see :class:`OpaqueState`).
+        handoffs: a swarm's handoff budget, for runs it enters (None: none).
+        hooks: whether observing hooks fire for its runs.
+    """
+
+    name: str
+    spec: AgentSpec | WorkflowSpec | None
+    handoffs: int | None = None
+    hooks: bool = False
+
+
+@attrs.frozen
+class TreeSpec:
+    """Every agent a tree can reach, sorted by name, and the root's name."""
+
+    root: str
+    members: tuple[Member, ...]
+
+    def member(self, name: str) -> Member | None:
+        """The member called ``name``, or None."""
+        for member in self.members:
+            if member.name == name:
+                return member
+        return None
+
+
+@attrs.frozen
+class TreeChild:
+    """A child of a node: its key (the path segment) and its node."""
+
+    key: str
+    node: TreeNode
+
+
+@attrs.frozen
+class TreeNode:
+    """One sub-machine and where it is.
+
+    Args:
+        agent: the member it runs.
+        state: its own machine's state.
+        effect: its own machine's pending effect.
+        children: the children answering a ``Handoff``/``RunAgents`` effect.
+        chores: effects of its own to perform before it goes on
+            (``NotifyHooks``, ``StoreOutput``), first first.
+        deliver: the result to feed its machine once the chores are done.
+        escalated: one of its tools escalated.
+        handoffs_left: the swarm handoff budget left (None: unbounded).
+        handoff_limit: the budget the chain started with.
+    """
+
+    agent: str
+    state: NodeState
+    effect: Effect
+    children: tuple[TreeChild, ...] = ()
+    chores: tuple[NotifyHooks | StoreOutput, ...] = ()
+    deliver: HandoffCompleted | AgentsRan | None = None
+    escalated: bool = False
+    handoffs_left: int | None = None
+    handoff_limit: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return type(self.effect) is Terminate and not self.chores
+
+
+@attrs.frozen
+class TreeState:
+    """A tree run between two steps: the root node, children inside."""
+
+    root: TreeNode
+
+    @property
+    def run_id(self) -> RunId:
+        return self.root.state.run_id
+
+    @property
+    def terminal(self) -> bool:
+        return self.root.finished
+
+
+@attrs.frozen
+class TreeOutcome:
+    """What a step of the tree returns (see :class:`helikon.loop.Outcome`)."""
+
+    state: TreeState
+    events: tuple[AgentEvent, ...]
+    effect: Effect
+    appended: tuple[Item, ...] = ()
+
+
+Step = Result[TreeOutcome, StepError]
+
+# -- one node's own machine ---------------------------------------------------------------
+
+
+@attrs.frozen
+class OpaqueOutcome:
+    """An opaque child's step: its state and the effect it waits on."""
+
+    state: OpaqueState
+    events: tuple[AgentEvent, ...]
+    effect: Effect
+    appended: tuple[Item, ...] = ()
+
+
+Begun = Outcome | WorkflowOutcome | OpaqueOutcome
+
+
+def _begin(member: Member, key: str, input: tuple[Item, ...], run_id: RunId, depth: int) -> Begun:
+    if isinstance(member.spec, WorkflowSpec):
+        return start_workflow(member.spec, input, run_id, depth)
+    if isinstance(member.spec, AgentSpec):
+        return start(member.spec, AgentInput(input), run_id, depth)
+    state = OpaqueState(run_id, member.name, key, input, depth)
+    return OpaqueOutcome(state, (), RunAgents((AgentRun(key, member.name, input),), depth))
+
+
+def _opaque_step(state: OpaqueState, result: EffectResult) -> OpaqueOutcome:
+    if type(result) is RunInterrupted:
+        return OpaqueOutcome(attrs.evolve(state, phase=Failed(result.reason)), (), Terminate())
+    if type(result) is not AgentsRan or len(result.results) != 1:
+        raise StepError(f"agent {state.agent!r} waits for AgentsRan, not {type(result).__name__}")
+    (ran,) = result.results
+    phase: Done | Failed = Done(ran.output) if ran.error is None else Failed(ran.error)
+    done = attrs.evolve(state, phase=phase, usage=ran.usage, escalated=ran.escalated)
+    return OpaqueOutcome(done, (), Terminate())
+
+
+Stepped = Result[Begun, StepError]
+
+
+def _own_step(member: Member, state: NodeState, result: EffectResult) -> Stepped:
+    if isinstance(state, OpaqueState):
+        try:
+            return Success(_opaque_step(state, result))
+        except StepError as error:
+            return Failure(error)
+    spec = member.spec
+    if spec is None:
+        return Failure(StepError(f"agent {member.name!r} is not a machine"))
+    if isinstance(spec, WorkflowSpec):
+        if not isinstance(state, WorkflowState):
+            return Failure(StepError(f"agent {member.name!r} was given an agent-loop state"))
+        return step_workflow(state, result, spec)
+    if not isinstance(state, RunState):
+        return Failure(StepError(f"agent {member.name!r} was given a workflow state"))
+    match transition(state, result, spec):
+        case Success(outcome):
+            return Success(outcome)
+        case Failure(error):
+            return Failure(error)
+    raise AssertionError("unreachable")
+
+
+def _output_of(node: TreeNode) -> tuple[str, Usage, AgentError | None]:
+    """A finished node's final text, usage and error."""
+    phase = node.state.phase
+    usage = node.state.usage
+    if type(phase) is Done:
+        return phase.output, usage, None
+    if type(phase) is Failed:
+        return "", usage, phase.error
+    return "", usage, OtherError(f"agent {node.agent!r} ended without a terminal state")
+
+
+_OWN = (RunStarted, RunCompleted, RunFailed)
+
+
+def _forwarded(events: tuple[AgentEvent, ...]) -> list[AgentEvent]:
+    """A child's events as its parent's stream shows them: without its own
+    RunStarted and terminal event."""
+    return [e for e in events if type(e) not in _OWN]
+
+
+# -- building nodes -----------------------------------------------------------------------
+
+
+def _settle(spec: TreeSpec, node: TreeNode, outcome: Begun, events: list[AgentEvent]) -> TreeNode:
+    """``node`` after its own machine stepped to ``outcome``: spawn children
+    if it asked for some."""
+    node = attrs.evolve(node, state=outcome.state, effect=outcome.effect, children=(), deliver=None)
+    effect = outcome.effect
+    if type(effect) is Handoff:
+        return _hand_off(spec, node, effect, events)
+    if type(effect) is RunAgents and not isinstance(outcome.state, OpaqueState):
+        return _run_agents(spec, node, effect, events)
+    return node
+
+
+def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[AgentEvent]) -> TreeNode:
+    target = spec.member(effect.target)
+    if target is None:
+        failed = HandoffCompleted("", Usage(), OtherError(f"no handoff target named {effect.target!r}"))
+        return _feed_own(spec, node, failed, events)
+    if node.handoffs_left is not None and node.handoffs_left <= 0:
+        exceeded = MaxHandoffsExceeded(node.handoff_limit or 0)
+        return _feed_own(spec, node, HandoffCompleted("", Usage(), exceeded), events)
+    run_id = RunId(f"{node.state.run_id}/{target.name}")
+    begun = _begin(target, target.name, effect.transcript, run_id, effect.depth)
+    left = node.handoffs_left - 1 if node.handoffs_left is not None else None
+    child = _new_node(spec, target, begun, (left, node.handoff_limit), [])
+    events.extend(_forwarded(begun.events))
+    member = spec.member(node.agent)
+    chores: tuple[NotifyHooks | StoreOutput, ...] = ()
+    if member is not None and member.hooks:
+        chores = (NotifyHooks(OnHandoff(node.agent, target.name)),)
+    node = attrs.evolve(node, children=(TreeChild(target.name, child),), chores=chores)
+    return _after_children(spec, node, events)
+
+
+def _run_agents(spec: TreeSpec, node: TreeNode, effect: RunAgents, events: list[AgentEvent]) -> TreeNode:
+    children: list[TreeChild] = []
+    missing: list[AgentRunResult] = []
+    for run in effect.runs:
+        member = spec.member(run.agent)
+        if member is None:
+            missing.append(AgentRunResult(run.key, "", Usage(), OtherError(f"no child agent {run.key!r}")))
+            continue
+        events.append(AgentUpdated(member.name))
+        begun = _begin(member, run.key, run.input, RunId(f"{node.state.run_id}/{run.key}"), effect.depth)
+        events.extend(_forwarded(begun.events))
+        budget = (member.handoffs, member.handoffs)
+        children.append(TreeChild(run.key, _new_node(spec, member, begun, budget, [])))
+    node = attrs.evolve(node, children=tuple(children))
+    if missing and not children:
+        return _feed_own(spec, node, AgentsRan(tuple(missing)), events)
+    if missing:
+        # Children that cannot start answer at once; the others run.
+        node = attrs.evolve(node, deliver=AgentsRan(tuple(missing)))
+    return _after_children(spec, node, events)
+
+
+def _new_node(
+    spec: TreeSpec,
+    member: Member,
+    begun: Begun,
+    budget: tuple[int | None, int | None],
+    events: list[AgentEvent],
+) -> TreeNode:
+    """A node for ``member``, begun; ``budget`` is (handoffs left, the limit)."""
+    left, limit = budget
+    node = TreeNode(member.name, begun.state, begun.effect, handoffs_left=left, handoff_limit=limit)
+    return _settle(spec, node, begun, events)
+
+
+def _feed_own(spec: TreeSpec, node: TreeNode, result: EffectResult, events: list[AgentEvent]) -> TreeNode:
+    member = spec.member(node.agent)
+    assert member is not None
+    match _own_step(member, node.state, result):
+        case Success(outcome):
+            events.extend(outcome.events)
+            return _settle(spec, node, outcome, events)
+        case Failure(error):
+            raise error
+    raise AssertionError("unreachable")
+
+
+def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) -> TreeNode:
+    """Once every child is finished: queue the chores, then answer the parent."""
+    if not node.children or not all(c.node.finished for c in node.children):
+        return node
+    member = spec.member(node.agent)
+    hooks = member is not None and member.hooks
+    chores: list[NotifyHooks | StoreOutput] = []
+    effect = node.effect
+    if type(effect) is Handoff:
+        (child,) = node.children
+        output, usage, error = _output_of(child.node)
+        if hooks:
+            chores.append(NotifyHooks(OnSubagentStop(child.node.agent)))
+        answer: HandoffCompleted | AgentsRan = HandoffCompleted(output, usage, error)
+    else:
+        earlier = node.deliver.results if type(node.deliver) is AgentsRan else ()
+        results: list[AgentRunResult] = list(earlier)
+        for child in node.children:
+            output, usage, error = _output_of(child.node)
+            if error is None:
+                chores.append(StoreOutput(child.key, output))
+            if hooks:
+                chores.append(NotifyHooks(OnSubagentStop(child.node.agent)))
+            state = child.node.state
+            escalated = child.node.escalated or (isinstance(state, OpaqueState) and state.escalated)
+            results.append(AgentRunResult(child.key, output, usage, error, escalated))
+        answer = AgentsRan(tuple(results))
+    node = attrs.evolve(node, children=(), chores=(*node.chores, *chores), deliver=answer)
+    return _after_chores(spec, node, events)
+
+
+def _after_chores(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) -> TreeNode:
+    if node.chores or node.deliver is None or node.children:
+        return node
+    return _feed_own(spec, attrs.evolve(node, deliver=None), node.deliver, events)
+
+
+# -- feeding results ------------------------------------------------------------------------
+
+
+def _feed(
+    spec: TreeSpec, node: TreeNode, path: tuple[str, ...], result: EffectResult, events: list[AgentEvent]
+) -> TreeNode:
+    """Feed ``result`` to the sub-machine at ``path`` below ``node``."""
+    if path:
+        key, rest = path[0], path[1:]
+        index = next((i for i, c in enumerate(node.children) if c.key == key), None)
+        if index is None:
+            raise StepError(f"no sub-machine at {key!r} under {node.agent!r}")
+        child = node.children[index]
+        own: list[AgentEvent] = []
+        fed = _feed(spec, child.node, rest, result, own)
+        events.extend(_forwarded(tuple(own)))
+        children = (*node.children[:index], TreeChild(key, fed), *node.children[index + 1 :])
+        return _after_children(spec, attrs.evolve(node, children=children), events)
+    if node.chores:
+        wanted = HooksNotified if type(node.chores[0]) is NotifyHooks else OutputStored
+        if type(result) is not wanted:
+            raise StepError(f"{node.agent!r} waits for {wanted.__name__}, not {type(result).__name__}")
+        return _after_chores(spec, attrs.evolve(node, chores=node.chores[1:]), events)
+    if node.children:
+        raise StepError(f"{node.agent!r} waits for its children, not for {type(result).__name__}")
+    if type(result) is ToolsExecuted and result.escalated:
+        node = attrs.evolve(node, escalated=True)
+    return _feed_own(spec, node, result, events)
+
+
+def _interrupt(spec: TreeSpec, node: TreeNode, result: RunInterrupted, events: list[AgentEvent]) -> TreeNode:
+    """An interruption ends every active sub-machine, innermost first."""
+    if node.finished:
+        return node
+    for child in node.children:
+        own: list[AgentEvent] = []
+        _interrupt(spec, child.node, result, own)
+        events.extend(_forwarded(tuple(own)))
+    return _feed_own(spec, attrs.evolve(node, children=(), chores=(), deliver=None), result, events)
+
+
+# -- the tree's pending effect -------------------------------------------------------------
+
+
+def leaves(node: TreeNode, path: tuple[str, ...] = ()) -> list[AtPath]:
+    """Every active sub-machine's pending effect, in tree order."""
+    if node.chores:
+        return [AtPath(path, node.chores[0])]
+    if node.children:
+        found: list[AtPath] = []
+        for child in node.children:
+            if not child.node.finished:
+                found.extend(leaves(child.node, (*path, child.key)))
+        return found
+    if type(node.effect) is Terminate:
+        return []
+    return [AtPath(path, node.effect)]
+
+
+
+def pending_effect(state: TreeState) -> Effect:
+    """The effect the tree waits on (a function of the state)."""
+    found = leaves(state.root)
+    if not found:
+        return Terminate()
+    if len(found) == 1 and not found[0].path:
+        return found[0].effect
+    running = [leaf for leaf in found if type(leaf.effect) is not AwaitApproval]
+    if running:
+        return PerformAll(tuple(running))
+    requests: list[ApprovalRequest] = []
+    for leaf in found:
+        assert type(leaf.effect) is AwaitApproval
+        requests.extend(leaf.effect.requests)
+    return AwaitApproval(tuple(requests))
+
+
+def _outcome(state: TreeState, events: list[AgentEvent], appended: tuple[Item, ...] = ()) -> TreeOutcome:
+    return TreeOutcome(state, tuple(events), pending_effect(state), appended)
+
+
+# -- the public steps -------------------------------------------------------------------------
+
+
+def start_tree(spec: TreeSpec, input: AgentInput, run_id: RunId, depth: int = 0) -> TreeOutcome:
+    """Begin a tree run at its root."""
+    root = spec.member(spec.root)
+    if root is None:
+        raise StepError(f"the tree has no root agent {spec.root!r}")
+    begun = _begin(root, root.name, input.items, run_id, depth)
+    events = list(begun.events)
+    node = _new_node(spec, root, begun, (root.handoffs, root.handoffs), events)
+    return _outcome(TreeState(node), events, begun.appended)
+
+
+def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec) -> Step:
+    """Feed the pending effect's result: the next outcome (never raises)."""
+    if state.terminal:
+        return Failure(StepError("the run is over"))
+    events: list[AgentEvent] = []
+    try:
+        root = _step_root(spec, state, result, events)
+    except StepError as error:
+        return Failure(error)
+    return Success(_outcome(TreeState(root), events))
+
+
+def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: list[AgentEvent]) -> TreeNode:
+    root = state.root
+    if type(result) is RunInterrupted:
+        return _interrupt(spec, root, result, events)
+    expected = pending_effect(state)
+    match expected:
+        case PerformAll(effects=asked):
+            if type(result) is not AllPerformed:
+                raise StepError(f"the tree waits for AllPerformed, not {type(result).__name__}")
+            if tuple(r.path for r in result.results) != tuple(a.path for a in asked):
+                raise StepError("the results do not answer the effects in order")
+            for answer in result.results:
+                root = _feed(spec, root, answer.path, answer.result, events)
+            return root
+        case AwaitApproval(requests=requests) if leaves(root) != [AtPath((), expected)]:
+            if type(result) is not ApprovalsGiven:
+                raise StepError(f"the tree waits for ApprovalsGiven, not {type(result).__name__}")
+            return _route_approvals(spec, root, requests, result, events)
+        case _:
+            return _feed(spec, root, (), result, events)
+
+
+def _route_approvals(
+    spec: TreeSpec,
+    root: TreeNode,
+    requests: tuple[ApprovalRequest, ...],
+    result: ApprovalsGiven,
+    events: list[AgentEvent],
+) -> TreeNode:
+    answers = {d.call_id: d for d in result.decisions}
+    for leaf in leaves(root):
+        assert type(leaf.effect) is AwaitApproval
+        mine: list[ApprovalDecision] = []
+        for request in leaf.effect.requests:
+            decision = answers.get(request.call_id)
+            if decision is None:
+                raise StepError(f"no decision for tool call {request.call_id}")
+            mine.append(decision)
+        root = _feed(spec, root, leaf.path, ApprovalsGiven(tuple(mine)), events)
+    return root
+
+
+def resume_tree(state: TreeState) -> TreeOutcome:
+    """The outcome to continue a stored tree run from: its pending effect."""
+    return _outcome(state, [])
+
+
+__all__ = [
+    "Member",
+    "NodeState",
+    "OpaqueOutcome",
+    "OpaqueState",
+    "TreeChild",
+    "TreeNode",
+    "TreeOutcome",
+    "TreeSpec",
+    "TreeState",
+    "leaves",
+    "pending_effect",
+    "resume_tree",
+    "start_tree",
+    "step_tree",
+]
