@@ -20,6 +20,7 @@ import attrs
 import msgspec
 
 from helikon import codec
+from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import CallModel, Effect, EffectResult
 from helikon.errors import HelikonError
 from helikon.events import AgentEvent
@@ -72,9 +73,35 @@ def governance_of(spec: AgentSpec) -> dict[str, Any]:
     }
 
 
-def fingerprint(spec: AgentSpec) -> str:
-    """A short hash of the agent's definition: same definition, same value."""
-    canonical = msgspec.json.encode(definition_of(spec), order="sorted")
+def member_definition(member: Member) -> dict[str, Any]:
+    """What a trace records of an agent of a tree: an agent loop's definition,
+    a workflow's shape, or that the agent is not a helikon machine."""
+    spec = member.spec
+    if isinstance(spec, AgentSpec):
+        return {**definition_of(spec), "handoffs": member.handoffs}
+    if isinstance(spec, WorkflowSpec):
+        return {
+            "name": spec.name,
+            "kind": spec.kind.value,
+            "nodes": [[n.key, n.agent] for n in spec.nodes],
+            "edges": [list(e) for e in spec.edges],
+            "max_iterations": spec.max_iterations,
+        }
+    return {"name": member.name, "opaque": True}
+
+
+def tree_definition(spec: AgentSpec, tree: TreeSpec | None) -> dict[str, Any]:
+    """A run's definition: its agent's, plus, for an agent tree, every agent
+    it can reach by name (so a change anywhere in the tree shows)."""
+    definition = definition_of(spec)
+    if tree is not None:
+        definition["agents"] = {m.name: member_definition(m) for m in tree.members}
+    return definition
+
+
+def fingerprint(spec: AgentSpec, tree: TreeSpec | None = None) -> str:
+    """A short hash of the run's definition: same definition, same value."""
+    canonical = msgspec.json.encode(tree_definition(spec, tree), order="sorted")
     return "sha256:" + hashlib.sha256(canonical).hexdigest()[:32]
 
 
@@ -249,4 +276,6 @@ __all__ = [
     "definition_of",
     "fingerprint",
     "governance_of",
+    "member_definition",
+    "tree_definition",
 ]

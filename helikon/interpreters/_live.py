@@ -196,9 +196,11 @@ class LiveInterpreter:
             return
         ctx = attrs.evolve(env.ctx, agent_depth=depth)
         path, run_id = (*env.path, run.key), f"{env.run_id}/{run.key}"
-        async for item in run_child(self, agent, ctx, run.input, path=path, run_id=run_id, limits=Limits.of(env)):
+        limits = Limits.of(env)
+        async for item in run_child(self, agent, ctx, run.input, path=path, run_id=run_id, limits=limits):
             if type(item) is ChildEnd:
-                yield AgentsRan((AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated),))
+                ended = AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)
+                yield AgentsRan((ended,))
             else:
                 yield item  # type: ignore[misc]
 

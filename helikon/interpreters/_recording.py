@@ -13,7 +13,7 @@ from typing import TypeVar, final
 
 from helikon import codec
 from helikon._version import __version__
-from helikon.agents import OpaqueState, TreeState, WorkflowState
+from helikon.agents import OpaqueState, TreeSpec, TreeState, WorkflowState
 from helikon.effects import Effect, EffectResult, ExecuteTools, Terminate
 from helikon.errors import StepError
 from helikon.events import AgentEvent
@@ -21,9 +21,9 @@ from helikon.governance import redact_values
 from helikon.ids import RunId
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter
 from helikon.interpreters._env import RunEnv
-from helikon.interpreters._machine import OutcomeLike
+from helikon.interpreters._machine import OutcomeLike, TreeMachine
 from helikon.items import Item, UserMessage
-from helikon.trace import Trace, TraceHeader, TraceStep, definition_of, fingerprint
+from helikon.trace import Trace, TraceHeader, TraceStep, fingerprint, tree_definition
 
 T = TypeVar("T")
 
@@ -67,9 +67,9 @@ class RecordingInterpreter:
             self._header = TraceHeader(
                 agent=env.spec.name,
                 run_id=env.run_id,
-                fingerprint=fingerprint(env.spec),
+                fingerprint=fingerprint(env.spec, tree_of(env)),
                 input=_input_of(outcome),
-                definition=definition_of(env.spec),
+                definition=tree_definition(env.spec, tree_of(env)),
                 helikon=__version__,
             )
         if type(outcome.effect) is Terminate:
@@ -115,6 +115,11 @@ def _scrubbed(value: T, as_type: object, secrets: tuple[str, ...]) -> T:
     return scrubbed
 
 
+def tree_of(env: RunEnv) -> TreeSpec | None:
+    """The agent tree ``env`` runs, if it is one."""
+    return env.machine.spec if isinstance(env.machine, TreeMachine) else None
+
+
 def _input_of(outcome: OutcomeLike) -> tuple[Item, ...]:
     """The run's input: a workflow keeps it in its state; an agent loop's
     first step appends exactly the input items (a resumed run's user
@@ -127,4 +132,4 @@ def _input_of(outcome: OutcomeLike) -> tuple[Item, ...]:
     return tuple(i for i in state.conversation if isinstance(i, UserMessage))
 
 
-__all__ = ["RecordingInterpreter"]
+__all__ = ["RecordingInterpreter", "tree_of"]

@@ -26,6 +26,7 @@ from helikon.effects import (
     InvokeTool,
     ModelCallFailed,
     ModelResponded,
+    PerformAll,
     Terminate,
 )
 from helikon.errors import HelikonError
@@ -33,9 +34,10 @@ from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import OutcomeLike
+from helikon.interpreters._recording import tree_of
 from helikon.items import Item
 from helikon.loop import delta_event
-from helikon.trace import Trace, TraceStep, definition_of
+from helikon.trace import Trace, TraceStep, tree_definition
 
 _CONTEXT_STEPS = 3
 
@@ -134,7 +136,7 @@ class ReplayInterpreter:
             return
         from helikon.diff import diff
 
-        differences = diff(recorded, definition_of(env.spec), "definition")
+        differences = diff(recorded, tree_definition(env.spec, tree_of(env)), "definition")
         if not differences:
             return
         if self.strict:
@@ -205,6 +207,9 @@ class ReplayInterpreter:
                 if expected_kind == kind
                 else f"expected effect {expected_kind}, got {kind}"
             )
+            where = _where(step.effect, effect)
+            if where is not None:
+                headline += f", in the sub-agent at {where}"
             raise self._divergence(index, headline, differences)
         self._next = index + 1
         result = step.result
@@ -222,6 +227,18 @@ class ReplayInterpreter:
                 self._events.append(forwarded)
                 yield forwarded
         yield result
+
+
+def _where(recorded: Effect, actual: Effect) -> str | None:
+    """The path of the first sub-machine whose effect differs (agent trees)."""
+    mine = {a.path: a.effect for a in actual.effects} if isinstance(actual, PerformAll) else {(): actual}
+    theirs = (
+        {a.path: a.effect for a in recorded.effects} if isinstance(recorded, PerformAll) else {(): recorded}
+    )
+    for path in (*theirs, *(p for p in mine if p not in theirs)):
+        if mine.get(path) != theirs.get(path):
+            return "/".join(path) if path else None
+    return None
 
 
 def _diff_events(expected: tuple[AgentEvent, ...], actual: tuple[AgentEvent, ...]) -> list[str]:
