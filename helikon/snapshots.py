@@ -24,6 +24,7 @@ from typing import Any, Final
 import msgspec
 
 from helikon import codec
+from helikon.agents import TreeState
 from helikon.errors import HelikonError
 from helikon.loop import RunState
 
@@ -49,13 +50,23 @@ def _signature(key: bytes, body: bytes) -> str:
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def dump_state(state: RunState, *, key: bytes | str | None = None) -> bytes:
+#: A run's state: one agent loop's, or an agent tree's (handoffs, workflows).
+State = RunState | TreeState
+
+
+def dump_state(state: State, *, key: bytes | str | None = None) -> bytes:
     """``state`` as versioned, byte-stable JSON; signed when ``key`` is given.
 
     Raises:
         ValueError: ``key`` is shorter than 16 bytes.
     """
-    envelope: dict[str, Any] = {"format": FORMAT, "version": VERSION, "state": codec.unstructure(state)}
+    machine = "tree" if isinstance(state, TreeState) else "loop"
+    envelope: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "machine": machine,
+        "state": codec.unstructure(state),
+    }
     if key is None:
         return msgspec.json.encode(envelope, order="sorted")
     secret = _key(key)
@@ -64,8 +75,9 @@ def dump_state(state: RunState, *, key: bytes | str | None = None) -> bytes:
     return msgspec.json.encode(envelope, order="sorted")
 
 
-def load_state(data: bytes | str, *, key: bytes | str | None = None) -> RunState:
-    """The :class:`RunState` that :func:`dump_state` wrote.
+def load_state(data: bytes | str, *, key: bytes | str | None = None) -> Any:
+    """The state (a :class:`RunState`, or a :class:`~helikon.agents.TreeState`)
+    that :func:`dump_state` wrote.
 
     With ``key``, the snapshot must carry a valid signature made with it.
 
@@ -93,11 +105,12 @@ def load_state(data: bytes | str, *, key: bytes | str | None = None) -> RunState
         raise StateFormatError(
             f"state snapshot version {version!r} is not supported (this helikon reads {VERSION})"
         )
+    kind = TreeState if envelope.get("machine") == "tree" else RunState
     try:
-        state: RunState = codec.structure(envelope["state"], RunState)
+        state: State = codec.structure(envelope["state"], kind)
     except Exception as exc:
         raise StateFormatError(f"malformed state snapshot: {exc}") from exc
     return state
 
 
-__all__ = ["FORMAT", "VERSION", "StateFormatError", "dump_state", "load_state"]
+__all__ = ["FORMAT", "VERSION", "State", "StateFormatError", "dump_state", "load_state"]
