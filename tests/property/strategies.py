@@ -43,7 +43,7 @@ from helikon.effects import (
     ToolReturned,
     ToolsExecuted,
 )
-from helikon.errors import Cancelled, Denied, ModelError, ToolFailure, Unavailable
+from helikon.errors import Cancelled, Denied, ModelError, Unavailable
 from helikon.governance import (
     Allow,
     AllowRule,
@@ -56,7 +56,7 @@ from helikon.governance import (
     PreToolUse,
 )
 from helikon.ids import CallId
-from helikon.loop import AgentSpec, ApprovalRoute, Governance, LoopState, parse_json
+from helikon.loop import AgentSpec, ApprovalRoute, Governance, LoopState
 from helikon.model import ModelEvent, TextChunk, Usage
 from helikon.testing.strategies import (
     CallKind,
@@ -142,41 +142,6 @@ def fed_usage(result: EffectResult) -> Usage:
 
 
 # -- JSON key order ------------------------------------------------------------
-#
-# KNOWN CORE BUG (reported, not fixed here): the machine turns JSON values into
-# text with their keys in insertion order (``helikon.loop._calls._encode``: a
-# tool's JSON output, an approval request's arguments), while every stored copy
-# of a state or a result (trace, snapshot, ``to_json``) sorts the keys. So the
-# same run gives other text after a reload or on replay. The general properties
-# below therefore feed JSON objects in sorted key order, as a reload leaves
-# them; ``test_known_core_bugs.py`` pins the bug itself (strict xfail). Drop
-# ``canonical`` and ``in_canonical_order`` once the core is fixed.
-
-
-def canonical(value: Any) -> Any:
-    """``value`` with every JSON object's keys in sorted order."""
-    return msgspec.json.decode(msgspec.json.encode(value, order="sorted"))
-
-
-def in_canonical_order(arguments: str) -> bool:
-    """Whether a call's ``arguments`` text (if it is JSON) has its keys sorted."""
-    value, error = parse_json(arguments or "{}")
-    return error is not None or msgspec.json.encode(value) == msgspec.json.encode(value, order="sorted")
-
-
-def canonical_plan(plan: TurnPlan) -> bool:
-    """Whether every call of ``plan`` has its arguments' keys sorted."""
-    return all(in_canonical_order(call.arguments) for call in plan.calls)
-
-
-def canonical_decision(decision: Any) -> Any:
-    """A hook or policy decision with its replacement value's keys sorted."""
-    for field in ("args", "output"):
-        if hasattr(decision, field):
-            return attrs.evolve(decision, **{field: canonical(getattr(decision, field))})
-    return decision
-
-
 @st.composite
 def scripts(draw: st.DrawFn, spec: AgentSpec, max_turns: int | None = None) -> list[list[object]]:
     """Model scripts for a whole run of ``spec``: turns with and without tool
@@ -184,7 +149,7 @@ def scripts(draw: st.DrawFn, spec: AgentSpec, max_turns: int | None = None) -> l
     error part-way through a turn."""
     count = max_turns if max_turns is not None else spec.config.max_turns + 2
     calling = 1 if spec.tools else 0
-    plans = turn_plans(spec.tools, min_calls=calling, kinds=MOSTLY_VALID).filter(canonical_plan)
+    plans = turn_plans(spec.tools, min_calls=calling, kinds=MOSTLY_VALID)
     turn = plans.map(lambda plan: list(plan.events))
     kinds = [turn, turn_plans(spec.tools, max_calls=0).map(lambda plan: list(plan.events))]
     if spec.output is not None:
@@ -308,11 +273,11 @@ def callbacks_for(spec: AgentSpec) -> st.SearchStrategy[dict[str, Any]]:
     """The hooks, policy and approval handler ``spec``'s governance names, as
     :class:`TestInterpreter` keyword arguments."""
     governance = spec.governance
-    hook = _scripted(ScriptedHook, hook_decisions().map(canonical_decision))
+    hook = _scripted(ScriptedHook, hook_decisions())
     return st.fixed_dictionaries(
         {
             "hooks": st.tuples(*(hook for _ in governance.hooks)),
-            "policy": _scripted(ScriptedPolicy, policy_decisions().map(canonical_decision))
+            "policy": _scripted(ScriptedPolicy, policy_decisions())
             if governance.permissions.has_policy
             else st.none(),
             "approval_handler": _scripted(
@@ -359,11 +324,7 @@ def wrong_step_results(draw: st.DrawFn, steps: tuple[CallStep, ...]) -> ToolsExe
 
 def tools_for(spec: AgentSpec, raises: bool = True) -> st.SearchStrategy[dict[str, ScriptedTool]]:
     """A scripted function for every tool of ``spec``."""
-    return st.fixed_dictionaries({t.name: tool_fns(raises).map(_canonical_tool) for t in spec.tools})
-
-
-def _canonical_tool(tool: ScriptedTool) -> ScriptedTool:
-    return ScriptedTool(tuple(a if isinstance(a, ToolFailure) else canonical(a) for a in tool.answers))
+    return st.fixed_dictionaries({t.name: tool_fns(raises) for t in spec.tools})
 
 
 def instructions_fn(turn: int) -> str:
@@ -390,9 +351,6 @@ __all__ = [
     "approvals_for",
     "arg_schemas",
     "callbacks_for",
-    "canonical",
-    "canonical_decision",
-    "canonical_plan",
     "carriers",
     "fed_usage",
     "final_answers",
@@ -401,7 +359,6 @@ __all__ = [
     "handoff_lists",
     "handoff_specs",
     "hook_decisions",
-    "in_canonical_order",
     "instructions_fn",
     "interruptions",
     "malformed_json",

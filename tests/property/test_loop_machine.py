@@ -28,7 +28,6 @@ from strategies import (
     agent_inputs,
     agent_specs,
     approvals_for,
-    canonical_plan,
     carriers,
     fed_usage,
     final_answers,
@@ -292,7 +291,7 @@ class LoopMachine(RuleBasedStateMachine):
     def model_responds(self, data: st.DataObject) -> None:
         calling = data.draw(st.booleans(), label="calls tools") and bool(self.spec.model_tools)
         plans = turn_plans(self.spec.model_tools, min_calls=int(calling), kinds=MOSTLY_VALID)
-        plan = data.draw(plans.filter(canonical_plan), label="turn")
+        plan = data.draw(plans, label="turn")
         out = self.feed(ModelResponded(plan.events))
         if plan.calls and not out.state.terminal:
             # The first transfer call wins over every other call of the turn.
@@ -346,7 +345,7 @@ class LoopMachine(RuleBasedStateMachine):
         effect = self.out.effect
         assert type(effect) is ExecuteTools
         before = calls_of(self.out.state.phase)
-        # Through the codec, as a durable interpreter stores the results (see canonical).
+        # Through the codec, as a durable interpreter stores the results.
         drawn = data.draw(steps_answered(effect), label="results")
         answers = from_json(to_json(drawn, EffectResult), EffectResult)
         out = self.feed(answers)

@@ -30,7 +30,6 @@ from strategies import (
     approvals_for,
     arg_schemas,
     callbacks_for,
-    canonical_plan,
     carriers,
     final_answers,
     governed,
@@ -358,7 +357,7 @@ def test_a_governed_round_settles_every_call_in_call_order(spec: AgentSpec, data
     at most one thing per call, humans only once no call has a step left, and
     the round ends with one result per call, in call order; a result that does
     not answer the steps is refused."""
-    plans = turn_plans(spec.tools, min_calls=1, kinds=MOSTLY_VALID).filter(canonical_plan)
+    plans = turn_plans(spec.tools, min_calls=1, kinds=MOSTLY_VALID)
     plan = data.draw(plans, label="turn")
     governance = spec.governance
 
@@ -372,7 +371,7 @@ def test_a_governed_round_settles_every_call_in_call_order(spec: AgentSpec, data
             refused = transition(out.state, wrong, spec)
             assert isinstance(refused, Failure) and isinstance(refused.failure(), StepError)
             drawn = data.draw(steps_answered(effect), label="results")
-            # Through the codec, as a durable interpreter stores them (see strategies.canonical).
+            # Through the codec, as a durable interpreter stores them.
             result: EffectResult = from_json(to_json(drawn, EffectResult), EffectResult)
             return result
         assert type(phase) is NeedsApproval and type(effect) in ASKS
@@ -402,7 +401,7 @@ def test_a_governed_round_settles_every_call_in_call_order(spec: AgentSpec, data
 def test_asking_the_handler_or_suspending_asks_and_ends_alike(spec: AgentSpec, data: st.DataObject) -> None:
     """The approval route changes only the effect that asks: the same answers
     give the same events and the same conversation."""
-    plan = data.draw(turn_plans(spec.tools, min_calls=1, kinds=MOSTLY_VALID).filter(canonical_plan))
+    plan = data.draw(turn_plans(spec.tools, min_calls=1, kinds=MOSTLY_VALID))
     governance = attrs.evolve(spec.governance, approvals=ApprovalRoute.HANDLER)
     handler = attrs.evolve(spec, governance=governance)
     suspend = attrs.evolve(spec, governance=attrs.evolve(governance, approvals=ApprovalRoute.SUSPEND))

@@ -30,10 +30,9 @@ class ScriptedTool:
         self.effect = ToolEffect.READ_ONLY
 
     async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue:
-        # Keys in sorted order, as the trace stores them: the core encodes a JSON
-        # output in insertion order, so other orders replay as other text (a
-        # known core bug, pinned in test_known_core_bugs.py).
-        return {"keys": sorted(args, reverse=True), "tool": self.name}
+        # Keys in an order of their own: the text the model sees does not
+        # depend on it (the machine sorts them), so the replay is the same.
+        return {"tool": self.name, "keys": sorted(args, reverse=True)}
 
 
 @st.composite

@@ -1,22 +1,15 @@
-"""Known bugs of the core, pinned until they are fixed.
+"""JSON key order: the text the machine makes of a JSON value does not depend
+on the order of its keys.
 
-Each test states the property the core should have and is marked
-``xfail(strict=True)``: once the core is fixed the test passes, the strict
-mark turns that into a failure, and the mark (and the workaround it names)
-comes off.
-
-JSON key order. The machine turns JSON values into text with their keys in
-insertion order (``helikon.loop._calls._encode``: a tool's JSON output, the
-arguments of an approval request), while every stored copy of a state or a
-result (``to_json``, traces, snapshots) sorts the keys. So a run gives other
-text after a reload, and a recording replays as a different run. The other
-property tests feed JSON objects in sorted key order
-(``strategies.canonical``) until this is fixed.
+The machine turns JSON values into text (a tool's JSON output, the arguments
+of an approval request) with sorted keys, as every stored copy of a state or
+a result (``to_json``, traces, snapshots) sorts them: a run gives the same
+text after a reload, and a recording replays as the same run. (These were
+found as a bug by the property tests and pinned until fixed.)
 """
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import example, given
 
 from helikon._json import JsonValue
@@ -36,12 +29,6 @@ from helikon.loop import AgentSpec, ApprovalRoute, Governance, RunState, resume,
 from helikon.model import ToolCallChunk, ToolDef
 from helikon.testing.strategies import json_objects
 
-KEY_ORDER = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="core bug: JSON is encoded in insertion order, stored copies sort keys",
-)
-
 TOOL = ToolDef("t", "", {"type": "object"})
 
 
@@ -49,7 +36,6 @@ def reversed_keys(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return dict(reversed(value.items()))
 
 
-@KEY_ORDER
 @given(json_objects(max_leaves=4))
 @example({"tool": "t", "keys": []})
 def test_a_tool_outputs_text_does_not_depend_on_its_key_order(output: dict[str, JsonValue]) -> None:
@@ -68,7 +54,6 @@ def test_a_tool_outputs_text_does_not_depend_on_its_key_order(output: dict[str, 
         assert transition(out.state, other, spec).unwrap().state.conversation[-1] == first
 
 
-@KEY_ORDER
 def test_an_approval_request_is_the_same_after_a_reload() -> None:
     """Resuming a run suspended for approval asks the same question."""
     arguments = '{"b": 1, "a": 2}'
