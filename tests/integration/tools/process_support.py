@@ -28,6 +28,12 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def written(path: Path) -> bool:
+    """Whether ``path`` exists and holds something (a shell creates a
+    redirect's file before the command writes to it)."""
+    return path.exists() and bool(path.read_text().strip())
+
+
 def wait_for_file(path: Path, timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-from process_support import alive, wait_for_file
+from process_support import alive, wait_for_file, written
 
 from helikon.cancel import CancellationToken
 from helikon.context import Actions, SessionState, ToolContext, TracerHandle
@@ -101,7 +101,7 @@ def test_firing_the_run_token_kills_the_command_tree(root: Path) -> None:
 
             async def fire() -> None:
                 with anyio.fail_after(10):
-                    while not (root / "bg.pid").exists():
+                    while not written(root / "bg.pid"):  # the pid, not just the redirect's empty file
                         await anyio.sleep(0.02)
                 token.cancel()
 

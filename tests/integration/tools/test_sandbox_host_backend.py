@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from process_support import alive, wait_for_file
+from process_support import alive, wait_for_file, written
 
 from helikon.errors import ToolError
 from helikon.tools import ExecResult, HostBackend, Isolation, ResourceLimits, Sandbox
@@ -83,7 +83,7 @@ def test_cancellation_kills_the_command_and_its_grandchildren(tmp_path: Path, li
         async with anyio.create_task_group() as group:
             group.start_soon(backend.run, "sleep 300 & echo $! > bg.pid; wait")
             with anyio.fail_after(10):
-                while not (tmp_path / "bg.pid").exists():
+                while not written(tmp_path / "bg.pid"):  # the pid, not just the redirect's empty file
                     await anyio.sleep(0.02)
             group.cancel_scope.cancel()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from process_support import alive, confined, tcp_listener, wait_for_file
+from process_support import alive, confined, tcp_listener, wait_for_file, written
 
 from helikon.errors import ToolError
 from helikon.tools import (
@@ -201,7 +201,7 @@ def test_cancellation_kills_grandchildren(dirs: tuple[Path, Path]) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(backend.run, "sleep 300 & echo $! > bg.pid; wait")
             with anyio.fail_after(10):
-                while not (root / "bg.pid").exists():
+                while not written(root / "bg.pid"):  # the pid, not just the redirect's empty file
                     await anyio.sleep(0.02)
             group.cancel_scope.cancel()
 
