@@ -366,7 +366,7 @@ def _scrubbed(failure: ToolFailure, spec: AgentSpec) -> ToolFailure:
             assert_never(failure)
 
 
-_encoder = msgspec.json.Encoder()
+_encoder = msgspec.json.Encoder(order="sorted")
 
 
 def _encode(value: JsonValue) -> str:

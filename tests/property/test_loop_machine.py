@@ -3,7 +3,11 @@
 The test machine holds the current :class:`Outcome` and answers its pending
 effect the way some interpreter might: generated model turns, final answers,
 model failures, tool outcomes, rendered instructions, interruptions, and
-results that do not answer the effect at all. Each step also checks that the
+results that do not answer the effect at all. Agents come with drawn
+governance (tool hooks, a permission policy, rules, modes and approval
+routes), so tool calls walk their whole pipelines: each step of an
+``ExecuteTools`` is answered with a generated hook, policy or tool result, and
+each approval question with a random yes or no. Each step also checks that the
 transition is deterministic and survives a JSON round trip of the state; the
 invariants check what must hold of a whole run at every step.
 """
@@ -18,28 +22,32 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from returns.result import Failure, Success
 from strategies import (
+    MOSTLY_VALID,
     ONE_OF_EACH_RESULT,
     RESULTS,
-    CallKind,
     agent_inputs,
     agent_specs,
+    approvals_for,
     carriers,
     fed_usage,
     final_answers,
+    governed,
     handoff_lists,
     interruptions,
     model_failures,
     run_ids,
-    tool_outcomes,
+    steps_answered,
+    tool_def_lists,
     turn_plans,
     usages,
+    wrong_step_results,
 )
 
 from helikon.codec import from_json, to_json
 from helikon.effects import (
     ApprovalDecision,
-    ApprovalPending,
     ApprovalsGiven,
+    AskApprovals,
     AwaitApproval,
     CallModel,
     CheckGuardrails,
@@ -50,21 +58,26 @@ from helikon.effects import (
     HandoffCompleted,
     HooksRan,
     InstructionsRendered,
+    InvokeTool,
     ModelCallFailed,
     ModelResponded,
     RenderInstructions,
     RunHooks,
     RunInterrupted,
     Terminate,
-    ToolOutcome,
-    ToolRaised,
-    ToolReturned,
-    ToolsExecuted,
 )
-from helikon.errors import AgentError, GuardrailTripped, InvalidStructuredOutput, ModelFailed, StepError
+from helikon.errors import (
+    AgentError,
+    GuardrailTripped,
+    InvalidStructuredOutput,
+    ModelFailed,
+    StepError,
+)
 from helikon.events import (
     TERMINAL_EVENTS,
+    ApprovalRequested,
     MessageOutput,
+    PermissionDenied,
     RunCompleted,
     RunFailed,
     RunStarted,
@@ -72,23 +85,33 @@ from helikon.events import (
     ToolOutputItem,
     TurnStarted,
 )
+from helikon.governance import PermissionSettings
 from helikon.ids import CallId, RunId
 from helikon.items import AgentInput, AssistantMessage, Item, ToolCall, ToolResult, system_text
 from helikon.loop import (
     TABLE,
     AgentSpec,
     ApplyingHandoff,
+    ApprovalRoute,
     CallingModel,
     CheckingOutput,
     Done,
     ExecutingTools,
     Failed,
     Finalizing,
+    Governance,
+    NeedsApproval,
     Outcome,
     RepairingOutput,
     RunState,
+    Settled,
     StartingTurn,
+    ToolCallState,
+    approval_request,
+    parse_json,
+    pending_step,
     resume,
+    schema_errors,
     start,
     transition,
 )
@@ -98,10 +121,18 @@ Rule = TypeVar("Rule", bound=Callable[..., None])
 
 #: Per run: whether it may fail (model errors, trips, denials), be interrupted, and how deeply it is nested.
 HAZARDS = st.tuples(st.booleans(), st.booleans(), st.integers(0, 3))
-#: Call kinds, weighted towards calls that run (a repeated kind is drawn more often).
-MOSTLY_VALID = (CallKind.VALID, CallKind.VALID, CallKind.VALID, *CallKind)
-#: Agents that may hand off.
-SPECS = agent_specs(handoffs=handoff_lists(max_size=1), governance=st.booleans())
+#: Agents that may hand off, with drawn governance over their own tools.
+SPECS = governed(
+    agent_specs(
+        tools=st.one_of(tool_def_lists(min_size=1), tool_def_lists()),
+        handoffs=handoff_lists(max_size=1),
+        governance=st.booleans(),
+    )
+)
+#: The approval effects, by route (DENY resolves every ask inside the core).
+ASKING = {ApprovalRoute.HANDLER: AskApprovals, ApprovalRoute.SUSPEND: AwaitApproval}
+#: Permission settings under which every runnable call just runs.
+PERMISSIVE = PermissionSettings(guard_rules=())
 
 
 def after_governance(phase: Any) -> Any:
@@ -112,6 +143,20 @@ def after_governance(phase: Any) -> Any:
         case CheckingOutput(output=output):
             return Done(output)
     return phase
+
+
+def runnable(call: ToolCall, spec: AgentSpec) -> bool:
+    """Whether the loop lets ``call`` into its pipeline (a known tool, valid arguments)."""
+    tool = spec.tool(call.name)
+    if tool is None:
+        return False
+    value, error = parse_json(call.arguments or "{}")
+    return error is None and not schema_errors(value, tool.parameters)
+
+
+def calls_of(phase: Any) -> tuple[ToolCallState, ...]:
+    """The tool calls of a round in progress (none in any other phase)."""
+    return phase.calls if type(phase) in (ExecutingTools, NeedsApproval) else ()
 
 
 def pending(*types: type) -> Callable[[Rule], Rule]:
@@ -198,6 +243,9 @@ class LoopMachine(RuleBasedStateMachine):
             f"reached {type(phase).__name__}"
             + (f"({type(phase.error).__name__})" if type(phase) is Failed else "")
         )
+        if type(nxt.effect) is ExecuteTools:
+            for kind in {type(step).__name__ for step in nxt.effect.steps}:
+                event(f"asked for {kind}")
         return nxt
 
     # -- starting ------------------------------------------------------------
@@ -241,7 +289,9 @@ class LoopMachine(RuleBasedStateMachine):
     @pending(CallModel)
     @rule(data=st.data())
     def model_responds(self, data: st.DataObject) -> None:
-        plan = data.draw(turn_plans(self.spec.model_tools, kinds=MOSTLY_VALID), label="turn")
+        calling = data.draw(st.booleans(), label="calls tools") and bool(self.spec.model_tools)
+        plans = turn_plans(self.spec.model_tools, min_calls=int(calling), kinds=MOSTLY_VALID)
+        plan = data.draw(plans, label="turn")
         out = self.feed(ModelResponded(plan.events))
         if plan.calls and not out.state.terminal:
             # The first transfer call wins over every other call of the turn.
@@ -252,7 +302,25 @@ class LoopMachine(RuleBasedStateMachine):
                     handoff.target, out.state.conversation, out.state.depth + 1
                 )
             else:
-                assert type(out.effect) in (ExecuteTools, CallModel, RenderInstructions, RunHooks)
+                assert type(out.effect) in (
+                    ExecuteTools,
+                    AskApprovals,
+                    AwaitApproval,
+                    CallModel,
+                    RenderInstructions,
+                    RunHooks,
+                )
+            governance = self.spec.governance
+            if governance in (Governance(), Governance(PERMISSIVE)) and not transfers:
+                # No hooks, no policy, no rule that asks: every runnable call just runs.
+                calls = [c for c in out.appended if type(c) is ToolCall and runnable(c, self.spec)]
+                expected = tuple(
+                    InvokeTool(c.call_id, c.name, parse_json(c.arguments or "{}")[0]) for c in calls
+                )
+                if expected:
+                    assert out.effect == ExecuteTools(expected)
+                else:
+                    assert type(out.effect) is not ExecuteTools
 
     @precondition(lambda self: type(self.out.state.phase) in (Finalizing, RepairingOutput))
     @pending(CallModel)
@@ -276,31 +344,58 @@ class LoopMachine(RuleBasedStateMachine):
     def tools_executed(self, data: st.DataObject) -> None:
         effect = self.out.effect
         assert type(effect) is ExecuteTools
-        outcomes = tuple(
-            # A call a human has approved is not held for approval again.
-            data.draw(
-                tool_outcomes(call.call_id, approvals=call.call_id not in effect.approved), label=call.name
-            )
-            for call in effect.calls
-        )
-        injected = data.draw(st.lists(st.text(max_size=10), max_size=2), label="injected")
-        out = self.feed(ToolsExecuted(outcomes, tuple(injected)))
-        if any(type(o) is ApprovalPending for o in outcomes):
-            assert type(out.effect) is AwaitApproval
+        before = calls_of(self.out.state.phase)
+        # Through the codec, as a durable interpreter stores the results.
+        drawn = data.draw(steps_answered(effect), label="results")
+        answers = from_json(to_json(drawn, EffectResult), EffectResult)
+        out = self.feed(answers)
+        self.check_round_step(before, out)
+        if isinstance(out.effect, AskApprovals | AwaitApproval):
+            assert out.effect == ASKING[self.spec.governance.approvals](out.effect.requests)
 
-    @pending(AwaitApproval)
+    @pending(AskApprovals, AwaitApproval)
     @rule(data=st.data())
     def approvals_given(self, data: st.DataObject) -> None:
         effect = self.out.effect
-        assert type(effect) is AwaitApproval
-        decisions = tuple(
-            ApprovalDecision(r.call_id, data.draw(st.booleans(), label=r.call_id), "not now")
-            for r in effect.requests
-        )
-        out = self.feed(ApprovalsGiven(decisions))
-        if any(d.approved for d in decisions):
-            assert type(out.effect) is ExecuteTools
-            assert out.effect.approved == tuple(d.call_id for d in decisions if d.approved)
+        assert isinstance(effect, AskApprovals | AwaitApproval)
+        before = calls_of(self.out.state.phase)
+        answers = data.draw(approvals_for(effect.requests), label="decisions")
+        out = self.feed(answers)
+        self.check_round_step(before, out)
+        after = {c.call.call_id: c for c in calls_of(out.state.phase)}
+        results = {e.item.call_id: e.item for e in out.events if type(e) is ToolOutputItem}
+        denials = [e for e in out.events if type(e) is PermissionDenied]
+        for decision in answers.decisions:
+            if decision.approved:
+                continue
+            # A human's no is final: the call is denied.
+            call = after.get(decision.call_id)
+            result = results.get(decision.call_id)
+            if result is None:
+                assert call is not None and type(call.stage) is Settled
+                result = call.stage.result
+            assert result.is_error
+            assert any(d.tool == result.name for d in denials)
+
+    def check_round_step(self, before: tuple[ToolCallState, ...], out: Outcome) -> None:
+        """One step of a round: calls keep their order, settled calls stay
+        settled, and the round ends when, and only when, every call is settled."""
+        after = calls_of(out.state.phase)
+        if after:
+            assert [c.call for c in after] == [c.call for c in before]
+            for old, new in zip(before, after, strict=True):
+                if old.settled:
+                    assert new == old
+            assert not all(c.settled for c in after)
+        elif not out.state.terminal:
+            # The round settled: one result per call, in call order.
+            results = [e.item for e in out.events if type(e) is ToolOutputItem]
+            assert [(r.call_id, r.name) for r in results] == [(c.call.call_id, c.call.name) for c in before]
+        asked = [e for e in out.events if type(e) is ApprovalRequested]
+        if isinstance(out.effect, AskApprovals | AwaitApproval):
+            assert [e.call_id for e in asked] == [r.call_id for r in out.effect.requests]
+        else:
+            assert asked == []
 
     @pending(CheckGuardrails)
     @rule(data=st.data())
@@ -336,7 +431,7 @@ class LoopMachine(RuleBasedStateMachine):
                 self.model_answers_finally(data)
             case ExecuteTools():
                 self.tools_executed(data)
-            case AwaitApproval():
+            case AskApprovals() | AwaitApproval():
                 self.approvals_given(data)
             case CheckGuardrails():
                 self.guardrails_pass(data)
@@ -426,9 +521,18 @@ class LoopMachine(RuleBasedStateMachine):
                 assert effect == RenderInstructions(phase.turn)
             case CallingModel() | Finalizing() | RepairingOutput():
                 assert type(effect) is CallModel and effect.turn == phase.turn
-            case ExecutingTools(calls=calls, prefilled=prefilled):
-                assert type(effect) is ExecuteTools
-                assert effect.calls == tuple(c for c, p in zip(calls, prefilled, strict=True) if p is None)
+            case ExecutingTools(calls=calls):
+                # At most one step per call, in call order, and at least one step.
+                assert effect == ExecuteTools(tuple(s for s in map(pending_step, calls) if s is not None))
+                assert effect.steps
+            case NeedsApproval(calls=calls):
+                # Every call is settled or waits for a human, and the route says how to ask.
+                requests = tuple(r for r in map(approval_request, calls) if r is not None)
+                assert requests
+                assert all(pending_step(c) is None for c in calls)
+                route = self.spec.governance.approvals
+                assert route is not ApprovalRoute.DENY
+                assert effect == ASKING[route](requests)
             case ApplyingHandoff(target=target, transcript=transcript):
                 assert effect == Handoff(target, transcript, self.out.state.depth + 1)
                 assert transcript == self.out.state.conversation
@@ -484,28 +588,15 @@ def mismatched(state: RunState, effect: Any) -> st.SearchStrategy[EffectResult]:
             options += [carriers(ModelResponded), carriers(ModelCallFailed)]
         case CallModel() if phase is CallingModel:  # the instructions are already rendered
             options.append(carriers(InstructionsRendered))
-        case ExecuteTools(calls=calls):
-            options.append(wrong_outcomes(calls))
-        case AwaitApproval(requests=requests):  # a decision missing
-            options.append(
-                st.just(ApprovalsGiven(tuple(ApprovalDecision(r.call_id, True) for r in requests[1:])))
-            )
+        case ExecuteTools(steps=steps):
+            options.append(wrong_step_results(steps))
+        case AskApprovals(requests=requests) | AwaitApproval(requests=requests):
+            # A decision missing, or one for a call nobody asked about.
+            decisions = [ApprovalDecision(r.call_id, True) for r in requests]
+            stranger = ApprovalDecision(CallId(max((r.call_id for r in requests), key=len) + "?"), True)
+            options.append(st.just(ApprovalsGiven(tuple(decisions[1:]))))
+            options.append(st.just(ApprovalsGiven((*decisions, stranger))))
     return st.one_of(options)
-
-
-@st.composite
-def wrong_outcomes(draw: st.DrawFn, calls: tuple[ToolCall, ...]) -> ToolsExecuted:
-    """Outcomes that miss a call, add one, or answer the wrong call id."""
-    outcomes: list[ToolOutcome] = [ToolReturned(c.call_id, "ok") for c in calls]
-    how = draw(st.sampled_from(["missing", "extra", "wrong_id"]))
-    if how == "missing":
-        del outcomes[draw(st.integers(0, len(outcomes) - 1))]
-    elif how == "extra":
-        outcomes.insert(draw(st.integers(0, len(outcomes))), ToolReturned(CallId("extra"), "surprise"))
-    else:
-        i = draw(st.integers(0, len(outcomes) - 1))
-        outcomes[i] = ToolRaised(CallId("not-" + calls[i].call_id), draw(carriers(ToolRaised)).failure)
-    return ToolsExecuted(tuple(outcomes))
 
 
 LoopMachine.TestCase.settings = settings(stateful_step_count=25)

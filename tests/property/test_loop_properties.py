@@ -2,13 +2,17 @@
 
 Each test states one promise of the book or the design and lets Hypothesis
 look for a counterexample: totality of ``transition``, determinism, exact
-reassembly of streamed tool calls, the tool-argument, max-turns and
-structured-output rules, lossless serialization of every carrier, and
-resumption from a reloaded state at any step.
+reassembly of streamed tool calls, governed tool rounds (hooks, the
+permission policy, humans and the tools answering anything), the
+tool-argument, max-turns and structured-output rules, lossless serialization
+of every carrier, and resumption from a reloaded state at any step. Agents
+come with drawn governance, answered by deterministic scripted hooks,
+policies and approval handlers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -17,13 +21,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 from strategies import (
+    MOSTLY_VALID,
     PHASES,
     RESULTS,
     CallKind,
+    TurnPlan,
     agent_specs,
+    approvals_for,
     arg_schemas,
+    callbacks_for,
     carriers,
     final_answers,
+    governed,
     handoff_lists,
     instructions_fn,
     matching_args,
@@ -33,22 +42,26 @@ from strategies import (
     run_ids,
     scaled,
     scripts,
+    steps_answered,
     tool_def_lists,
-    tool_outcomes,
     tools_for,
     turn_plans,
+    wrong_step_results,
 )
 
 from helikon.codec import from_json, structure, to_json, unstructure
 from helikon.effects import (
-    ApprovalDecision,
     ApprovalsGiven,
+    AskApprovals,
+    AwaitApproval,
     CallModel,
     Effect,
     EffectResult,
     ExecuteTools,
+    InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
+    RenderInstructions,
     Terminate,
     ToolsExecuted,
 )
@@ -71,11 +84,12 @@ from helikon.events import (
 )
 from helikon.ids import RunId
 from helikon.interpreters import ScriptedRun, TestInterpreter
-from helikon.items import AgentInput, ContentPart, Item
+from helikon.items import AgentInput, ContentPart, Item, ToolResult
 from helikon.loop import (
     TABLE,
     TERMINAL,
     AgentSpec,
+    ApprovalRoute,
     Done,
     ExecutingTools,
     LoopState,
@@ -83,8 +97,10 @@ from helikon.loop import (
     Outcome,
     RunState,
     aggregate,
+    approval_request,
     delta_event,
     parse_json,
+    pending_step,
     resume,
     schema_errors,
     start,
@@ -95,8 +111,11 @@ from helikon.model import ModelEvent, ToolDef
 # -- helpers -------------------------------------------------------------------
 
 
-def interpreter(spec: AgentSpec, model: list[list[Any]], tools: dict[str, Any]) -> TestInterpreter:
-    return TestInterpreter(model=model, tools=tools, instructions=instructions_fn)
+def interpreter(
+    spec: AgentSpec, model: list[list[Any]], tools: dict[str, Any], callbacks: dict[str, Any] | None = None
+) -> TestInterpreter:
+    """A test interpreter; ``callbacks`` are the hooks, policy and approval handler."""
+    return TestInterpreter(model=model, tools=tools, instructions=instructions_fn, **(callbacks or {}))
 
 
 def model_calls(run: ScriptedRun) -> int:
@@ -120,12 +139,10 @@ def results_for(draw: st.DrawFn, result_type: type, state: RunState, spec: Agent
         if result_type is ModelResponded:
             return ModelResponded(draw(turn_plans(spec.model_tools)).events)
         if result_type is ToolsExecuted and type(phase) is ExecutingTools:
-            runnable = [c for c, p in zip(phase.calls, phase.prefilled, strict=True) if p is None]
-            return ToolsExecuted(tuple(draw(tool_outcomes(c.call_id, approvals=True)) for c in runnable))
+            steps = tuple(step for step in map(pending_step, phase.calls) if step is not None)
+            return draw(steps_answered(ExecuteTools(steps)))
         if result_type is ApprovalsGiven and type(phase) is NeedsApproval:
-            return ApprovalsGiven(
-                tuple(ApprovalDecision(r.call_id, draw(st.booleans())) for r in phase.pending)
-            )
+            return draw(approvals_for(r for r in map(approval_request, phase.calls) if r is not None))
     result: EffectResult = draw(carriers(result_type))
     return result
 
@@ -148,7 +165,7 @@ def pair_id(pair: tuple[type, type]) -> str:
 def test_transition_is_total(pair: tuple[type, type], data: st.DataObject) -> None:
     """Every pair of the table gives Success or Failure(StepError) for any state; nothing raises."""
     phase_type, result_type = pair
-    spec = data.draw(agent_specs(handoffs=handoff_lists(), governance=st.booleans()), label="spec")
+    spec = data.draw(governed(agent_specs(handoffs=handoff_lists(), governance=st.booleans())), label="spec")
     state = data.draw(states_in(phase_type), label="state")
     result = data.draw(results_for(result_type, state, spec), label="result")
     outcome = transition(state, result, spec)
@@ -179,20 +196,29 @@ def test_terminal_phases_accept_nothing() -> None:
 # -- determinism -------------------------------------------------------------------
 
 
+#: A scripted run: the spec, its model turns, its tools, the run id, and the
+#: hooks, policy and approval handler its governance asks.
+Script = tuple[AgentSpec, list[list[Any]], dict[str, Any], str, dict[str, Any]]
+
+
 @st.composite
-def scripted_runs(draw: st.DrawFn) -> tuple[AgentSpec, list[list[Any]], dict[str, Any], str]:
-    spec = draw(agent_specs(), label="spec")
-    return spec, draw(scripts(spec), label="scripts"), draw(tools_for(spec), label="tools"), draw(run_ids())
+def scripted_runs(draw: st.DrawFn) -> Script:
+    spec = draw(governed(agent_specs()), label="spec")
+    return (
+        spec,
+        draw(scripts(spec), label="scripts"),
+        draw(tools_for(spec), label="tools"),
+        draw(run_ids()),
+        draw(callbacks_for(spec), label="callbacks"),
+    )
 
 
 @scaled(1.0)
 @given(scripted_runs(), st.text(max_size=20))
-def test_identical_inputs_give_identical_event_streams(
-    run: tuple[AgentSpec, list[list[Any]], dict[str, Any], str], text: str
-) -> None:
-    spec, model, tools, run_id = run
-    first = interpreter(spec, model, tools).run(spec, text, run_id)
-    second = interpreter(spec, model, tools).run(spec, text, run_id)
+def test_identical_inputs_give_identical_event_streams(run: Script, text: str) -> None:
+    spec, model, tools, run_id, callbacks = run
+    first = interpreter(spec, model, tools, callbacks).run(spec, text, run_id)
+    second = interpreter(spec, model, tools, callbacks).run(spec, text, run_id)
     assert first.events == second.events
     assert first.steps == second.steps
     assert first.state == second.state
@@ -285,6 +311,121 @@ def test_unknown_tools_get_an_error_result_and_the_run_continues(
     assert not any(type(step.effect) is ExecuteTools for step in run.steps)
     assert type(run.events[-1]) is RunCompleted
     assert run.state.phase == Done(answer.text)
+
+
+# -- governed tool rounds ------------------------------------------------------------
+
+#: Agents with tools and governance that fires hooks, asks a policy and asks humans.
+ROUND_SPECS = governed(
+    agent_specs(tools=tool_def_lists(min_size=1), output=st.none(), config=run_configs(st.integers(2, 6)))
+)
+ASKS = (AskApprovals, AwaitApproval)
+
+
+def fed(out: Outcome, result: EffectResult, spec: AgentSpec) -> Outcome:
+    """Feed ``result``; the step is deterministic, the same from a reloaded
+    state, and its pending effect is what ``resume`` derives from its state."""
+    first = transition(out.state, result, spec).unwrap()
+    assert transition(out.state, result, spec).unwrap() == first
+    reloaded = from_json(to_json(out.state), RunState)
+    assert transition(reloaded, result, from_json(to_json(spec), AgentSpec)).unwrap() == first
+    assert resume(from_json(to_json(first.state), RunState), spec).unwrap().effect == first.effect
+    return first
+
+
+def run_round(
+    spec: AgentSpec, plan: TurnPlan, answer: Callable[[Outcome], EffectResult]
+) -> tuple[list[Outcome], list[EffectResult]]:
+    """One model turn of ``plan`` and its round of tool calls, every effect of
+    the round answered by ``answer``: the outcomes and the results fed."""
+    out = start(spec, AgentInput.from_user_text("go"), RunId("r"))
+    if type(out.effect) is RenderInstructions:
+        out = fed(out, InstructionsRendered("be brief"), spec)
+    out = fed(out, ModelResponded(plan.events), spec)
+    outcomes, results = [out], []
+    while type(out.effect) in (ExecuteTools, *ASKS):
+        result = answer(out)
+        out = fed(out, result, spec)
+        outcomes.append(out)
+        results.append(result)
+    return outcomes, results
+
+
+@scaled(1.0)
+@given(spec=ROUND_SPECS, data=st.data())
+def test_a_governed_round_settles_every_call_in_call_order(spec: AgentSpec, data: st.DataObject) -> None:
+    """Hooks, the policy, humans and the tools answer anything: each step asks
+    at most one thing per call, humans only once no call has a step left, and
+    the round ends with one result per call, in call order; a result that does
+    not answer the steps is refused."""
+    plans = turn_plans(spec.tools, min_calls=1, kinds=MOSTLY_VALID)
+    plan = data.draw(plans, label="turn")
+    governance = spec.governance
+
+    def answer(out: Outcome) -> EffectResult:
+        effect, phase = out.effect, out.state.phase
+        if type(effect) is ExecuteTools:
+            assert type(phase) is ExecutingTools
+            assert effect.steps == tuple(s for s in map(pending_step, phase.calls) if s is not None)
+            assert effect.steps
+            wrong = data.draw(wrong_step_results(effect.steps), label="wrong")
+            refused = transition(out.state, wrong, spec)
+            assert isinstance(refused, Failure) and isinstance(refused.failure(), StepError)
+            drawn = data.draw(steps_answered(effect), label="results")
+            # Through the codec, as a durable interpreter stores them.
+            result: EffectResult = from_json(to_json(drawn, EffectResult), EffectResult)
+            return result
+        assert type(phase) is NeedsApproval and type(effect) in ASKS
+        assert type(effect) is (
+            AskApprovals if governance.approvals is ApprovalRoute.HANDLER else AwaitApproval
+        )
+        assert all(pending_step(c) is None for c in phase.calls)
+        assert effect.requests == tuple(r for r in map(approval_request, phase.calls) if r is not None)
+        assert effect.requests
+        return data.draw(approvals_for(effect.requests), label="decisions")
+
+    outcomes, results = run_round(spec, plan, answer)
+    calls = plan.tool_calls(RunId("r"), 1)
+    # Each effect moves at least one call one stage on; a call has only so many.
+    stages = 2 * len(governance.hooks) + 3 + len(governance.permissions.guard_rules)
+    assert len(results) <= len(calls) * stages
+    events = [e for out in outcomes for e in out.events]
+    produced = [e.item for e in events if type(e) is ToolOutputItem]
+    assert [(r.call_id, r.name) for r in produced] == [(c.call_id, c.name) for c in calls]
+    last = outcomes[-1]
+    assert type(last.effect) in (CallModel, RenderInstructions) or last.state.terminal
+    assert [i for i in last.state.conversation if type(i) is ToolResult] == produced
+
+
+@scaled(0.5)
+@given(spec=ROUND_SPECS, data=st.data())
+def test_asking_the_handler_or_suspending_asks_and_ends_alike(spec: AgentSpec, data: st.DataObject) -> None:
+    """The approval route changes only the effect that asks: the same answers
+    give the same events and the same conversation."""
+    plan = data.draw(turn_plans(spec.tools, min_calls=1, kinds=MOSTLY_VALID))
+    governance = attrs.evolve(spec.governance, approvals=ApprovalRoute.HANDLER)
+    handler = attrs.evolve(spec, governance=governance)
+    suspend = attrs.evolve(spec, governance=attrs.evolve(governance, approvals=ApprovalRoute.SUSPEND))
+
+    def answer(out: Outcome) -> EffectResult:
+        if type(out.effect) is ExecuteTools:
+            drawn = data.draw(steps_answered(out.effect), label="results")
+            result: EffectResult = from_json(to_json(drawn, EffectResult), EffectResult)
+            return result
+        assert isinstance(out.effect, AskApprovals | AwaitApproval)
+        return data.draw(approvals_for(out.effect.requests), label="decisions")
+
+    asked, answers = run_round(handler, plan, answer)
+    fed_back = iter(answers)
+    suspended, _ = run_round(suspend, plan, lambda out: next(fed_back))
+    assert [o.events for o in suspended] == [o.events for o in asked]
+    assert [o.appended for o in suspended] == [o.appended for o in asked]
+    assert [o.state.conversation for o in suspended] == [o.state.conversation for o in asked]
+    for a, b in zip(asked, suspended, strict=True):
+        if type(a.effect) is AskApprovals:
+            assert b.effect == AwaitApproval(a.effect.requests)
+        else:
+            assert b.effect == a.effect
 
 
 # -- max turns ---------------------------------------------------------------------
@@ -409,20 +550,18 @@ def replay(spec: AgentSpec, run: ScriptedRun, input: AgentInput, steps: int) -> 
 
 @scaled(1.0)
 @given(scripted_runs(), st.text(max_size=20))
-def test_resuming_a_reloaded_state_at_any_step_gives_the_same_events(
-    recorded: tuple[AgentSpec, list[list[Any]], dict[str, Any], str], text: str
-) -> None:
+def test_resuming_a_reloaded_state_at_any_step_gives_the_same_events(recorded: Script, text: str) -> None:
     """Dump the state after any step, load it (and the spec), resume: the same run."""
-    spec, model, tools, run_id = recorded
+    spec, model, tools, run_id, callbacks = recorded
     input = AgentInput.from_user_text(text)
-    whole = interpreter(spec, model, tools).run(spec, input, run_id)
+    whole = interpreter(spec, model, tools, callbacks).run(spec, input, run_id)
     for k in range(len(whole.steps) + 1):
         outcome, emitted = replay(spec, whole, input, k)
         loaded_spec = from_json(to_json(spec), AgentSpec)
         pending = resume(from_json(to_json(outcome.state), RunState), loaded_spec).unwrap()
         assert pending.effect == outcome.effect
         remaining = model[sum(type(s.effect) is CallModel for s in whole.steps[:k]) :]
-        resumed = interpreter(spec, remaining, tools).resume(loaded_spec, pending)
+        resumed = interpreter(spec, remaining, tools, callbacks).resume(loaded_spec, pending)
         assert [*emitted, *resumed.events] == list(whole.events)
         assert resumed.state == whole.state
         assert resumed.steps == whole.steps[k:]

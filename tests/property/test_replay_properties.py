@@ -30,6 +30,8 @@ class ScriptedTool:
         self.effect = ToolEffect.READ_ONLY
 
     async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue:
+        # Keys in an order of their own: the text the model sees does not
+        # depend on it (the machine sorts them), so the replay is the same.
         return {"tool": self.name, "keys": sorted(args, reverse=True)}
 
 
