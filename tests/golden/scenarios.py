@@ -16,7 +16,7 @@ from helikon import AgentInput, LlmAgent, RunConfig, RunContext, ToolContext, To
 from helikon.errors import ModelError
 from helikon.model import Finish, FinishReason, ReasoningChunk, TextChunk
 from helikon.testing import MockModel, call_tools, say
-from helikon.workflows import GraphAgent, Handoff, ParallelAgent
+from helikon.workflows import GraphAgent, Handoff, ParallelAgent, SequentialAgent, SwarmAgent
 
 Scenario = tuple[LlmAgent[Any], AgentInput | str, RunContext[Any] | None]
 
@@ -152,9 +152,17 @@ def reasoning_deltas() -> Scenario:
     return _agent(model), "Dining budget?", None
 
 
+#: Instructions to give a specialist by name (tests change one child of a tree with it).
+TWEAKS: dict[str, str] = {}
+
+
 def _specialist(name: str, answer: str) -> LlmAgent[Any]:
     return LlmAgent(
-        name=name, model=MockModel([say(answer)]), description=f"Answers {name} questions.", tools=[]
+        name=name,
+        model=MockModel([say(answer)]),
+        description=f"Answers {name} questions.",
+        instructions=TWEAKS.get(name),
+        tools=[],
     )
 
 
@@ -195,6 +203,46 @@ def graph_report() -> Scenario:
     return graph, "Report on December.", None  # type: ignore[return-value]
 
 
+def sequential_pipeline() -> Scenario:
+    """A researcher with a tool, then a writer: each child's steps at its path."""
+    researcher = LlmAgent(
+        name="researcher",
+        model=MockModel(
+            [
+                call_tools(("lookup_spending", {"category": "dining", "month": "2026-11"})),
+                say("Dining: $412."),
+            ]
+        ),
+        instructions="Find the numbers.",
+        tools=[lookup_spending],
+    )
+    writer = _specialist("writer", "You spent $412 on dining in November.")
+    pipeline = SequentialAgent("report-pipeline", "Research, then write.").then(researcher).then(writer)
+    return pipeline, "Dining in November?", None  # type: ignore[return-value]
+
+
+def swarm_handoffs() -> Scenario:
+    """A swarm: the entry hands off to a peer, which answers."""
+    greeter = LlmAgent(
+        name="greeter",
+        description="Greets and routes.",
+        model=MockModel([call_tools(("transfer_to_saver", {}))]),
+        instructions="Route savings questions to the saver.",
+    )
+    saver = _specialist("saver", "Put 10% aside each month.")
+    swarm = (
+        SwarmAgent.builder()
+        .name("money-swarm")
+        .description("Greeter and saver.")
+        .member(greeter)
+        .member(saver)
+        .entry("greeter")
+        .max_handoffs(2)
+        .build()
+    )
+    return swarm, "How do I save?", None  # type: ignore[return-value]
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     f.__name__: f
     for f in (
@@ -211,5 +259,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         handoff,
         parallel_fan_out,
         graph_report,
+        sequential_pipeline,
+        swarm_handoffs,
     )
 }
