@@ -171,20 +171,7 @@ class LlmAgent(Generic[Ctx]):
             StepError: the state cannot be resumed (a reserved phase), or
                 ``answer`` does not answer its pending effect.
         """
-        from helikon.interpreters import LiveInterpreter
-
-        run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
-        interp = interpreter or LiveInterpreter(state.run_id)
-        # The machine resumes under the run context's governance (the same
-        # spec ``agent.run`` and the step API build): an approval answers
-        # only the ask step, and the mode and rules still apply after it.
-        env = environment(self, run_ctx, interp, run_id=state.run_id, config=config)
-        machine = env.machine if env.machine is not None else LoopMachine(env.spec)
-        if answer is not None:
-            first = machine.step(state, answer).alt(_raise).unwrap()
-        else:
-            first = resumed(machine, state)
-        return _run(self, run_ctx, AgentInput(()), interp, config, first)
+        return resume_agent(self, ctx, state, answer, config=config, interpreter=interpreter)
 
     def make_env(
         self,
@@ -235,6 +222,32 @@ class LlmAgent(Generic[Ctx]):
 
     def with_config(self, config: RunConfig) -> LlmAgent[Ctx]:
         return attrs.evolve(self, config=config)
+
+
+def resume_agent(
+    agent: Any,
+    ctx: RunContext[Any] | None,
+    state: Any,
+    answer: EffectResult | None = None,
+    *,
+    config: RunConfig | None = None,
+    interpreter: Any = None,
+) -> AsyncIterator[AgentEvent]:
+    """``agent.resume(...)`` for any helikon agent (an LLM agent, a workflow, a swarm)."""
+    from helikon.interpreters import LiveInterpreter
+
+    run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
+    interp = interpreter or LiveInterpreter(state.run_id)
+    # The machine resumes under the run context's governance (the same spec
+    # ``agent.run`` and the step API build): an approval answers only the ask
+    # step, and the mode and rules still apply after it.
+    env = environment(agent, run_ctx, interp, run_id=state.run_id, config=config)
+    machine = env.machine if env.machine is not None else LoopMachine(env.spec)
+    if answer is not None:
+        first = machine.step(state, answer).alt(_raise).unwrap()
+    else:
+        first = resumed(machine, state)
+    return _run(agent, run_ctx, AgentInput(()), interp, config, first)
 
 
 def _raise(error: Exception) -> Any:
@@ -328,4 +341,14 @@ async def _run_complete(env: RunEnv) -> None:
         await notify_hooks(env, OnRunComplete())
 
 
-__all__ = ["Instructions", "Limits", "LlmAgent", "inherit", "output_schema_for", "run_agent"]
+__all__ = [
+    "Instructions",
+    "Limits",
+    "LlmAgent",
+    "environment",
+    "inherit",
+    "output_schema_for",
+    "resume_agent",
+    "resumed",
+    "run_agent",
+]

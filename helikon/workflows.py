@@ -22,17 +22,18 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 import attrs
 
-from helikon.agent import LlmAgent, run_agent
+from helikon.agent import LlmAgent, resume_agent, run_agent
 from helikon.agents import Node, WorkflowKind, WorkflowSpec, graph_errors
 from helikon.cancel import CancellationToken
 from helikon.config import RunConfig
 from helikon.context import Actions, HookRegistry, RunContext, SessionState, ToolContext
-from helikon.errors import ConfigError, MaxHandoffsExceeded, RunError, ToolError, describe
-from helikon.events import AgentEvent, HandoffItem, RunFailed
+from helikon.effects import EffectResult
+from helikon.errors import ConfigError, RunError, ToolError, describe
+from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import Limits, RunEnv, build_env
 from helikon.items import AgentInput
-from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect, Usage
+from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect
 
 
 @runtime_checkable
@@ -283,6 +284,18 @@ class _Workflow:
             raise ConfigError(f"workflow {self.name!r} has no sub-agents")
         return run_agent(self, ctx, input, config=config, interpreter=interpreter)
 
+    def resume(
+        self,
+        ctx: RunContext[Any] | None,
+        state: Any,
+        answer: EffectResult | None = None,
+        *,
+        config: RunConfig | None = None,
+        interpreter: Any = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Continue a run from a saved ``state`` (see ``LlmAgent.resume``)."""
+        return resume_agent(self, ctx, state, answer, config=config, interpreter=interpreter)
+
     def make_env(
         self,
         ctx: RunContext[Any],
@@ -487,32 +500,24 @@ class SwarmAgent:
         config: RunConfig | None = None,
         interpreter: Any = None,
     ) -> AsyncIterator[AgentEvent]:
-        stream = self.members[self.entry].run(ctx, input, config=config, interpreter=interpreter)
-        if self.max_handoffs is None:
-            return stream
-        return bounded_handoffs(stream, self.max_handoffs)
+        return run_agent(self, ctx, input, config=config, interpreter=interpreter)
+
+    def resume(
+        self,
+        ctx: RunContext[Any] | None,
+        state: Any,
+        answer: EffectResult | None = None,
+        *,
+        config: RunConfig | None = None,
+        interpreter: Any = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Continue a run from a saved ``state`` (see ``LlmAgent.resume``)."""
+        return resume_agent(self, ctx, state, answer, config=config, interpreter=interpreter)
 
     def make_env(self, ctx: RunContext[Any], interpreter: Any, **kw: Any) -> RunEnv:
-        """Runs as its entry member (handoff budgets apply to top-level runs)."""
+        """Runs as its entry member; the agent tree counts the handoffs
+        (``max_handoffs``) along the chain, in the machine."""
         return self.members[self.entry].make_env(ctx, interpreter, **kw)
-
-
-async def bounded_handoffs(stream: AsyncIterator[AgentEvent], limit: int) -> AsyncIterator[AgentEvent]:
-    """``stream``, failing with ``MaxHandoffsExceeded`` after ``limit`` handoffs."""
-    handoffs = 0
-    usage = Usage()
-    try:
-        async for event in stream:
-            if type(event) is HandoffItem:
-                handoffs += 1
-                if handoffs > limit:
-                    yield RunFailed(MaxHandoffsExceeded(limit), usage)
-                    return
-            yield event
-    finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 @attrs.frozen

@@ -72,7 +72,7 @@ from helikon.effects import (
     ToolsExecuted,
 )
 from helikon.errors import AgentError, MaxHandoffsExceeded, OtherError, StepError
-from helikon.events import AgentEvent, AgentUpdated, RunCompleted, RunFailed, RunStarted
+from helikon.events import AgentEvent, AgentUpdated, HandoffItem, RunCompleted, RunFailed, RunStarted
 from helikon.governance import OnHandoff, OnSubagentStop
 from helikon.ids import RunId
 from helikon.items import AgentInput, Item
@@ -305,6 +305,9 @@ def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[Agen
         failed = HandoffCompleted("", Usage(), OtherError(f"no handoff target named {effect.target!r}"))
         return _feed_own(spec, node, failed, events)
     if node.handoffs_left is not None and node.handoffs_left <= 0:
+        # The refused handoff never happens: it is not announced either.
+        while events and type(events[-1]) in (AgentUpdated, HandoffItem):
+            events.pop()
         exceeded = MaxHandoffsExceeded(node.handoff_limit or 0)
         return _feed_own(spec, node, HandoffCompleted("", Usage(), exceeded), events)
     run_id = RunId(f"{node.state.run_id}/{target.name}")
