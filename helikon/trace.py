@@ -30,7 +30,7 @@ from helikon.loop import AgentSpec
 #: The format's name, in every header.
 FORMAT: Final = "helikon-trace"
 #: The format version this helikon writes and reads.
-VERSION: Final = 2
+VERSION: Final = 3
 
 
 class TraceFormatError(HelikonError):

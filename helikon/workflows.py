@@ -582,5 +582,4 @@ __all__ = [
     "SwarmAgent",
     "SwarmBuildError",
     "SwarmBuilder",
-    "bounded_handoffs",
 ]

@@ -1,10 +1,9 @@
-"""Running sub-agents: workflow children and handoff targets.
+"""Running a child agent that is not a helikon machine (anything with
+``run(ctx, input)``), whole, as one effect.
 
-A child is driven by the same interpreter as its parent. Its events are
-forwarded to the parent's stream, all but its own ``RunStarted`` and
-terminal event (a composite emits one outer pair); its final text, usage and
-error come back as a :class:`ChildEnd`. Agents that are not helikon machines
-(anything with ``run(ctx, input)``) are run as they are.
+Its events are forwarded to the parent's stream, all but its own
+``RunStarted`` and terminal event (the tree emits one outer pair); its final
+text, usage and error come back as a :class:`ChildEnd`.
 """
 
 from __future__ import annotations
@@ -38,25 +37,16 @@ def resolve(entry: Any) -> Any:
 
 
 async def run_child(
-    interpreter: Any,
-    agent: Any,
-    ctx: RunContext[Any],
-    input: tuple[Item, ...],
-    *,
-    path: tuple[str | int, ...],
-    run_id: str,
-    limits: Any,
+    agent: Any, ctx: RunContext[Any], input: tuple[Item, ...]
 ) -> AsyncIterator[AgentEvent | ChildEnd]:
-    """Run ``agent`` on ``input``: its forwarded events, then a :class:`ChildEnd`."""
-    from helikon.interpreters._drive import drive
+    """Run ``agent`` (any object with ``run(ctx, input)``) on ``input``: its
+    forwarded events, then a :class:`ChildEnd`.
 
+    Helikon's own agents never come here: they are sub-machines of the tree
+    (:mod:`helikon.agents._tree`); this runs the ones that are not machines.
+    """
     actions = Actions()
-    make_env = getattr(agent, "make_env", None)
-    if make_env is not None:
-        env = make_env(ctx, interpreter, run_id=run_id, path=path, actions=actions, parent=limits)
-        stream: AsyncIterator[AgentEvent] = drive(interpreter, env, AgentInput(input))
-    else:
-        stream = agent.run(ctx, AgentInput(input))
+    stream: AsyncIterator[AgentEvent] = agent.run(ctx, AgentInput(input))
     output = ""
     usage = Usage()
     error: AgentError | None = OtherError(

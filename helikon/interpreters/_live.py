@@ -68,7 +68,7 @@ from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, resolve, run_child
 from helikon.interpreters._drive import RESULT_TYPES, interruption
-from helikon.interpreters._env import Limits, RunEnv
+from helikon.interpreters._env import RunEnv
 from helikon.interpreters._governed import (
     call_user,
     check_guardrails,
@@ -195,9 +195,7 @@ class LiveInterpreter:
             yield AgentsRan((AgentRunResult(run.key, "", Usage(), missing),))
             return
         ctx = attrs.evolve(env.ctx, agent_depth=depth)
-        path, run_id = (*env.path, run.key), f"{env.run_id}/{run.key}"
-        limits = Limits.of(env)
-        async for item in run_child(self, agent, ctx, run.input, path=path, run_id=run_id, limits=limits):
+        async for item in run_child(agent, ctx, run.input):
             if type(item) is ChildEnd:
                 ended = AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)
                 yield AgentsRan((ended,))

@@ -17,15 +17,9 @@ import attrs
 
 from helikon.agents import Member, TreeSpec
 from helikon.errors import ConfigError
-from helikon.ids import RunId
+from helikon.interpreters._children import resolve
 from helikon.interpreters._env import Limits, RunEnv
 from helikon.interpreters._machine import TreeMachine, WorkflowMachine
-
-
-def resolve(entry: Any) -> Any:
-    """The agent behind a registry entry (a ``Handoff`` resolves lazily)."""
-    resolver = getattr(entry, "resolve", None)
-    return resolver() if callable(resolver) else entry
 
 
 def is_composite(env: RunEnv) -> bool:
@@ -109,8 +103,4 @@ def env_at(env: RunEnv, path: tuple[str, ...], interpreter: Any) -> RunEnv:
     return built
 
 
-def child_run_id(env: RunEnv, path: tuple[str, ...]) -> RunId:
-    return RunId("/".join((env.run_id, *path)))
-
-
-__all__ = ["child_run_id", "compose", "env_at", "is_composite", "resolve"]
+__all__ = ["compose", "env_at", "is_composite"]

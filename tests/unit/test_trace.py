@@ -100,7 +100,7 @@ def test_the_fingerprint_follows_the_definition() -> None:
         (b'{"kind": "header", "format": "other", "version": 1}\n', "is not 'helikon-trace'"),
         (b'{"kind": "header", "format": "helikon-trace", "version": 99}\n', "version 99 is not supported"),
         (
-            b'{"kind": "header", "format": "helikon-trace", "version": 2, "agent": "a", "run_id": "r", '
+            b'{"kind": "header", "format": "helikon-trace", "version": 3, "agent": "a", "run_id": "r", '
             b'"fingerprint": "f", "input": []}\n{"kind": "step", "index": 0}\n',
             "malformed trace",
         ),
