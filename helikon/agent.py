@@ -315,7 +315,6 @@ async def _run(
         env = environment(agent, ctx, interpreter, config=config)
         async for event in drive(interpreter, env, input, first):
             yield event
-        await _run_complete(env)
         return
 
     from helikon.sessions import SessionRecorder, load_history, now_ms, persist_run
@@ -329,16 +328,6 @@ async def _run(
             yield event
     finally:
         await persist_run(session, recorder)
-    await _run_complete(env)
-
-
-async def _run_complete(env: RunEnv) -> None:
-    """Fire the OnRunComplete hooks once the run's last event is out."""
-    if env.hooks:
-        from helikon.governance import OnRunComplete
-        from helikon.interpreters._governed import notify_hooks
-
-        await notify_hooks(env, OnRunComplete())
 
 
 __all__ = [

@@ -25,6 +25,9 @@ Rules:
   ``OnHandoff`` before a handoff target starts, ``OnSubagentStop`` when a
   child ends; a workflow child's output is written to the run-scoped state
   (``StoreOutput``) before its parent goes on.
+- The run's own end fires ``OnRunComplete`` as an effect once its last event
+  is out (when the run has hooks): a single agent with hooks runs as a tree
+  of one for that reason.
 - A swarm's handoff budget travels down the handoff chain: the handoff that
   exceeds it fails with ``MaxHandoffsExceeded`` and the usage so far.
 - A sub-machine waiting for a human waits at a barrier: once every other
@@ -73,7 +76,7 @@ from helikon.effects import (
 )
 from helikon.errors import AgentError, MaxHandoffsExceeded, OtherError, StepError
 from helikon.events import AgentEvent, AgentUpdated, HandoffItem, RunCompleted, RunFailed, RunStarted
-from helikon.governance import OnHandoff, OnSubagentStop
+from helikon.governance import OnHandoff, OnRunComplete, OnSubagentStop
 from helikon.ids import RunId
 from helikon.items import AgentInput, Item
 from helikon.loop import AgentSpec, Done, Failed, Outcome, RunState, start, transition
@@ -158,6 +161,7 @@ class TreeNode:
         escalated: one of its tools escalated.
         handoffs_left: the swarm handoff budget left (None: unbounded).
         handoff_limit: the budget the chain started with.
+        root: the run's own node (its end fires ``OnRunComplete``).
     """
 
     agent: str
@@ -169,6 +173,7 @@ class TreeNode:
     escalated: bool = False
     handoffs_left: int | None = None
     handoff_limit: int | None = None
+    root: bool = False
 
     @property
     def finished(self) -> bool:
@@ -292,6 +297,12 @@ def _settle(spec: TreeSpec, node: TreeNode, outcome: Begun, events: list[AgentEv
     if it asked for some."""
     node = attrs.evolve(node, state=outcome.state, effect=outcome.effect, children=(), deliver=None)
     effect = outcome.effect
+    if type(effect) is Terminate and node.root:
+        member = spec.member(node.agent)
+        if member is not None and member.hooks:
+            # The run's last event is out; the observing hooks hear of it.
+            return attrs.evolve(node, chores=(*node.chores, NotifyHooks(OnRunComplete())))
+        return node
     if type(effect) is Handoff:
         return _hand_off(spec, node, effect, events)
     if type(effect) is RunAgents and not isinstance(outcome.state, OpaqueState):
@@ -498,7 +509,8 @@ def start_tree(spec: TreeSpec, input: AgentInput, run_id: RunId, depth: int = 0)
         raise StepError(f"the tree has no root agent {spec.root!r}")
     begun = _begin(root, root.name, input.items, run_id, depth)
     events = list(begun.events)
-    node = _new_node(spec, root, begun, (root.handoffs, root.handoffs), events)
+    node = TreeNode(root.name, begun.state, begun.effect, handoffs_left=root.handoffs, root=True)
+    node = _settle(spec, attrs.evolve(node, handoff_limit=root.handoffs), begun, events)
     return _outcome(TreeState(node), events, begun.appended)
 
 

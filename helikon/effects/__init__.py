@@ -22,6 +22,7 @@ from helikon.errors import AgentError, Cancelled, GuardrailTripped, ModelFailure
 from helikon.governance import (
     HookDecision,
     OnHandoff,
+    OnRunComplete,
     OnSubagentStop,
     PermissionDecision,
     PostToolUse,
@@ -171,11 +172,11 @@ class RunAgents:
 
 @attrs.frozen
 class NotifyHooks:
-    """Fire the hooks that only observe (``OnHandoff``, ``OnSubagentStop``) on
-    ``event``; their decisions are ignored (the book). Answer with
-    :class:`HooksNotified`."""
+    """Fire the hooks that only observe (``OnHandoff``, ``OnSubagentStop``,
+    ``OnRunComplete``) on ``event``; their decisions are ignored (the book).
+    Answer with :class:`HooksNotified`."""
 
-    event: OnHandoff | OnSubagentStop
+    event: OnHandoff | OnSubagentStop | OnRunComplete
 
 
 @attrs.frozen

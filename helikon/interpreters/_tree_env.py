@@ -23,8 +23,9 @@ from helikon.interpreters._machine import TreeMachine, WorkflowMachine
 
 
 def is_composite(env: RunEnv) -> bool:
-    """Whether ``env``'s agent runs as a tree (it has children or handoffs)."""
-    return bool(env.children) or isinstance(env.machine, (WorkflowMachine, TreeMachine))
+    """Whether ``env``'s agent runs as a tree: it has children or handoffs,
+    or hooks (whose ``OnRunComplete`` is the tree's effect)."""
+    return bool(env.children or env.hooks) or isinstance(env.machine, (WorkflowMachine, TreeMachine))
 
 
 def _child_env(parent: RunEnv, key: str, agent: Any, interpreter: Any) -> RunEnv | None:
