@@ -114,6 +114,7 @@ class Governed:
     approval_handler: Any = None
     extra_secrets: tuple[str, ...] = ()
     redact_output: bool = True
+    suspend_on_approval: bool = False
 
 
 @attrs.frozen
@@ -210,6 +211,7 @@ class RunContext(Generic[Ctx]):
             self.approval_handler,
             self.extra_secrets,
             self.redact_output,
+            self.suspend_on_approval,
         )
 
     def with_governed(self, governed: Governed) -> RunContext[Ctx]:

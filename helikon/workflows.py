@@ -151,10 +151,10 @@ class AgentAsTool:
     depth (still capped by ``max_agent_depth``) and the parent's whole
     permission configuration: mode, deny/allow/guard rules, policy, approval
     handler, redaction (the book: sub-agents are governed like their parent).
-    A question for a human inside the sub-run goes to the parent's approval
-    handler; with none, it is denied (a sub-run cannot suspend). The tool's
-    output is the sub-agent's final text; a failed sub-run is a tool error
-    the model sees.
+    In a run, the sub-agent is a sub-machine of its caller's agent tree (its
+    effects recorded at the path ``tool:call id``), so a question for a human
+    inside it suspends the whole run like any other. The tool's output is the
+    sub-agent's final text; a failed sub-run is a tool error the model sees.
     """
 
     agent: Any
@@ -193,18 +193,27 @@ class AgentAsTool:
     def with_description(self, description: str) -> AgentAsTool:
         return attrs.evolve(self, description=description)
 
+    def sub_context(self, parent: RunContext[Any]) -> RunContext[Any]:
+        """The context the sub-run gets from its parent run's: isolated (no
+        session, no run hooks, a fresh state store), one level deeper, and
+        governed like the parent. In an agent tree the sub-agent is a
+        sub-machine of its caller's run (so it may suspend for approval with
+        the whole run); :meth:`invoke` runs it whole otherwise."""
+        isolated = self._isolated(parent.user_ctx, parent.tracer, parent.cancel, parent.agent_depth)
+        return isolated.with_governed(parent.governed())
+
+    @staticmethod
+    def _isolated(user_ctx: Any, tracer: Any, cancel: Any, depth: int) -> RunContext[Any]:
+        return RunContext(
+            user_ctx, None, HookRegistry(), tracer, cancel, SessionState(), agent_depth=depth + 1
+        )
+
     async def invoke(self, ctx: ToolContext[Any], args: Mapping[str, Any]) -> str:
         from helikon.results import collect
 
-        sub_ctx: RunContext[Any] = RunContext(
-            ctx.user_ctx,
-            None,
-            HookRegistry(),
-            ctx.tracer,
-            ctx.cancel,
-            SessionState(),
-            agent_depth=ctx.agent_depth + 1,
-        ).with_governed(ctx.governed)
+        isolated = self._isolated(ctx.user_ctx, ctx.tracer, ctx.cancel, ctx.agent_depth)
+        # Run whole, the sub-run cannot suspend: a question goes to the handler or is denied.
+        sub_ctx = isolated.with_governed(attrs.evolve(ctx.governed, suspend_on_approval=False))
         try:
             result = await collect(self.agent.run(sub_ctx, AgentInput.from_user_text(str(args["input"]))))
         except RunError as exc:

@@ -60,21 +60,27 @@ from helikon.effects import (
     ApprovalsGiven,
     AtPath,
     AwaitApproval,
+    CallStep,
     Effect,
     EffectResult,
+    ExecuteTools,
     Handoff,
     HandoffCompleted,
     HooksNotified,
+    InvokeTool,
     NotifyHooks,
     OutputStored,
     PerformAll,
     RunAgents,
     RunInterrupted,
+    StepResult,
     StoreOutput,
     Terminate,
+    ToolRaised,
+    ToolReturned,
     ToolsExecuted,
 )
-from helikon.errors import AgentError, MaxHandoffsExceeded, OtherError, StepError
+from helikon.errors import AgentError, MaxHandoffsExceeded, OtherError, StepError, ToolCrashed, describe
 from helikon.events import AgentEvent, AgentUpdated, HandoffItem, RunCompleted, RunFailed, RunStarted
 from helikon.governance import OnHandoff, OnRunComplete, OnSubagentStop
 from helikon.ids import RunId
@@ -115,12 +121,22 @@ class Member:
             agent that is not a helikon machine (run whole, see :class:`OpaqueState`).
         handoffs: a swarm's handoff budget, for runs it enters (None: none).
         hooks: whether observing hooks fire for its runs.
+        agent_tools: its tools that are agents (``AgentAsTool``): (tool name,
+            member name), sorted.
     """
 
     name: str
     spec: AgentSpec | WorkflowSpec | None
     handoffs: int | None = None
     hooks: bool = False
+    agent_tools: tuple[tuple[str, str], ...] = ()
+
+    def agent_tool(self, tool: str) -> str | None:
+        """The member a tool of this agent runs (an agent used as a tool), or None."""
+        for name, agent in self.agent_tools:
+            if name == tool:
+                return agent
+        return None
 
 
 @attrs.frozen
@@ -162,6 +178,8 @@ class TreeNode:
         handoffs_left: the swarm handoff budget left (None: unbounded).
         handoff_limit: the budget the chain started with.
         root: the run's own node (its end fires ``OnRunComplete``).
+        partial: while agents used as tools run as children, the results of
+            the round's other steps (None until the interpreter answered them).
     """
 
     agent: str
@@ -174,6 +192,7 @@ class TreeNode:
     handoffs_left: int | None = None
     handoff_limit: int | None = None
     root: bool = False
+    partial: tuple[StepResult, ...] | None = None
 
     @property
     def finished(self) -> bool:
@@ -307,7 +326,37 @@ def _settle(spec: TreeSpec, node: TreeNode, outcome: Begun, events: list[AgentEv
         return _hand_off(spec, node, effect, events)
     if type(effect) is RunAgents and not isinstance(outcome.state, OpaqueState):
         return _run_agents(spec, node, effect, events)
+    if type(effect) is ExecuteTools:
+        return _agent_tools(spec, node, effect, events)
     return node
+
+
+def _agent_tools(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: list[AgentEvent]) -> TreeNode:
+    """Agents used as tools run as children, keyed ``tool:call id``; the
+    round's other steps go to the interpreter."""
+    member = spec.member(node.agent)
+    if member is None or not member.agent_tools:
+        return node
+    children: list[TreeChild] = []
+    for step in effect.steps:
+        if type(step) is not InvokeTool:
+            continue
+        target = spec.member(member.agent_tool(step.tool) or "")
+        if target is None:
+            continue
+        args = step.args if isinstance(step.args, dict) else {}
+        items = AgentInput.from_user_text(str(args.get("input", ""))).items
+        key = f"{step.tool}:{step.call_id}"
+        run_id = RunId(f"{node.state.run_id}/{key}")
+        begun = _begin(target, key, items, run_id, node.state.depth + 1)
+        budget = (target.handoffs, target.handoffs)
+        children.append(TreeChild(key, _new_node(spec, target, begun, budget, [])))
+    if not children:
+        return node
+    node = attrs.evolve(node, children=tuple(children))
+    if not _round_rest(node):
+        node = attrs.evolve(node, partial=())  # only agents in this round: nothing for the interpreter
+    return _after_children(spec, node, events)
 
 
 def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[AgentEvent]) -> TreeNode:
@@ -389,6 +438,10 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
     hooks = member is not None and member.hooks
     chores: list[NotifyHooks | StoreOutput] = []
     effect = node.effect
+    if type(effect) is ExecuteTools:
+        if node.partial is None:
+            return node  # the interpreter has not answered the round's other steps yet
+        return _join_round(spec, node, effect, events)
     if type(effect) is Handoff:
         (child,) = node.children
         output, usage, error = _output_of(child.node)
@@ -410,6 +463,27 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
         answer = AgentsRan(tuple(results))
     node = attrs.evolve(node, children=(), chores=(*node.chores, *chores), deliver=answer)
     return _after_chores(spec, node, events)
+
+
+def _join_round(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: list[AgentEvent]) -> TreeNode:
+    """Every step of the round has its result: the agents' answers and the
+    interpreter's, in the order of the steps."""
+    answered = iter(node.partial or ())
+    by_key = {c.key: c.node for c in node.children}
+    results: list[StepResult] = []
+    for step in effect.steps:
+        child = by_key.get(f"{step.tool}:{step.call_id}") if type(step) is InvokeTool else None
+        if child is None:
+            results.append(next(answered))
+            continue
+        output, _, error = _output_of(child)
+        if error is None:
+            results.append(ToolReturned(step.call_id, output))
+        else:
+            failure = ToolCrashed(f"agent {child.agent!r} failed: {describe(error)}")
+            results.append(ToolRaised(step.call_id, failure))
+    node = attrs.evolve(node, children=(), partial=None)
+    return _feed_own(spec, node, ToolsExecuted(tuple(results)), events)
 
 
 def _after_chores(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) -> TreeNode:
@@ -442,6 +516,12 @@ def _feed(
             raise StepError(f"{node.agent!r} waits for {wanted.__name__}, not {type(result).__name__}")
         return _after_chores(spec, attrs.evolve(node, chores=node.chores[1:]), events)
     if node.children:
+        if type(node.effect) is ExecuteTools and node.partial is None and type(result) is ToolsExecuted:
+            asked = len(_round_rest(node))
+            if len(result.results) != asked:
+                raise StepError(f"{node.agent!r} expected {asked} step results, got {len(result.results)}")
+            node = attrs.evolve(node, partial=result.results, escalated=node.escalated or result.escalated)
+            return _after_children(spec, node, events)
         raise StepError(f"{node.agent!r} waits for its children, not for {type(result).__name__}")
     if type(result) is ToolsExecuted and result.escalated:
         node = attrs.evolve(node, escalated=True)
@@ -462,12 +542,23 @@ def _interrupt(spec: TreeSpec, node: TreeNode, result: RunInterrupted, events: l
 # -- the tree's pending effect -------------------------------------------------------------
 
 
+def _round_rest(node: TreeNode) -> tuple[CallStep, ...]:
+    """The steps of a round whose agent steps run as children (by key)."""
+    keys = {c.key for c in node.children}
+    assert type(node.effect) is ExecuteTools
+    return tuple(
+        s for s in node.effect.steps if not (type(s) is InvokeTool and f"{s.tool}:{s.call_id}" in keys)
+    )
+
+
 def leaves(node: TreeNode, path: tuple[str, ...] = ()) -> list[AtPath]:
     """Every active sub-machine's pending effect, in tree order."""
     if node.chores:
         return [AtPath(path, node.chores[0])]
     if node.children:
         found: list[AtPath] = []
+        if type(node.effect) is ExecuteTools and node.partial is None:
+            found.append(AtPath(path, ExecuteTools(_round_rest(node))))
         for child in node.children:
             if not child.node.finished:
                 found.extend(leaves(child.node, (*path, child.key)))

@@ -66,7 +66,7 @@ from helikon.errors import (
 )
 from helikon.events import AgentEvent
 from helikon.ids import RunId
-from helikon.interpreters._children import ChildEnd, resolve, run_child
+from helikon.interpreters._children import ChildEnd, run_child
 from helikon.interpreters._drive import RESULT_TYPES, interruption
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._governed import (
@@ -77,7 +77,7 @@ from helikon.interpreters._governed import (
     tool_output_text,
 )
 from helikon.interpreters._steps import ask_approval, perform_step
-from helikon.interpreters._tree_env import env_at
+from helikon.interpreters._tree_env import child_of, env_at
 from helikon.loop import delta_event
 from helikon.model import ModelEvent, Usage
 
@@ -189,12 +189,12 @@ class LiveInterpreter:
         """A child that is not a helikon machine, run whole: its events
         (forwarded live, as :func:`run_child` gives them), then its result."""
         (run,) = runs
-        agent = resolve(env.children.get(run.key))
+        agent, sub_ctx = child_of(env, run.key)
         if agent is None:
             missing = OtherError(f"no child agent {run.key!r}")
             yield AgentsRan((AgentRunResult(run.key, "", Usage(), missing),))
             return
-        ctx = attrs.evolve(env.ctx, agent_depth=depth)
+        ctx = sub_ctx if sub_ctx is not None else attrs.evolve(env.ctx, agent_depth=depth)
         async for item in run_child(agent, ctx, run.input):
             if type(item) is ChildEnd:
                 ended = AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)

@@ -75,3 +75,68 @@ def test_parallel_branches_are_asked_for_in_one_wave() -> None:
 def test_prepare_shows_every_agent_of_the_tree() -> None:
     tree = prepare(triage()).machine.spec
     assert [m.name for m in tree.members] == ["billing", "triage"]
+
+
+def test_an_agent_used_as_a_tool_is_a_sub_machine_at_tool_and_call_id() -> None:
+    from helikon import AgentAsTool
+
+    inner = specialist("inner", "Inner answer.")
+    outer = LlmAgent(
+        name="outer",
+        model=MockModel([call_tools(("c1", "inner", {"input": "hi"})), say("Outer answer.")]),
+        tools=[AgentAsTool(inner)],
+    )
+    outcome = start(outer, "go", run_id="r")
+    outcome = advance(outer, outcome.state, anyio.run(lambda: perform(outer, outcome.effect, run_id="r"))[1])
+
+    assert type(outcome.effect) is PerformAll
+    (asked,) = outcome.effect.effects
+    assert asked.path == ("inner:c1",) and type(asked.effect) is CallModel
+    assert type(stepped(lambda: outer)[-1]).__name__ == "RunCompleted"
+
+
+def test_an_approval_inside_an_agent_used_as_a_tool_suspends_the_whole_run() -> None:
+    from helikon import AgentAsTool, AskUser, RunContext, dump_state, load_state, tool
+    from helikon.effects import ApprovalDecision, ApprovalsGiven, AwaitApproval
+
+    ran: list[int] = []
+
+    @tool
+    async def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: dollars.
+        """
+        ran.append(amount)
+        return "paid"
+
+    inner = LlmAgent(
+        name="payer",
+        description="Pays.",
+        model=MockModel([call_tools(("pay", {"amount": 3})), say("Paid $3.")]),
+        tools=[pay],
+    )
+    outer = LlmAgent(
+        name="outer",
+        model=MockModel([call_tools(("payer", {"input": "pay 3"})), say("Done.")]),
+        tools=[AgentAsTool(inner)],
+    )
+    ctx = RunContext.ephemeral(None).with_permission_policy(lambda c, t, a: AskUser(f"{t}?"))
+    ctx = ctx.with_suspend_on_approval()
+    outcome = start(outer, "go", run_id="r", ctx=ctx)
+    while not isinstance(outcome.effect, AwaitApproval | Terminate):
+        _, result = anyio.run(lambda e=outcome.effect: perform(outer, e, ctx, run_id="r"))
+        outcome = advance(outer, outcome.state, result, ctx=ctx)
+
+    # The outer call to the agent tool asked first; approve it, then the inner pay.
+    while isinstance(outcome.effect, AwaitApproval):
+        state = load_state(dump_state(outcome.state))
+        yes = ApprovalsGiven(tuple(ApprovalDecision(r.call_id, True) for r in outcome.effect.requests))
+        outcome = advance(outer, state, yes, ctx=ctx)
+        while not isinstance(outcome.effect, AwaitApproval | Terminate):
+            _, result = anyio.run(lambda e=outcome.effect: perform(outer, e, ctx, run_id="r"))
+            outcome = advance(outer, outcome.state, result, ctx=ctx)
+
+    assert ran == [3]
+    assert outcome.state.root.state.phase.output == "Done."  # type: ignore[union-attr]
