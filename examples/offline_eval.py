@@ -104,7 +104,9 @@ def main() -> None:
     print(f"passed: {report.passed()}")
 
     # 1. Re-score the saved run offline, with a laxer exact match: no agent, no model.
-    lax = EvalRun(dataset=dataset, evaluators=[ExactMatch(case_sensitive=False), ToolUseTrajectory.in_order()])
+    lax = EvalRun(
+        dataset=dataset, evaluators=[ExactMatch(case_sensitive=False), ToolUseTrajectory.in_order()]
+    )
     rescored = lax.rescore_sync("eval-run")
     print(f"\nre-scored offline: mean {rescored.mean:.2f}, {rescored.counts.failed} case(s) failing")
 

@@ -255,20 +255,37 @@ _TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
 
 
 def render_diff(expected: str, actual: str) -> str:
-    """An inline diff: what only the expected text has in ``<del>``, what only the actual has in ``<ins>``.
+    """An inline word diff: what only ``expected`` has in ``<del>``, what only ``actual`` has in ``<ins>``.
+
+    Whitespace alone between two changes joins them, so a changed phrase reads as one change.
 
     >>> render_diff("pay 5 dollars", "pay 7 dollars")
     '<span>pay </span><del>5</del><ins>7</ins><span> dollars</span>'
+    >>> render_diff("has shipped.", "is still here.")
+    '<del>has shipped</del><ins>is still here</ins><span>.</span>'
     """
     a, b = _TOKENS.findall(expected), _TOKENS.findall(actual)
-    out: list[str] = []
+    segments: list[tuple[bool, str, str]] = []  # (same, expected text, actual text)
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append(f"<span>{_e(''.join(a[i1:i2]))}</span>")
-        if op in ("delete", "replace"):
-            out.append(f"<del>{_e(''.join(a[i1:i2]))}</del>")
-        if op in ("insert", "replace"):
-            out.append(f"<ins>{_e(''.join(b[j1:j2]))}</ins>")
+        segments.append((op == "equal", "".join(a[i1:i2]), "".join(b[j1:j2])))
+    merged: list[tuple[bool, str, str]] = []
+    for n, (same, old, new) in enumerate(segments):
+        between_changes = 0 < n < len(segments) - 1 and not segments[n - 1][0] and not segments[n + 1][0]
+        if same and between_changes and not old.strip():
+            same = False
+        if merged and not same and not merged[-1][0]:
+            _, old_before, new_before = merged.pop()
+            old, new = old_before + old, new_before + new
+        merged.append((same, old, new))
+    out: list[str] = []
+    for same, old, new in merged:
+        if same:
+            out.append(f"<span>{_e(old)}</span>")
+            continue
+        if old:
+            out.append(f"<del>{_e(old)}</del>")
+        if new:
+            out.append(f"<ins>{_e(new)}</ins>")
     return "".join(out)
 
 

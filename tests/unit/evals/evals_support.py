@@ -12,13 +12,13 @@ from helikon import LlmAgent, tool
 from helikon.evals import EvalCase, EvalDataset, ScriptFile
 
 DATASET = """\
-{"id": "shipped", "input": "Where is order A1?", "expected": "Order A1 has shipped.", "expected_tools": ["lookup_order"]}
+{"id": "shipped", "input": "Where is order A1?", "expected": "Order A1 has shipped.", "expected_tools": TOOLS}
 {"id": "greeting", "input": "Hello", "expected": "Hi! How can I help?"}
 
-{"id": "wrong-answer", "input": "Where is order B2?", "expected": "Order B2 has shipped.", "expected_tools": ["lookup_order"]}
+{"id": "wrong-answer", "input": "Where is order B2?", "expected": "Order B2 has shipped.", "expected_tools": TOOLS}
 {"id": "json", "input": "Status of A1 as JSON", "expected": {"order": "A1", "status": "shipped"}}
 {"input": "no expectations at all"}
-"""
+""".replace("TOOLS", '["lookup_order"]')
 
 SCRIPTS = """{
   "default": [{"say": "I am not sure."}],

@@ -11,7 +11,8 @@ from helikon.evals import DatasetError, EvalCase, EvalDataset
 
 def test_a_case_per_line_with_every_field() -> None:
     data = EvalDataset.from_jsonl_str(
-        '{"id": "a", "input": "Hi", "expected": "Hello", "expected_tools": ["x", "y"], "metadata": {"k": [1]}}\n'
+        '{"id": "a", "input": "Hi", "expected": "Hello", "expected_tools": ["x", "y"], '
+        '"metadata": {"k": [1]}}\n'
         '{"id": "b", "input": "JSON please", "expected": {"n": 1}}\n'
     )
     assert data.cases == (
@@ -23,7 +24,9 @@ def test_a_case_per_line_with_every_field() -> None:
 
 
 def test_blank_lines_are_skipped_and_default_ids_count_every_line() -> None:
-    data = EvalDataset.from_jsonl_str('\n{"input": "one"}\n   \n{"input": "two"}\n{"id": "x", "input": "three"}')
+    data = EvalDataset.from_jsonl_str(
+        '\n{"input": "one"}\n   \n{"input": "two"}\n{"id": "x", "input": "three"}'
+    )
     assert [c.id for c in data] == ["case-2", "case-4", "x"]
 
 
@@ -60,7 +63,9 @@ def test_a_bad_line_is_an_error_naming_the_line_and_the_problem(line: str, probl
 
 def test_a_repeated_id_names_both_lines() -> None:
     with pytest.raises(DatasetError, match=r"d.jsonl:3: the id 'a' is already used on line 1"):
-        EvalDataset.from_jsonl_str('{"id": "a", "input": "1"}\n{"input": "2"}\n{"id": "a", "input": "3"}', source="d.jsonl")
+        EvalDataset.from_jsonl_str(
+            '{"id": "a", "input": "1"}\n{"input": "2"}\n{"id": "a", "input": "3"}', source="d.jsonl"
+        )
     with pytest.raises(DatasetError, match="two cases have the id 'a'"):
         EvalDataset.from_cases([EvalCase("a", "1"), EvalCase("a", "2")])
 

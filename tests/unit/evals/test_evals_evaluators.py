@@ -70,7 +70,9 @@ def test_exact_match_options() -> None:
 
 def test_exact_match_on_json_compares_values_not_text() -> None:
     expected = {"order": "A1", "items": [1, 2.0]}
-    assert evaluate(ExactMatch(), case(expected), answered('{"items":[1.0,2],"order":"A1"}')).outcome is PASSED
+    assert (
+        evaluate(ExactMatch(), case(expected), answered('{"items":[1.0,2],"order":"A1"}')).outcome is PASSED
+    )
     wrong = evaluate(ExactMatch(), case(expected), answered('{"items":[1,3],"order":"A1"}'))
     assert wrong.outcome is FAILED and '"items"' in (wrong.expected or "") and "3" in (wrong.actual or "")
     not_json = evaluate(ExactMatch(), case(expected), answered("the order is A1"))
@@ -119,17 +121,24 @@ def test_tool_trajectories(
 
 
 def test_a_failed_trajectory_says_what_went_wrong_and_diffs_the_lists() -> None:
-    score = evaluate(ToolUseTrajectory.exact(), case(tools=["lookup", "refund"]), answered("", ["lookup", "cancel"]))
+    score = evaluate(
+        ToolUseTrajectory.exact(), case(tools=["lookup", "refund"]), answered("", ["lookup", "cancel"])
+    )
     assert score.reason == "call 2 is 'cancel', expected 'refund'; called [lookup, cancel]"
     assert (score.expected, score.actual) == ("lookup\nrefund", "lookup\ncancel")
-    in_order = evaluate(ToolUseTrajectory.in_order(), case(tools=["lookup", "refund"]), answered("", ["refund"]))
+    in_order = evaluate(
+        ToolUseTrajectory.in_order(), case(tools=["lookup", "refund"]), answered("", ["refund"])
+    )
     assert in_order.reason.startswith("'lookup' was not called")
     missing = evaluate(ToolUseTrajectory.any_order(), case(tools=["a", "b", "b"]), answered("", ["b"]))
     assert missing.reason.startswith("missing: 'a' (1 more), 'b' (1 more)")
 
 
 def test_trajectory_names_and_skips() -> None:
-    names = [t.name for t in (ToolUseTrajectory.exact(), ToolUseTrajectory.in_order(), ToolUseTrajectory.any_order())]
+    names = [
+        t.name
+        for t in (ToolUseTrajectory.exact(), ToolUseTrajectory.in_order(), ToolUseTrajectory.any_order())
+    ]
     assert names == ["tool_trajectory", "tool_trajectory_in_order", "tool_trajectory_any_order"]
     assert ToolUseTrajectory.exact("tools").name == "tools"
     skipped = evaluate(ToolUseTrajectory.any_order(), case(), answered("", ["a"]))
@@ -160,7 +169,12 @@ def test_json_schema_from_the_cases_metadata_and_skips_without_one() -> None:
     with_schema = case(schema={"type": "array"})
     assert evaluate(evaluator, with_schema, answered("[1, 2]")).outcome is PASSED
     assert evaluate(evaluator, with_schema, answered("{}")).outcome is FAILED
-    assert evaluate(JsonSchemaEvaluator(metadata_key="shape"), case(shape={"type": "null"}), answered("null")).outcome is PASSED
+    assert (
+        evaluate(
+            JsonSchemaEvaluator(metadata_key="shape"), case(shape={"type": "null"}), answered("null")
+        ).outcome
+        is PASSED
+    )
     skipped = evaluate(evaluator, case(), answered("[]"))
     assert skipped.outcome is SKIPPED and "metadata['schema']" in skipped.reason
 
@@ -190,7 +204,9 @@ def test_the_judge_passes_at_the_threshold_and_fails_below() -> None:
 
 def test_the_judge_sees_the_rubric_the_input_the_expected_answer_tools_and_response() -> None:
     model = MockModel([verdict(1.0)])  # type: ignore[list-item]
-    evaluate(LlmJudge(model, "RUBRIC-TEXT"), case("EXPECTED-TEXT"), answered("RESPONSE-TEXT", ["lookup_order"]))
+    evaluate(
+        LlmJudge(model, "RUBRIC-TEXT"), case("EXPECTED-TEXT"), answered("RESPONSE-TEXT", ["lookup_order"])
+    )
     (request,) = model.requests
     shown = "\n".join(text_of(m.content) for m in request.messages if hasattr(m, "content"))
     for part in ("RUBRIC-TEXT", "question?", "EXPECTED-TEXT", "lookup_order", "RESPONSE-TEXT"):
@@ -206,7 +222,9 @@ def test_the_judge_repairs_a_malformed_verdict_once() -> None:
 
 def test_the_judge_skips_without_expected_when_it_needs_one() -> None:
     model = MockModel([])
-    skipped = evaluate(LlmJudge(model, "matches the expected answer", require_expected=True), case(), answered("x"))
+    skipped = evaluate(
+        LlmJudge(model, "matches the expected answer", require_expected=True), case(), answered("x")
+    )
     assert skipped.outcome is SKIPPED and model.calls == 0
 
 
@@ -214,7 +232,7 @@ def test_a_judge_that_fails_or_answers_out_of_range_is_an_eval_error() -> None:
     with pytest.raises(EvalError, match=r"outside \[0, 1\]"):
         evaluate(LlmJudge(MockModel([verdict(1.5)]), "r"), case(), answered("x"))  # type: ignore[list-item]
     broken = MockModel([[ModelError.unavailable("judge is down")]])
-    with pytest.raises(EvalError, match="the judge's run failed: .*judge is down"):
+    with pytest.raises(EvalError, match=r"the judge's run failed: .*judge is down"):
         evaluate(LlmJudge(broken, "r"), case(), answered("x"))
     with pytest.raises(ValueError, match=r"threshold must be in \[0, 1\]"):
         LlmJudge(MockModel(), "r", threshold=2)

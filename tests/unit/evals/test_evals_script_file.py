@@ -62,7 +62,10 @@ def test_the_shorthands_are_say_and_call_tools() -> None:
         {
             "default": [
                 {"say": "Hi there"},
-                {"call": [{"name": "f", "arguments": {"x": 1}}, {"name": "g", "call_id": "id-2"}], "text": "Let me"},
+                {
+                    "call": [{"name": "f", "arguments": {"x": 1}}, {"name": "g", "call_id": "id-2"}],
+                    "text": "Let me",
+                },
             ]
         }
     )
@@ -124,9 +127,18 @@ def test_each_model_is_fresh_and_runs_out_rather_than_looping() -> None:
         ({"default": [[{"type": "txt", "text": "x"}]]}, "default[0][0]: unknown event type 'txt'"),
         ({"default": [[{"type": "text"}]]}, "default[0][0]: missing 'text'"),
         ({"default": [[{"type": "text", "text": "x", "txt": 1}]]}, "default[0][0]: unknown key 'txt'"),
-        ({"default": [[{"type": "finish", "reason": "done"}]]}, "default[0][0].reason: unknown finish reason 'done'"),
-        ({"default": [[{"type": "usage", "input_tokens": True}]]}, "input_tokens: must be an integer, not a boolean"),
-        ({"default": [[{"type": "pause", "seconds": "1"}]]}, "default[0][0].seconds: must be a number, not a string"),
+        (
+            {"default": [[{"type": "finish", "reason": "done"}]]},
+            "default[0][0].reason: unknown finish reason 'done'",
+        ),
+        (
+            {"default": [[{"type": "usage", "input_tokens": True}]]},
+            "input_tokens: must be an integer, not a boolean",
+        ),
+        (
+            {"default": [[{"type": "pause", "seconds": "1"}]]},
+            "default[0][0].seconds: must be a number, not a string",
+        ),
         ({"cases": []}, "cases: must be an object of case id -> scripts, not a list"),
         ({"cases": {"a": [{"call": [{"arguments": {}}]}]}}, "cases['a'][0].call[0]: missing 'name'"),
         ({"cases": {"a": [{"call": "f"}]}}, "cases['a'][0].call: must be a list of tool calls, not a string"),
