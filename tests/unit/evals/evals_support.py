@@ -15,7 +15,7 @@ DATASET = """\
 {"id": "shipped", "input": "Where is order A1?", "expected": "Order A1 has shipped.", "expected_tools": TOOLS}
 {"id": "greeting", "input": "Hello", "expected": "Hi! How can I help?"}
 
-{"id": "wrong-answer", "input": "Where is order B2?", "expected": "Order B2 has shipped.", "expected_tools": TOOLS}
+{"id": "wrong-answer", "input": "Where is B2?", "expected": "Order B2 has shipped.", "expected_tools": TOOLS}
 {"id": "json", "input": "Status of A1 as JSON", "expected": {"order": "A1", "status": "shipped"}}
 {"input": "no expectations at all"}
 """.replace("TOOLS", '["lookup_order"]')
