@@ -106,10 +106,14 @@ class Counted(MockModel):
         return super().invoke(request, cancel)
 
 
-def make_run(dataset: EvalDataset, scripts: ScriptFile, concurrency: int, judge: bool, sinks: list[Any]) -> EvalRun:
+def make_run(
+    dataset: EvalDataset, scripts: ScriptFile, concurrency: int, judge: bool, sinks: list[Any]
+) -> EvalRun:
     def agent_for(case: EvalCase) -> LlmAgent[None]:
         model = Counted(scripts.scripts_for(case.id))
-        return LlmAgent(name="support", model=model, instructions="Answer order questions.", tools=[lookup_order])
+        return LlmAgent(
+            name="support", model=model, instructions="Answer order questions.", tools=[lookup_order]
+        )
 
     evaluators: list[Any] = [ExactMatch(), ToolUseTrajectory.exact()]
     if judge:
@@ -125,11 +129,19 @@ def check(report: EvalReport, cases: int) -> None:
     failing = [c.case.id for c in report.failures()]
     assert failing == [f"order-{cases // 2}"], failing
     assert all(c.trace is not None and len(c.trace.steps) == 3 for c in report.cases)
-    assert CALLS == {"model": 2 * cases, "tool": cases}, CALLS
+    counted = dict(CALLS)
+    assert counted == {"model": 2 * cases, "tool": cases}, counted
 
 
 def emit(metric: str, value: float, unit: str, backend: str, **extra: Any) -> None:
-    record = {"sdk": SDK, "workload": WORKLOAD, "metric": metric, "value": value, "unit": unit, "backend": backend}
+    record = {
+        "sdk": SDK,
+        "workload": WORKLOAD,
+        "metric": metric,
+        "value": value,
+        "unit": unit,
+        "backend": backend,
+    }
     record.update(extra)
     print(json.dumps(record), flush=True)
 
@@ -158,7 +170,9 @@ def one_round(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
