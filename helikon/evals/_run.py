@@ -306,20 +306,22 @@ class EvalRun:
             raised = exc
         trace = recording if recording is not None else _trace_of(interpreter)
         if isinstance(raised, ReplayDivergence):
+            # What the run did up to the divergence, for the report; nothing is scored.
+            partial = CaseOutcome.from_events(events, "diverged")
             return CaseResult(
                 index,
                 case,
-                final_output="",
-                error=None,
+                final_output=partial.final_output,
+                tool_calls=partial.tool_names,
                 divergence=_divergence(raised),
+                usage=partial.usage,
                 run_id=_run_id(trace),
                 started_at=started,
                 events=sessions.drain(),
                 trace=trace,
             )
-        outcome = CaseOutcome.from_events(
-            events, None if raised is None else f"{type(raised).__name__}: {raised}"
-        )
+        error = None if raised is None else f"{type(raised).__name__}: {raised}"
+        outcome = CaseOutcome.from_events(events, error)
         scores = await self._score(case, outcome) if outcome.error is None else ()
         return CaseResult(
             index,

@@ -126,6 +126,8 @@ def test_a_loose_replay_finds_the_cases_a_new_deny_rule_changes(saved: tuple[Eva
             case.divergence is not None and case.divergence.step == 1
         )  # the tool step, after the first turn
         assert case.status is CaseStatus.DIVERGED and case.scores == ()
+        assert case.tool_calls == ("lookup_order",)  # what the run did before it left the recording
+        assert [type(e).__name__ for e in case.events][:2] == ["UserMessageEvent", "ToolCallRecorded"]
     # the cases that call no tool replay as recorded and are scored
     assert report.case("greeting").status is CaseStatus.PASSED
 

@@ -309,13 +309,27 @@ def test_an_empty_dataset_gives_an_empty_passing_report() -> None:
 # -- the progress bar --------------------------------------------------------------------
 
 
+def read_all(leader: int) -> str:
+    """Everything written to the terminal (a read returns one chunk at a time)."""
+    os.set_blocking(leader, False)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EAGAIN: nothing more; EIO: the terminal was closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return b"".join(chunks).decode()
+
+
 def test_a_progress_bar_is_drawn_on_a_terminal() -> None:
     leader, follower = os.openpty()
     with os.fdopen(follower, "w") as terminal:
         run(EvalRun(dataset(), EVALUATORS, agent_factory=agent_for, progress_stream=terminal))
-    os.set_blocking(leader, False)
-    drawn = os.read(leader, 65536).decode()
-    os.close(leader)
+    drawn = read_all(leader)
     assert "\reval [" in drawn
     assert "5/5  1 failing" in drawn and "0/5" in drawn
 
