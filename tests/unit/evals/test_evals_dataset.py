@@ -86,3 +86,13 @@ def test_the_example_dataset_loads() -> None:
     root = Path(__file__).resolve().parents[3]
     data = EvalDataset.from_jsonl_path(root / "examples" / "evals" / "support.jsonl")
     assert len(data) >= 5 and all(case.input for case in data)
+
+
+def test_the_package_exports_what_it_lists() -> None:
+    import helikon.evals
+    import helikon.testing
+
+    assert helikon.evals.__all__ == sorted(helikon.evals.__all__)
+    for name in helikon.evals.__all__:
+        assert getattr(helikon.evals, name) is not None, name
+    assert helikon.evals.ScriptFile is helikon.testing.ScriptFile
