@@ -33,6 +33,12 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "swarm_finance.py": ("handoff: budgeting -> investing", "automatic plan"),
     "graph_report.py": ("'[income]\\nEarned $3,000 in salary.'", "state['summary'] = 'You saved $900"),
     "persistent_chat.py": ("I remember 1 earlier message(s): ['My name is Ada.']",),
+    "offline_eval.py": (
+        "unknown-order          FAILED  0.00 x",
+        "passed: False",
+        "re-scored offline: mean",
+        "refund-b2: step 3: expected effect ExecuteTools, got CallModel",
+    ),
     "research_pipeline.py": ("- rates: Mortgage rates eased to 6.1%", '"jobs":"Local unemployment'),
     "research_agent.py": (
         "# Mortgage rates ease to 6.1%",
