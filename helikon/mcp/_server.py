@@ -70,7 +70,7 @@ def sanitize_tool_name(name: str) -> str:
 
 
 def _agent_tool_name(server: McpAgentServer[Any]) -> str:
-    return sanitize_tool_name(server.agent.name)
+    return sanitize_tool_name(str(getattr(server.agent, "name", "") or "agent"))
 
 
 def _default_context() -> None:
