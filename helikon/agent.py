@@ -76,7 +76,7 @@ class LlmAgent(Generic[Ctx]):
         output_guardrails: checks of the final answer before the run completes.
         tool_sources: :class:`~helikon.protocols.ToolSource` objects (an MCP
             server handle, ...) whose tools join ``tools`` when the agent is
-            resolved: ``await agent.resolve()``, or the start of ``run``.
+            resolved: ``await agent.resolved()``, or the start of ``run``.
         mcp_servers: the book's name for more tool sources (resolved after
             ``tool_sources``).
     """
@@ -160,7 +160,7 @@ class LlmAgent(Generic[Ctx]):
             return _run_resolved(self, ctx, input, config, interpreter)
         return run_agent(self, ctx, input, config=config, interpreter=interpreter)
 
-    async def resolve(self) -> LlmAgent[Ctx]:
+    async def resolved(self) -> LlmAgent[Ctx]:
         """This agent with its tool sources' tools merged into ``tools``.
 
         Each source's ``resolve_tools()`` is awaited in order (``tool_sources``
@@ -236,7 +236,7 @@ class LlmAgent(Generic[Ctx]):
     ) -> RunEnv:
         """The world an interpreter needs to run this agent (used by interpreters)."""
         if self.tool_sources or self.mcp_servers:
-            raise ConfigError(f"agent {self.name!r} has unresolved tool sources: use `await agent.resolve()`")
+            raise ConfigError(f"agent {self.name!r} has unresolved tool sources (`await agent.resolved()`)")
         return build_env(
             self.spec,
             ctx,
@@ -287,7 +287,7 @@ async def _run_resolved(
     interpreter: Any,
 ) -> AsyncIterator[AgentEvent]:
     """``agent.run`` for an agent with tool sources: resolve them, then run."""
-    resolved = await agent.resolve()
+    resolved = await agent.resolved()
     async for event in resolved.run(ctx, input, config=config, interpreter=interpreter):
         yield event
 

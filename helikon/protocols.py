@@ -75,7 +75,7 @@ class ToolSource(Protocol):
     (:class:`helikon.mcp.McpServerHandle`), a plugin registry, ...
 
     ``LlmAgent(..., tool_sources=[...])`` keeps the sources; ``await
-    agent.resolve()`` (or the start of ``agent.run``) calls
+    agent.resolved()`` (or the start of ``agent.run``) calls
     ``resolve_tools()`` on each, in order, and merges the tools with the
     agent's own. The tools then go through the same per-call pipeline (hooks,
     permissions, redaction) as local ones. A name used twice is a

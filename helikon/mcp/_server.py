@@ -244,14 +244,23 @@ class McpAgentServer(Generic[Ctx]):
         sock = _bind(host, port)
         bound_port = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
-        config = uvicorn.Config(self.asgi_app(path=path, host=host), log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            self.asgi_app(path=path, host=host),
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=int(WIND_DOWN_S),
+        )
         server = uvicorn.Server(config)
         done = anyio.Event()
         failure: list[BaseException] = []
+        # uvicorn is stopped through should_exit (a graceful shutdown that runs
+        # the app's lifespan exit), never by cancelling it from the side.
+        shield = anyio.CancelScope(shield=True)
 
         async def serve() -> None:
             try:
-                await server.serve(sockets=[sock])
+                with shield:
+                    await server.serve(sockets=[sock])
             except BaseException as exc:  # reported below, in the caller's task
                 failure.append(exc)
             finally:
@@ -260,17 +269,17 @@ class McpAgentServer(Generic[Ctx]):
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(serve)
-                while not server.started and not done.is_set():
-                    await anyio.sleep(0.01)
-                if server.started:
-                    task_status.started(f"http://{shown}:{bound_port}{path}")
                 try:
+                    while not server.started and not done.is_set():
+                        await anyio.sleep(0.01)
+                    if server.started:
+                        task_status.started(f"http://{shown}:{bound_port}{path}")
                     await done.wait()
                 finally:
                     server.should_exit = True
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(WIND_DOWN_S):
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(WIND_DOWN_S + 1):
                         await done.wait()
-                    group.cancel_scope.cancel()
+                    shield.cancel()
         finally:
             sock.close()
         if failure and not isinstance(failure[0], (anyio.get_cancelled_exc_class(), KeyboardInterrupt)):

@@ -202,12 +202,12 @@ def test_two_servers_with_the_same_tool_names_need_a_prefix(servers: Servers) ->
         async with servers.everything_stdio() as first, servers.everything_stdio() as second:
             agent = LlmAgent(name="assistant", model=MockModel(), tool_sources=[first, second])
             with pytest.raises(Exception, match=r"two tools are named 'echo'.*tool_prefix") as clash:
-                await agent.resolve()
+                await agent.resolved()
             assert type(clash.value).__name__ == "ConfigError"
             async with servers.everything_stdio(tool_prefix="b_") as prefixed:
                 resolved = await LlmAgent(
                     name="assistant", model=MockModel(), tool_sources=[first, prefixed]
-                ).resolve()
+                ).resolved()
                 assert {"echo", "b_echo"} <= set(resolved.tool_map)
                 assert resolved.tool_sources == () and len(resolved.spec.tools) == 2 * len(first.tools())
 
@@ -219,7 +219,7 @@ def test_a_handle_connects_when_the_agent_resolves_it_and_fails_cleanly_after_cl
         handle = servers.everything_stdio()
         agent = LlmAgent(name="assistant", model=MockModel([say("hi")]), mcp_servers=[handle])
         assert not handle.connected
-        resolved = await agent.resolve()
+        resolved = await agent.resolved()
         assert handle.connected and "echo" in resolved.tool_map
         echo = resolved.tool_map["echo"]
         await handle.close()

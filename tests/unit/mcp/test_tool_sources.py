@@ -1,7 +1,7 @@
 """Tool sources: an agent's tools that arrive when it is resolved.
 
 ``LlmAgent(tool_sources=[...])`` (or the book's ``mcp_servers=[...]``) keeps
-the sources; ``await agent.resolve()`` (or the start of ``agent.run``) asks
+the sources; ``await agent.resolved()`` (or the start of ``agent.run``) asks
 each for its tools, in order, and merges them after the agent's own. A name
 used twice anywhere is a ConfigError that names both places it came from.
 """
@@ -59,7 +59,7 @@ class ListSource:
 
 
 def resolve(agent: LlmAgent[None]) -> LlmAgent[None]:
-    return anyio.run(agent.resolve)
+    return anyio.run(agent.resolved)
 
 
 def test_a_tool_source_is_a_protocol_any_object_with_resolve_tools_fits() -> None:
@@ -134,7 +134,7 @@ def test_run_resolves_first_so_the_model_can_call_source_tools() -> None:
 
 def test_an_unresolved_agent_cannot_be_driven_directly() -> None:
     agent = LlmAgent(name="budget", model=MockModel(), tool_sources=[ListSource("remote", [spending])])
-    with pytest.raises(ConfigError, match=r"unresolved tool sources: use `await agent.resolve\(\)`"):
+    with pytest.raises(ConfigError, match=r"unresolved tool sources \(`await agent.resolved\(\)`\)"):
         agent.make_env(None, None)  # type: ignore[arg-type]
 
 
