@@ -16,6 +16,11 @@ Failures to connect or serve raise :class:`McpError` (its
 
 from __future__ import annotations
 
+import importlib.util
+
+if importlib.util.find_spec("mcp") is None:  # the SDK, not this package
+    raise ImportError("helikon.mcp needs the official MCP SDK: pip install 'paigasus-helikon[mcp]'")
+
 from helikon.mcp._errors import McpError, McpErrorKind
 from helikon.mcp._handle import DEFAULT_CONNECT_TIMEOUT, McpServerHandle
 from helikon.mcp._server import McpAgentServer, sanitize_tool_name

@@ -19,6 +19,7 @@ from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, final
 
+import anyio
 from mcp import types as mcp_types
 
 from helikon._version import __version__
@@ -66,6 +67,8 @@ class McpServerHandle:
         self._tool_prefix = tool_prefix
         self._lazy = bool(lazy)
         self._state = "new"
+        self._connecting: anyio.Event | None = None
+        self._connect_error: McpError | None = None
 
     # -- construction --------------------------------------------------------
 
@@ -160,24 +163,34 @@ class McpServerHandle:
     async def connect(self) -> McpServerHandle:
         """Connect (handshake, then list the tools); returns the handle.
 
-        Connecting a connected handle does nothing.
+        Connecting a connected handle does nothing; connecting one that is
+        connecting (from another task) waits for that connection.
 
         Raises:
             McpError: ``SPAWN`` (the command did not start), ``CONNECT`` (no
                 handshake: unreachable, not an MCP server, timed out) or
                 ``SERVICE`` (listing the tools failed); ``OTHER`` after close.
         """
+        if self._state == "connecting" and self._connecting is not None:
+            await self._connecting.wait()
         if self._state == "connected":
             return self
         if self._state != "new":
-            raise McpError(McpErrorKind.OTHER, f"the handle to the {self._label} is closed; make a new one")
+            raise self._connect_error or McpError(
+                McpErrorKind.OTHER, f"the handle to the {self._label} is closed; make a new one"
+            )
         self._state = "connecting"
+        self._connecting = anyio.Event()
         try:
             await self._connection.open()
-        except BaseException:
+        except BaseException as exc:
             self._state = "closed"
+            self._connect_error = exc if isinstance(exc, McpError) else None
             raise
-        self._state = "connected"
+        else:
+            self._state = "connected"
+        finally:
+            self._connecting.set()
         return self
 
     async def close(self) -> None:

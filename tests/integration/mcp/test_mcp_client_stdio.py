@@ -232,6 +232,26 @@ def test_a_handle_connects_when_the_agent_resolves_it_and_fails_cleanly_after_cl
     run(main)
 
 
+def test_agents_resolving_one_handle_at_once_share_its_single_connection(servers: Servers) -> None:
+    async def main() -> None:
+        handle = servers.everything_stdio()
+        agents = [LlmAgent(name=f"agent-{i}", model=MockModel(), mcp_servers=[handle]) for i in range(3)]
+        resolved: list[LlmAgent[None]] = []
+
+        async def resolve(agent: LlmAgent[None]) -> None:
+            resolved.append(await agent.resolved())
+
+        async with anyio.create_task_group() as group:
+            for agent in agents:
+                group.start_soon(resolve, agent)
+        tools = [agent.tool_map["echo"] for agent in resolved]
+        assert len(resolved) == 3 and len({id(t.connection) for t in tools}) == 1  # type: ignore[attr-defined]
+        assert await tools[0].invoke(tool_ctx(), {"message": "one server"}) == "Echo: one server"
+        await handle.close()
+
+    run(main)
+
+
 def test_connect_failures_say_which_step_failed(tmp_path: Path) -> None:
     async def main() -> None:
         with pytest.raises(McpError) as spawn:
