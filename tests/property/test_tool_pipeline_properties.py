@@ -173,7 +173,9 @@ policy_answers = st.one_of(
 @st.composite
 def configs(draw: st.DrawFn) -> Config:
     keys = [(event, name) for event in ("PreToolUse", "PostToolUse") for name in TOOLS]
-    hooks = draw(st.lists(st.fixed_dictionaries({k: hook_answers for k in keys}), max_size=2).map(tuple))
+    hooks = draw(
+        st.lists(st.fixed_dictionaries({k: hook_answers for k in keys}), max_size=2).map(tuple)
+    )
     return Config(
         mode=draw(st.sampled_from(list(PermissionMode))),
         deny=tuple(
@@ -265,7 +267,9 @@ def expected_runs(config: Config) -> list[tuple[str, Any]]:
     settings = prepare(agent(config), ctx).spec.governance.permissions
     runs: list[tuple[str, Any]] = []
     for index, (name, args) in enumerate(config.calls):
-        verdict = fold_hooks((t[("PreToolUse", name)] or Allow()) for t in config.hooks)
+        verdict = fold_hooks(
+            (t[("PreToolUse", name)] or Allow()) for t in config.hooks
+        )
         if verdict.denied:
             continue
         args = replaced_value(verdict, args)  # type: ignore[assignment]

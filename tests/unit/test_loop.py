@@ -825,6 +825,7 @@ def steps(outcome: Outcome) -> tuple[CallStep, ...]:
     return outcome.effect.steps
 
 
+
 def test_the_fast_evolve_carries_every_field_of_the_state() -> None:
     from helikon.loop._turns import EVOLVED_FIELDS, evolve
 
