@@ -111,6 +111,7 @@ if typing.TYPE_CHECKING:
         Model as Model,
         Session as Session,
         Tool as Tool,
+        ToolSource as ToolSource,
     )
     from helikon.results import (
         RunResult as RunResult,
@@ -179,7 +180,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "AgentInput", "AssistantMessage", "Item", "SystemMessage", "ToolCall", "ToolResult", "UserMessage",
     ),
     "helikon.model": ("ModelCapabilities", "ModelRequest", "ModelSettings", "ToolEffect", "Usage"),
-    "helikon.protocols": ("Model", "Session", "Tool"),
+    "helikon.protocols": ("Model", "Session", "Tool", "ToolSource"),
     "helikon.results": ("RunResult", "collect", "collect_typed", "run_sync"),
     "helikon.sessions": ("CompactingSession", "MemorySession"),
     "helikon.snapshots": ("dump_state", "load_state"),

@@ -24,7 +24,7 @@ from helikon.interpreters._env import Limits, RunEnv, build_env, inherit
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug
 from helikon.model import ModelSettings, ToolDef
-from helikon.protocols import Model, Tool
+from helikon.protocols import Model, Tool, ToolSource
 
 Ctx = TypeVar("Ctx")
 
@@ -74,6 +74,11 @@ class LlmAgent(Generic[Ctx]):
             they fire before the run context's.
         input_guardrails: checks of the user's text before the first turn.
         output_guardrails: checks of the final answer before the run completes.
+        tool_sources: :class:`~helikon.protocols.ToolSource` objects (an MCP
+            server handle, ...) whose tools join ``tools`` when the agent is
+            resolved: ``await agent.resolved()``, or the start of ``run``.
+        mcp_servers: the book's name for more tool sources (resolved after
+            ``tool_sources``).
     """
 
     name: str
@@ -88,6 +93,8 @@ class LlmAgent(Generic[Ctx]):
     hooks: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
     input_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
     output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
+    tool_sources: tuple[ToolSource, ...] = attrs.field(default=(), converter=as_tuple)
+    mcp_servers: tuple[ToolSource, ...] = attrs.field(default=(), converter=as_tuple)
     spec: AgentSpec = attrs.field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = attrs.field(init=False, repr=False)
 
@@ -96,6 +103,9 @@ class LlmAgent(Generic[Ctx]):
             raise ConfigError("an agent needs a non-empty name")
         if not callable(getattr(self.model, "invoke", None)):
             raise ConfigError(f"agent {self.name!r}: model {self.model!r} has no invoke() method")
+        for source in (*self.tool_sources, *self.mcp_servers):
+            if not callable(getattr(source, "resolve_tools", None)):
+                raise ConfigError(f"agent {self.name!r}: {source!r} is not a tool source (no resolve_tools)")
         tool_map: dict[str, Tool] = {}
         for tool in self.tools:
             if tool.name in tool_map:
@@ -146,7 +156,37 @@ class LlmAgent(Generic[Ctx]):
             config: overrides the agent's run config for this run.
             interpreter: performs the effects; the live interpreter by default.
         """
+        if self.tool_sources or self.mcp_servers:
+            return _run_resolved(self, ctx, input, config, interpreter)
         return run_agent(self, ctx, input, config=config, interpreter=interpreter)
+
+    async def resolved(self) -> LlmAgent[Ctx]:
+        """This agent with its tool sources' tools merged into ``tools``.
+
+        Each source's ``resolve_tools()`` is awaited in order (``tool_sources``
+        then ``mcp_servers``); the returned agent has the agent's own tools
+        followed by the sources' and no sources left.
+
+        Raises:
+            ConfigError: two tools (local or from any source) share a name,
+                or a source returned something that is not a tool.
+            Exception: whatever a source raises (an MCP handle that cannot
+                connect raises :class:`helikon.mcp.McpError`).
+        """
+        owners = {tool.name: "the agent's own tools" for tool in self.tools}
+        found: list[Tool] = []
+        for source in (*self.tool_sources, *self.mcp_servers):
+            for tool in await source.resolve_tools():
+                if not isinstance(tool, Tool):
+                    raise ConfigError(f"agent {self.name!r}: {source!r} gave {tool!r}, which is not a tool")
+                if tool.name in owners:
+                    raise ConfigError(
+                        f"agent {self.name!r}: two tools are named {tool.name!r} (from {owners[tool.name]} "
+                        f"and from {source!r}); give an MCP server a tool_prefix to keep them apart"
+                    )
+                owners[tool.name] = repr(source)
+                found.append(tool)
+        return attrs.evolve(self, tools=(*self.tools, *found), tool_sources=(), mcp_servers=())
 
     def resume(
         self,
@@ -195,6 +235,8 @@ class LlmAgent(Generic[Ctx]):
         parent: Limits | None = None,
     ) -> RunEnv:
         """The world an interpreter needs to run this agent (used by interpreters)."""
+        if self.tool_sources or self.mcp_servers:
+            raise ConfigError(f"agent {self.name!r} has unresolved tool sources (`await agent.resolved()`)")
         return build_env(
             self.spec,
             ctx,
@@ -218,6 +260,9 @@ class LlmAgent(Generic[Ctx]):
     def with_tools(self, *tools: Tool | Callable[..., Any]) -> LlmAgent[Ctx]:
         return attrs.evolve(self, tools=tools)
 
+    def with_tool_sources(self, *sources: ToolSource) -> LlmAgent[Ctx]:
+        return attrs.evolve(self, tool_sources=sources)
+
     def with_instructions(self, instructions: Instructions) -> LlmAgent[Ctx]:
         return attrs.evolve(self, instructions=instructions)
 
@@ -232,6 +277,19 @@ class LlmAgent(Generic[Ctx]):
 
     def with_config(self, config: RunConfig) -> LlmAgent[Ctx]:
         return attrs.evolve(self, config=config)
+
+
+async def _run_resolved(
+    agent: LlmAgent[Any],
+    ctx: RunContext[Any] | None,
+    input: AgentInput | str,
+    config: RunConfig | None,
+    interpreter: Any,
+) -> AsyncIterator[AgentEvent]:
+    """``agent.run`` for an agent with tool sources: resolve them, then run."""
+    resolved = await agent.resolved()
+    async for event in resolved.run(ctx, input, config=config, interpreter=interpreter):
+        yield event
 
 
 def _raise(error: Exception) -> Any:

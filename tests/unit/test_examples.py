@@ -25,6 +25,7 @@ SCRIPTS = sorted(path.name for path in EXAMPLES.glob("*.py"))
 #: A phrase each run's output must contain (examples not listed here must just succeed).
 PHRASES: dict[str, tuple[str, ...]] = {
     "budget_assistant.py": ("[done:",),
+    "mcp_agent_server.py": ("HTTP answer: You spent $412", "stdio answer: You spent $412"),
     "coding_agent.py": ("FAILED (failures=1)", "OK\n", "denied: ../../etc/passwd", "Both tests pass now."),
     "custom_interpreter.py": ("2 + 3 = 5",),
     "structured_output.py": ("category='Entertainment'",),
