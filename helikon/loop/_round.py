@@ -133,7 +133,7 @@ def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec)
     calls: list[ToolCallState] = []
     for call in phase.calls:
         decision = answers.get(call.call.call_id)
-        if decision is None:
+        if decision is None or approval_request(call) is None:
             calls.append(call)
             continue
         fed, more = feed_approval(call, decision, spec)
