@@ -24,6 +24,5 @@ SDK are the application's choice. See ``docs/observability.md``.
 """
 
 from helikon.observability._interpreter import ObservingInterpreter, Telemetry
-from helikon.observability._runs import parent_of
 
-__all__ = ["ObservingInterpreter", "Telemetry", "parent_of"]
+__all__ = ["ObservingInterpreter", "Telemetry"]

@@ -59,6 +59,7 @@ def open_child(host: RunSpans, name: str, at: int, agent: object = None, key: st
         model=model,
         at=at,
         agent=agent,
+        secrets=host.secrets,
     )
 
 

@@ -156,9 +156,15 @@ class ObservingInterpreter:
         return self.inner.new_run_id()
 
     def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
-        if self._inner_observe is not None:
-            self._inner_observe(env, outcome)
         signals = self._signals
+        if self._inner_observe is not None:
+            try:
+                self._inner_observe(env, outcome)
+            except BaseException as exc:  # a replay's divergence, say: the run ends here
+                run = self._runs.get(env.run_id) if signals is not None else None
+                if run is not None:
+                    self._close(run, now(), error=exc)
+                raise
         if signals is None:
             return
         at = now()
@@ -200,6 +206,7 @@ class ObservingInterpreter:
             model=model or env.spec.model_id or None,
             at=at,
             direct=True,
+            secrets=env.secrets,
         )
         self._runs[env.run_id] = run
         return run
@@ -340,7 +347,9 @@ class ObservingInterpreter:
                         if failure is not None:
                             kind = sc.error_type(failure)
                             span.set_attribute(sc.ERROR_TYPE, kind)
-                            span.set_status(Status(StatusCode.ERROR, describe_failure(failure)))
+                            span.set_status(
+                                Status(StatusCode.ERROR, sc.scrub(describe_failure(failure), env.secrets))
+                            )
                             metric[sc.ERROR_TYPE] = kind
                         elif signals.capture_content:
                             text = output if isinstance(output, str) else sc.as_json(output, env.secrets)
@@ -417,6 +426,7 @@ class ObservingInterpreter:
             model=model,
             at=at,
             direct=True,
+            secrets=env.secrets,
         )
 
 
@@ -488,7 +498,7 @@ def _chat_result(
         case ModelCallFailed(failure=failure):
             kind = sc.error_type(failure)
             span.set_attribute(sc.ERROR_TYPE, kind)
-            span.set_status(Status(StatusCode.ERROR, describe_failure(failure)))
+            span.set_status(Status(StatusCode.ERROR, sc.scrub(describe_failure(failure), env.secrets)))
             metric[sc.ERROR_TYPE] = kind
         case RunInterrupted():
             kind = sc.error_type(result)

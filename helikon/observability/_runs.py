@@ -36,6 +36,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from helikon.effects import RunInterrupted
 from helikon.errors import describe
 from helikon.events import (
     AgentEvent,
@@ -76,7 +77,8 @@ class RunSpans:
     a slash and its key); ``agent`` is the agent's definition when the
     observer knows it (children: to tell their handoff calls and their own
     children apart); ``stamps`` are the trace attributes of the run's
-    :class:`~helikon.context.TracerHandle`.
+    :class:`~helikon.context.TracerHandle`; ``secrets`` the values scrubbed
+    from every text the run's spans carry.
     """
 
     key: str
@@ -90,6 +92,7 @@ class RunSpans:
     parent: RunSpans | None = None
     agent: Any = None
     direct: bool = False
+    secrets: tuple[str, ...] = ()
     turn: Span | None = None
     children: list[RunSpans] = attrs.field(factory=list)
     chat: int | None = None
@@ -143,6 +146,7 @@ def open_run(
     at: int,
     agent: Any = None,
     direct: bool = False,
+    secrets: tuple[str, ...] = (),
 ) -> RunSpans:
     """Start a run's ``invoke_agent`` span: under ``parent``'s current span,
     or, for a root run, under the caller's current span (so a run started
@@ -160,7 +164,7 @@ def open_run(
         attributes=attributes,
         start_time=at,
     )
-    run = RunSpans(key, name, span, signals, stamps, provider, model, at, parent, agent, direct)
+    run = RunSpans(key, name, span, signals, stamps, provider, model, at, parent, agent, direct, secrets)
     if parent is not None and not direct:
         parent.children.append(run)
     return run
@@ -215,7 +219,7 @@ def close_run(
     if error is not None:
         kind = sc.error_type(error)
         span.set_attribute(sc.ERROR_TYPE, kind)
-        span.set_status(Status(StatusCode.ERROR, describe_failure(error)))
+        span.set_status(Status(StatusCode.ERROR, sc.scrub(describe_failure(error), run.secrets)))
         attributes[sc.ERROR_TYPE] = kind
     span.end(end_time=at)
     run.signals.duration.record((at - run.start) / 1e9, attributes)
@@ -225,10 +229,13 @@ def describe_failure(error: object) -> str:
     """A failure value's description, or an exception's type and message."""
     if isinstance(error, BaseException):
         return f"{type(error).__name__}: {error}"
+    if isinstance(error, RunInterrupted):
+        error = error.reason
     try:
-        return describe(error)  # type: ignore[arg-type]
+        text = describe(error)  # type: ignore[arg-type]
     except Exception:  # not one of helikon's failure values
-        return str(error)
+        text = None
+    return text if isinstance(text, str) else str(error)
 
 
 def _end_turn(run: RunSpans, at: int) -> None:
@@ -243,13 +250,14 @@ def note(run: RunSpans, event: AgentEvent, at: int) -> None:
     """Record a governance event on the run's current span (as a span event)."""
     match event:
         case PermissionDenied(tool=tool, reason=reason):
-            run.current().add_event("helikon.permission_denied", {sc.TOOL_NAME: tool, "reason": reason}, at)
+            attributes: Attributes = {sc.TOOL_NAME: tool, "reason": sc.scrub(reason, run.secrets)}
+            run.current().add_event("helikon.permission_denied", attributes, at)
         case GuardrailTriggered(kind=kind, info=info):
-            run.current().add_event("helikon.guardrail_triggered", {"kind": kind, "info": info}, at)
+            attributes = {"kind": kind, "info": sc.scrub(info, run.secrets)}
+            run.current().add_event("helikon.guardrail_triggered", attributes, at)
         case ApprovalRequested(call_id=call_id, tool=tool):
-            run.current().add_event(
-                "helikon.approval_requested", {sc.TOOL_NAME: tool, sc.TOOL_CALL_ID: call_id}, at
-            )
+            attributes = {sc.TOOL_NAME: tool, sc.TOOL_CALL_ID: call_id}
+            run.current().add_event("helikon.approval_requested", attributes, at)
         case _:
             pass
 
