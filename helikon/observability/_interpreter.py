@@ -146,14 +146,28 @@ class ObservingInterpreter:
             tracer_provider, meter_provider, capture_content=capture_content
         )
         self._inner_observe = getattr(self.inner, "observe", None)
-        self._signals = self.telemetry.signals()
         self._runs: dict[str, RunSpans] = {}
         self._last_env: tuple[RunEnv, RunEnv] | None = None
+        self._signals: Signals | None = None
+        self._resolve()
 
     def new_run_id(self) -> RunId:
         # Whether anything receives telemetry is decided as each run starts.
-        self._signals = self.telemetry.signals()
+        self._resolve()
         return self.inner.new_run_id()
+
+    def _resolve(self) -> None:
+        """Look up the signals; with none, step aside: ``drive`` then finds the
+        inner interpreter's own ``perform`` and ``observe`` on this object
+        (instance attributes shadow the methods), so an observer with nothing
+        to report to adds no call at all to a run's steps."""
+        self._signals = self.telemetry.signals()
+        if self._signals is None:
+            self.__dict__["perform"] = self.inner.perform
+            self.__dict__["observe"] = self._inner_observe
+        else:
+            self.__dict__.pop("perform", None)
+            self.__dict__.pop("observe", None)
 
     def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
         signals = self._signals
