@@ -183,8 +183,8 @@ class ObservingInterpreter:
             return
         at = now()
         run = self._runs.get(env.run_id)
-        if run is None or not run.direct:
-            run = self._seen(env, run, signals, at)
+        if run is None or not run.direct or run.closed:
+            run = self._seen(env, run if run is not None and not run.closed else None, signals, at)
         for event in outcome.events:
             kind = type(event)
             if kind is TurnStarted:
@@ -399,6 +399,8 @@ class ObservingInterpreter:
                 name = str(getattr(agent, "name", None) or child.agent or child.key)
                 tops[child.key] = open_child(host, name, start, agent, key=child.key)
             router = Forwarded(host, list(tops.values()), first=None)
+        for opened in tops.values():  # known by run id, should the interpreter show one directly
+            self._runs.setdefault(opened.key, opened)
         try:
             async for item in _relay(self.inner.perform(effect, inner_env), host.context()):
                 if type(item) in RESULT_TYPES:
@@ -408,9 +410,8 @@ class ObservingInterpreter:
                             close_run(tops[effect.target], at=at, usage=usage, error=error)  # type: ignore[union-attr]
                         case AgentsRan(results=results):
                             for result in results:
-                                top = tops.get(result.key)
-                                if top is not None:
-                                    close_run(top, at=at, usage=result.usage, error=result.error)
+                                if result.key in tops:
+                                    close_run(tops[result.key], at=at, usage=result.usage, error=result.error)
                         case RunInterrupted():
                             for top in tops.values():
                                 close_run(top, at=at, error=item)
@@ -425,6 +426,7 @@ class ObservingInterpreter:
                 close_run(top, at=at)
             if run is None:
                 close_run(host, at=at)
+            self._runs = {key: r for key, r in self._runs.items() if not r.closed}
 
     def _detached(self, env: RunEnv, signals: Signals, at: int) -> RunSpans:
         """A run for an effect performed outside :func:`drive` (the step API):
