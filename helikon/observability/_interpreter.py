@@ -19,13 +19,11 @@ starts, the observer hands every effect to the inner interpreter untouched.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any, final
 
 import attrs
-from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from helikon.effects import (
@@ -37,22 +35,17 @@ from helikon.effects import (
     Handoff,
     HandoffCompleted,
     InvokeTool,
-    ModelCallFailed,
-    ModelResponded,
     RunAgents,
     RunInterrupted,
-    ToolRaised,
-    ToolReturned,
-    ToolsExecuted,
 )
 from helikon.errors import RunSuspended
 from helikon.events import AgentEvent, RunCompleted, RunFailed, TurnStarted
 from helikon.ids import RunId
 from helikon.interpreters import RESULT_TYPES, Interpreter, LiveInterpreter, RunEnv
 from helikon.interpreters._machine import OutcomeLike
-from helikon.loop import aggregate
 from helikon.observability import _semconv as sc
 from helikon.observability._forwarded import Forwarded, open_child
+from helikon.observability._operations import TracedTools, chat_result, context_of, relay, tool_outcomes
 from helikon.observability._runs import (
     Attributes,
     RunSpans,
@@ -257,7 +250,7 @@ class ObservingInterpreter:
             elif type(effect) is Handoff or type(effect) is RunAgents:
                 stream = self._run_children(effect, env, inner_env, run, signals)
             else:
-                stream = _relay(self.inner.perform(effect, inner_env), _context_of(run))
+                stream = relay(self.inner.perform(effect, inner_env), context_of(run))
             async for item in stream:
                 yield item
         except GeneratorExit:
@@ -289,7 +282,7 @@ class ObservingInterpreter:
             attributes[sc.CONVERSATION_ID] = conversation
         span = signals.tracer.start_span(
             f"{sc.CHAT} {model}" if model else sc.CHAT,
-            context=_context_of(run),
+            context=context_of(run),
             kind=SpanKind.CLIENT,
             attributes=attributes,
             start_time=start,
@@ -304,10 +297,10 @@ class ObservingInterpreter:
         metric.update((k, v) for k, v in attributes.items() if k in (sc.PROVIDER_NAME, sc.REQUEST_MODEL))
         ended = False
         try:
-            async for item in _relay(self.inner.perform(effect, inner_env), trace.set_span_in_context(span)):
+            async for item in relay(self.inner.perform(effect, inner_env), trace.set_span_in_context(span)):
                 if type(item) in RESULT_TYPES:
                     end = now()
-                    _chat_result(span, item, env, effect, metric, signals)  # type: ignore[arg-type]
+                    chat_result(span, item, env, effect, metric, signals)  # type: ignore[arg-type]
                     signals.duration.record((end - start) / 1e9, metric)
                     span.end(end_time=end)
                     ended = True
@@ -321,9 +314,9 @@ class ObservingInterpreter:
         self, effect: ExecuteTools, env: RunEnv, inner_env: RunEnv, run: RunSpans | None, signals: Signals
     ) -> AsyncIterator[AgentEvent | EffectResult]:
         invoked = [step for step in effect.steps if type(step) is InvokeTool]
-        parent = _context_of(run)
+        parent = context_of(run)
         if not invoked:  # hooks and policy steps only
-            async for item in _relay(self.inner.perform(effect, inner_env), parent):
+            async for item in relay(self.inner.perform(effect, inner_env), parent):
                 yield item
             return
         start = now()
@@ -346,13 +339,13 @@ class ObservingInterpreter:
                 span.set_attribute(sc.TOOL_CALL_ARGUMENTS, sc.as_json(step.args, env.secrets))
             spans[step.call_id] = span
         ended: dict[str, int] = {}
-        traced = attrs.evolve(inner_env, tools=_TracedTools(inner_env.tools, spans, ended))
+        traced = attrs.evolve(inner_env, tools=TracedTools(inner_env.tools, spans, ended))
         provider = run.provider if run is not None else None
         try:
-            async for item in _relay(self.inner.perform(effect, traced), parent):
+            async for item in relay(self.inner.perform(effect, traced), parent):
                 if type(item) in RESULT_TYPES:
                     at = now()
-                    for step, failure, output in _tool_outcomes(effect, item):  # type: ignore[arg-type]
+                    for step, failure, output in tool_outcomes(effect, item):  # type: ignore[arg-type]
                         span = spans.pop(step.call_id)
                         end = ended.get(step.call_id, at)
                         metric: Attributes = {sc.OPERATION_NAME: sc.EXECUTE_TOOL, sc.TOOL_NAME: step.tool}
@@ -402,7 +395,7 @@ class ObservingInterpreter:
         for opened in tops.values():  # known by run id, should the interpreter show one directly
             self._runs.setdefault(opened.key, opened)
         try:
-            async for item in _relay(self.inner.perform(effect, inner_env), host.context()):
+            async for item in relay(self.inner.perform(effect, inner_env), host.context()):
                 if type(item) in RESULT_TYPES:
                     at = now()
                     match item:
@@ -444,148 +437,6 @@ class ObservingInterpreter:
             direct=True,
             secrets=env.secrets,
         )
-
-
-# -- helpers -------------------------------------------------------------------
-
-
-def _context_of(run: RunSpans | None) -> Context | None:
-    return run.context() if run is not None else None
-
-
-async def _relay(
-    stream: AsyncIterator[AgentEvent | EffectResult], ctx: Context | None
-) -> AsyncIterator[AgentEvent | EffectResult]:
-    """``stream``'s items, each produced with ``ctx`` as the current context.
-
-    The context is attached only while the inner interpreter works (around
-    each step of its stream), never across a ``yield``: the caller's own
-    code never runs under it, and it is detached in the task that attached it.
-    """
-    if ctx is None:
-        async for item in stream:
-            yield item
-        return
-    try:
-        while True:
-            token = otel_context.attach(ctx)
-            try:
-                item = await stream.__anext__()
-            except StopAsyncIteration:
-                return
-            finally:
-                otel_context.detach(token)
-            yield item
-    finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
-def _chat_result(
-    span: Span, result: EffectResult, env: RunEnv, effect: CallModel, metric: Attributes, signals: Signals
-) -> None:
-    """Set what a model call's result tells on its span and metrics."""
-    match result:
-        case ModelResponded(events=events):
-            response = aggregate(events, env.run_id, effect.turn)
-            usage = response.usage
-            span.set_attribute(sc.INPUT_TOKENS, usage.input_tokens)
-            span.set_attribute(sc.OUTPUT_TOKENS, usage.output_tokens)
-            if usage.cached_input_tokens:
-                span.set_attribute(sc.CACHE_READ_TOKENS, usage.cached_input_tokens)
-            if usage.reasoning_tokens:
-                span.set_attribute(sc.REASONING_TOKENS, usage.reasoning_tokens)
-            reason = sc.finish_reason(response.finish)
-            if reason is not None:
-                span.set_attribute(sc.FINISH_REASONS, (reason,))
-            if response.response_id is not None:
-                span.set_attribute(sc.RESPONSE_ID, response.response_id)
-            model = metric.get(sc.REQUEST_MODEL)
-            if isinstance(model, str):
-                # helikon's model stream does not name the model that answered:
-                # the requested one is the best knowledge.
-                span.set_attribute(sc.RESPONSE_MODEL, model)
-                metric[sc.RESPONSE_MODEL] = model
-            if signals.capture_content:
-                span.set_attribute(sc.OUTPUT_MESSAGES, sc.as_json(sc.output_messages(response), env.secrets))
-            signals.token_usage.record(usage.input_tokens, {**metric, sc.TOKEN_TYPE: "input"})
-            signals.token_usage.record(usage.output_tokens, {**metric, sc.TOKEN_TYPE: "output"})
-        case ModelCallFailed(failure=failure):
-            kind = sc.error_type(failure)
-            span.set_attribute(sc.ERROR_TYPE, kind)
-            span.set_status(Status(StatusCode.ERROR, sc.scrub(describe_failure(failure), env.secrets)))
-            metric[sc.ERROR_TYPE] = kind
-        case RunInterrupted():
-            kind = sc.error_type(result)
-            span.set_attribute(sc.ERROR_TYPE, kind)
-            span.set_status(Status(StatusCode.ERROR, kind))
-            metric[sc.ERROR_TYPE] = kind
-        case _:
-            pass
-
-
-def _tool_outcomes(effect: ExecuteTools, result: EffectResult) -> list[tuple[InvokeTool, object, object]]:
-    """Each tool step, its failure (None when the tool returned) and its output."""
-    out: list[tuple[InvokeTool, object, object]] = []
-    if type(result) is ToolsExecuted:
-        for step, step_result in zip(effect.steps, result.results, strict=False):
-            if type(step) is not InvokeTool:
-                continue
-            if type(step_result) is ToolReturned:
-                out.append((step, None, step_result.output))
-            elif type(step_result) is ToolRaised:
-                out.append((step, step_result.failure, None))
-            else:
-                out.append((step, step_result, None))
-    elif type(result) is RunInterrupted:
-        out.extend((step, result, None) for step in effect.steps if type(step) is InvokeTool)
-    return out
-
-
-@final
-class _TracedTools(Mapping[str, Any]):
-    """A run's tools, each invoked with its call's span as the current span
-    (and its end time noted)."""
-
-    def __init__(self, tools: Mapping[str, Any], spans: dict[str, Span], ended: dict[str, int]) -> None:
-        self._tools = tools
-        self._spans = spans
-        self._ended = ended
-
-    def __getitem__(self, name: str) -> Any:
-        return _TracedTool(self._tools[name], self._spans, self._ended)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._tools)
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-
-@final
-class _TracedTool:
-    """One tool, invoked under its call's span."""
-
-    def __init__(self, tool: Any, spans: dict[str, Span], ended: dict[str, int]) -> None:
-        self._tool = tool
-        self._spans = spans
-        self._ended = ended
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tool, name)
-
-    async def invoke(self, ctx: Any, args: Any) -> Any:
-        call_id = getattr(ctx, "call_id", None)
-        span = self._spans.get(call_id) if isinstance(call_id, str) else None
-        if span is None:
-            return await self._tool.invoke(ctx, args)
-        token = otel_context.attach(trace.set_span_in_context(span))
-        try:
-            return await self._tool.invoke(ctx, args)
-        finally:
-            otel_context.detach(token)
-            self._ended[call_id] = now()  # type: ignore[index]
 
 
 __all__ = ["ObservingInterpreter", "Telemetry"]
