@@ -19,7 +19,9 @@ starts, the observer hands every effect to the inner interpreter untouched.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any, final
 
 import attrs
@@ -140,7 +142,7 @@ class ObservingInterpreter:
         )
         self._inner_observe = getattr(self.inner, "observe", None)
         self._runs: dict[str, RunSpans] = {}
-        self._last_env: tuple[RunEnv, RunEnv] | None = None
+        self._last_env: tuple[weakref.ref[RunEnv], RunEnv] | None = None
         self._signals: Signals | None = None
         self._resolve()
 
@@ -179,15 +181,15 @@ class ObservingInterpreter:
         if run is None or not run.direct or run.closed:
             run = self._seen(env, run if run is not None and not run.closed else None, signals, at)
         for event in outcome.events:
-            kind = type(event)
-            if kind is TurnStarted:
-                begin_turn(run, event.turn, at)  # type: ignore[union-attr]
-            elif kind is RunCompleted:
-                self._close(run, at, usage=event.usage)  # type: ignore[union-attr]
-            elif kind is RunFailed:
-                self._close(run, at, usage=event.usage, error=event.error)  # type: ignore[union-attr]
-            else:
-                note(run, event, at)
+            match event:
+                case TurnStarted(turn=turn):
+                    begin_turn(run, turn, at)
+                case RunCompleted(usage=usage):
+                    self._close(run, at, usage=usage)
+                case RunFailed(error=error, usage=usage):
+                    self._close(run, at, usage=usage, error=error)
+                case _:
+                    note(run, event, at)
 
     def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         signals = self._signals
@@ -216,7 +218,14 @@ class ObservingInterpreter:
             secrets=env.secrets,
         )
         self._runs[env.run_id] = run
+        # A caller that stops iterating a run between two steps leaves no
+        # code of ours running: end the run's spans when its world is gone.
+        weakref.finalize(env, self._abandoned, run)
         return run
+
+    def _abandoned(self, run: RunSpans) -> None:
+        if not run.closed:
+            self._close(run, now())
 
     def _close(self, run: RunSpans, at: int, **how: Any) -> None:
         close_run(run, at=at, **how)
@@ -226,13 +235,13 @@ class ObservingInterpreter:
         """``env`` whose context carries this observer's telemetry, so the
         agents a tool runs are observed too."""
         last = self._last_env
-        if last is not None and last[0] is env:
+        if last is not None and last[0]() is env:
             return last[1]
         handle = env.ctx.tracer
         inner = env
         if handle.tracer is not self.telemetry:
             inner = attrs.evolve(env, ctx=env.ctx.with_tracer(handle.with_tracer(self.telemetry)))
-        self._last_env = (env, inner)
+        self._last_env = (weakref.ref(env), inner)
         return inner
 
     # -- effects -----------------------------------------------------------------
@@ -251,8 +260,9 @@ class ObservingInterpreter:
                 stream = self._run_children(effect, env, inner_env, run, signals)
             else:
                 stream = relay(self.inner.perform(effect, inner_env), context_of(run))
-            async for item in stream:
-                yield item
+            async with aclosing(stream):
+                async for item in stream:
+                    yield item
         except GeneratorExit:
             if run is not None:  # the caller stopped the run
                 self._close(run, now())
@@ -267,7 +277,7 @@ class ObservingInterpreter:
 
     async def _call_model(
         self, effect: CallModel, env: RunEnv, inner_env: RunEnv, run: RunSpans | None, signals: Signals
-    ) -> AsyncIterator[AgentEvent | EffectResult]:
+    ) -> AsyncGenerator[AgentEvent | EffectResult, None]:
         start = now()
         provider, model = model_of(env)
         model = model or env.spec.model_id or None
@@ -312,7 +322,7 @@ class ObservingInterpreter:
 
     async def _execute_tools(
         self, effect: ExecuteTools, env: RunEnv, inner_env: RunEnv, run: RunSpans | None, signals: Signals
-    ) -> AsyncIterator[AgentEvent | EffectResult]:
+    ) -> AsyncGenerator[AgentEvent | EffectResult, None]:
         invoked = [step for step in effect.steps if type(step) is InvokeTool]
         parent = context_of(run)
         if not invoked:  # hooks and policy steps only
@@ -377,14 +387,15 @@ class ObservingInterpreter:
         inner_env: RunEnv,
         run: RunSpans | None,
         signals: Signals,
-    ) -> AsyncIterator[AgentEvent | EffectResult]:
+    ) -> AsyncGenerator[AgentEvent | EffectResult, None]:
         start = now()
         host = run if run is not None else self._detached(env, signals, start)
         tops: dict[str, RunSpans] = {}
+        target: RunSpans | None = None
         if type(effect) is Handoff:
             agent = resolve(env.children.get(effect.target))
-            tops[effect.target] = open_child(host, effect.target, start, agent or None)
-            router = Forwarded(host, list(tops.values()), first=tops[effect.target])
+            target = tops[effect.target] = open_child(host, effect.target, start, agent or None)
+            router = Forwarded(host, [target], first=target)
         else:
             assert type(effect) is RunAgents
             for child in effect.runs:
@@ -399,8 +410,8 @@ class ObservingInterpreter:
                 if type(item) in RESULT_TYPES:
                     at = now()
                     match item:
-                        case HandoffCompleted(usage=usage, error=error):
-                            close_run(tops[effect.target], at=at, usage=usage, error=error)  # type: ignore[union-attr]
+                        case HandoffCompleted(usage=usage, error=error) if target is not None:
+                            close_run(target, at=at, usage=usage, error=error)
                         case AgentsRan(results=results):
                             for result in results:
                                 if result.key in tops:

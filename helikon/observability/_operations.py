@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from typing import Any, final
 
 from opentelemetry import context as otel_context
@@ -47,7 +47,7 @@ def context_of(run: RunSpans | None) -> Context | None:
 
 async def relay(
     stream: AsyncIterator[AgentEvent | EffectResult], ctx: Context | None
-) -> AsyncIterator[AgentEvent | EffectResult]:
+) -> AsyncGenerator[AgentEvent | EffectResult, None]:
     """``stream``'s items, each produced with ``ctx`` as the current context.
 
     The context is attached only while the inner interpreter works (around

@@ -7,6 +7,8 @@ metrics back.
 
 from __future__ import annotations
 
+import gc
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -386,3 +388,19 @@ def test_a_handle_wraps_an_interpreter_only_with_a_tracer_that_can_observe(otel:
     assert TracerHandle(telemetry).instrument(wrapped) is wrapped
     explicit = otel.observer(live)
     assert TracerHandle(telemetry).instrument(explicit) is explicit
+
+
+def test_a_run_whose_caller_stops_listening_still_ends_its_spans(otel: Pipeline) -> None:
+    async def listen_until_the_tool_call() -> None:
+        stream = budget_agent().run(None, "How am I doing?", interpreter=otel.observer())
+        async with aclosing(stream) as events:
+            async for event in events:
+                if isinstance(event, ToolCallItem):
+                    break  # between two steps: no effect is being performed
+        gc.collect()
+
+    anyio.run(listen_until_the_tool_call)
+
+    spans = otel.finished()
+    assert shape(spans) == (("invoke_agent budget", (("agent.turn", (("chat budget-model", ()),)),)),)
+    assert all(s.status.status_code.name == "UNSET" for s in spans)
