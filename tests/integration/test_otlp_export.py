@@ -18,6 +18,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -111,7 +112,7 @@ def test_a_handoff_run_exports_its_span_tree_and_metrics_over_otlp_http(receiver
         OTLPMetricExporter(f"{receiver.url}/v1/metrics", session=session), export_interval_millis=3_600_000
     )
     meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-    specialist = LlmAgent(
+    specialist: LlmAgent[None] = LlmAgent(
         name="investing",
         model=MockModel(
             [
@@ -122,7 +123,7 @@ def test_a_handoff_run_exports_its_span_tree_and_metrics_over_otlp_http(receiver
         ),
         tools=[market_data],
     )
-    triage = LlmAgent(
+    triage: LlmAgent[None] = LlmAgent(
         name="triage",
         model=MockModel([call_tools(("transfer_to_investing", {}), usage=Usage(4, 1))], model_id="gpt-test"),
         handoffs=[Handoff.to(specialist)],
@@ -138,7 +139,7 @@ def test_a_handoff_run_exports_its_span_tree_and_metrics_over_otlp_http(receiver
     posts = {path: {k.lower(): v for k, v in hdrs.items()} for path, hdrs, _ in receiver.posts}
     assert posts["/v1/traces"]["authorization"] == headers["Authorization"]
     assert posts["/v1/traces"]["content-type"] == "application/x-protobuf"
-    spans = []
+    spans: list[Span] = []
     for body in receiver.bodies("/v1/traces"):
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
@@ -170,17 +171,14 @@ def test_a_handoff_run_exports_its_span_tree_and_metrics_over_otlp_http(receiver
         9,
     )
     chats = [{a.key: value(a.value) for a in s.attributes} for s in spans if s.name == "chat gpt-test"]
-    assert sorted(c.get("gen_ai.usage.input_tokens", 0) for c in chats) == [
-        0,
-        0,
-        4,
-    ]  # the child's: on its run
+    # The handoff target's model calls are seen through its events: its tokens are on its run span.
+    assert sorted(str(c.get("gen_ai.usage.input_tokens", "-")) for c in chats) == ["-", "-", "4"]
 
     metrics: dict[str, Any] = {}
     for body in receiver.bodies("/v1/metrics"):
-        request = ExportMetricsServiceRequest()
-        request.ParseFromString(body)
-        for resource_metrics in request.resource_metrics:
+        exported = ExportMetricsServiceRequest()
+        exported.ParseFromString(body)
+        for resource_metrics in exported.resource_metrics:
             for scope_metrics in resource_metrics.scope_metrics:
                 for metric in scope_metrics.metrics:
                     metrics[metric.name] = metric

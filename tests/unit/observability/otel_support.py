@@ -65,11 +65,11 @@ def _order(span: ReadableSpan) -> tuple[int, str, str]:
 
 def children(spans: Iterable[ReadableSpan], parent: ReadableSpan | None) -> list[ReadableSpan]:
     """The spans whose parent is ``parent`` (``None``: the roots), in start order."""
-    ids = {s.context.span_id for s in spans}  # type: ignore[union-attr]
+    ids = {s.context.span_id for s in spans if s.context is not None}
     if parent is None:
         found = [s for s in spans if s.parent is None or s.parent.span_id not in ids]
     else:
-        wanted = parent.context.span_id  # type: ignore[union-attr]
+        wanted = parent.context.span_id if parent.context is not None else None
         found = [s for s in spans if s.parent is not None and s.parent.span_id == wanted]
     return sorted(found, key=_order)
 
@@ -108,6 +108,11 @@ def attributes(span: ReadableSpan) -> dict[str, object]:
     return dict(span.attributes or {})
 
 
+def label(point: HistogramDataPoint | NumberDataPoint, key: str) -> object:
+    """A metric data point's attribute ``key`` (``None`` when absent)."""
+    return dict(point.attributes or {}).get(key)
+
+
 def agent(name: str, *scripts: Sequence[ScriptItem], **kw: Any) -> LlmAgent[Any]:
     kw.setdefault("description", f"The {name} agent.")
     return LlmAgent(name=name, model=MockModel(scripts, model_id=f"{name}-model"), **kw)
@@ -137,6 +142,7 @@ __all__ = [
     "collect",
     "drain",
     "flat",
+    "label",
     "named",
     "one",
     "run",

@@ -16,7 +16,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind
-from otel_support import Pipeline, agent, attributes, drain, named, one, run, shape
+from otel_support import Pipeline, agent, attributes, drain, label, named, one, run, shape
 
 from helikon import RunContext, collect, tool
 from helikon.context import ToolContext, TracerHandle
@@ -144,7 +144,7 @@ def test_a_tool_run_is_an_agent_span_with_a_turn_per_model_call_holding_its_chat
 def test_a_tool_run_reports_token_usage_durations_and_tool_calls(otel: Pipeline) -> None:
     run(lambda: collect(budget_agent().run(None, "How am I doing?", interpreter=otel.observer())))
 
-    tokens = {p.attributes["gen_ai.token.type"]: p for p in otel.metric_points("gen_ai.client.token.usage")}
+    tokens = {label(p, "gen_ai.token.type"): p for p in otel.metric_points("gen_ai.client.token.usage")}
     assert (tokens["input"].sum, tokens["input"].count) == (30, 2)  # type: ignore[union-attr]
     assert (tokens["output"].sum, tokens["output"].count) == (10, 2)  # type: ignore[union-attr]
     assert dict(tokens["input"].attributes or {}) == {
@@ -155,8 +155,7 @@ def test_a_tool_run_reports_token_usage_durations_and_tool_calls(otel: Pipeline)
         "gen_ai.token.type": "input",
     }
     durations = {
-        p.attributes["gen_ai.operation.name"]: p
-        for p in otel.metric_points("gen_ai.client.operation.duration")
+        label(p, "gen_ai.operation.name"): p for p in otel.metric_points("gen_ai.client.operation.duration")
     }
     assert {op: p.count for op, p in durations.items()} == {  # type: ignore[union-attr]
         "chat": 2,
@@ -222,7 +221,7 @@ def test_a_failed_run_marks_the_failing_tool_model_call_and_run_with_error_statu
     assert [t.status.status_code.name for t in named(spans, "agent.turn")] == ["UNSET", "UNSET"]
 
     errors = {
-        (p.attributes["gen_ai.operation.name"], p.attributes.get("error.type"))  # type: ignore[union-attr]
+        (label(p, "gen_ai.operation.name"), label(p, "error.type"))
         for p in otel.metric_points("gen_ai.client.operation.duration")
     }
     assert errors == {
