@@ -27,8 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from helikon import Handoff, LlmAgent, RunContext, Usage, collect, tool
-from helikon.context import TracerHandle
+from helikon import Handoff, LlmAgent, RunContext, TracerHandle, Usage, collect, tool
 from helikon.observability import Telemetry
 from helikon.testing import MockModel, call_tools, say
 
