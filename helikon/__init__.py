@@ -38,6 +38,7 @@ if typing.TYPE_CHECKING:
         RunContext as RunContext,
         SessionState as SessionState,
         ToolContext as ToolContext,
+        TracerHandle as TracerHandle,
     )
     from helikon.errors import (
         AgentError as AgentError,
@@ -160,7 +161,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "helikon.agent": ("LlmAgent",),
     "helikon.cancel": ("CancellationToken",),
     "helikon.config": ("PermissionMode", "RunConfig"),
-    "helikon.context": ("HookRegistry", "RunContext", "SessionState", "ToolContext"),
+    "helikon.context": ("HookRegistry", "RunContext", "SessionState", "ToolContext", "TracerHandle"),
     "helikon.errors": (
         "AgentError", "ConfigError", "HelikonError", "ModelError", "RunError", "RunSuspended", "StepError",
         "ToolError",

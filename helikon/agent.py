@@ -212,7 +212,7 @@ class LlmAgent(Generic[Ctx]):
         from helikon.loop import resume, transition
 
         run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
-        interp = interpreter or LiveInterpreter(state.run_id)
+        interp = run_ctx.tracer.instrument(interpreter or LiveInterpreter(state.run_id))
         # The machine resumes under the run context's governance (the same
         # spec ``agent.run`` and the step API build): an approval answers
         # only the ask step, and the mode and rules still apply after it.
@@ -311,7 +311,9 @@ def run_agent(
         input = AgentInput.from_user_text(input)
     elif not isinstance(input, AgentInput):
         raise TypeError(f"input must be a str or AgentInput, not {type(input).__name__}")
-    return _run(agent, ctx or RunContext.ephemeral(None), input, interpreter or LiveInterpreter(), config)
+    run_ctx = ctx or RunContext.ephemeral(None)
+    # The context's tracer (if it observes runs) wraps the interpreter.
+    return _run(agent, run_ctx, input, run_ctx.tracer.instrument(interpreter or LiveInterpreter()), config)
 
 
 async def _run(

@@ -28,6 +28,12 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "mcp_agent_server.py": ("HTTP answer: You spent $412", "stdio answer: You spent $412"),
     "coding_agent.py": ("FAILED (failures=1)", "OK\n", "denied: ../../etc/passwd", "Both tests pass now."),
     "custom_interpreter.py": ("2 + 3 = 5",),
+    "observability.py": (
+        "invoke_agent triage  [in=425 out=55]",
+        "    invoke_agent investing specialist  [in=330 out=43]",
+        "        execute_tool fund_costs",
+        "gen_ai.client.token.usage chat input: 95",
+    ),
     "structured_output.py": ("category='Entertainment'",),
     "suspend_resume.py": ("suspended before running pay_invoice", "Invoice INV-7 is paid."),
     "triage_handoff.py": ("handoff: triage -> investing specialist", "broad index fund"),
