@@ -10,5 +10,7 @@ if importlib.util.find_spec("temporalio") is None:
     collect_ignore_glob.append("helikon/temporal/*")
 if importlib.util.find_spec("psycopg") is None:
     collect_ignore_glob.append("helikon/sessions/_postgres.py")
+if importlib.util.find_spec("mcp") is None:
+    collect_ignore_glob.append("helikon/mcp/*")
 if importlib.util.find_spec("redis") is None:
     collect_ignore_glob.append("helikon/sessions/_redis.py")

@@ -184,17 +184,40 @@ def check_counters(runs: int, turns: int) -> None:
     C.check(not C.NET_ATTEMPTS, f"network attempts: {C.NET_ATTEMPTS}")
 
 
+def observer() -> Any:
+    """W1's interpreter: ``None`` (the default live one), or with
+    ``BENCH_OBSERVE=1`` the live one wrapped by an ``ObservingInterpreter``
+    with no tracer provider configured (what "no overhead" is measured on),
+    or with ``BENCH_OBSERVE=sdk`` one reporting to an OpenTelemetry SDK
+    tracer provider that keeps every span in memory (for information)."""
+    mode = os.environ.get("BENCH_OBSERVE", "")
+    if not mode:
+        return None
+    from helikon.observability import ObservingInterpreter
+
+    if mode != "sdk":
+        return ObservingInterpreter()
+    os.environ.pop("OTEL_SDK_DISABLED", None)
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    return ObservingInterpreter(tracer_provider=provider)
+
+
 def w1(backend: str) -> None:
     turns, runs = C.T_W1, C.R_W1
     agent = make_agent(ScriptedModel(turns), turns)
 
     async def go() -> tuple[float, RunResult[str]]:
         for _ in range(C.WARMUP_W1):
-            check_tool_loop(await collect(agent.run(None, "add things")), turns)
+            check_tool_loop(await collect(agent.run(None, "add things", interpreter=observer())), turns)
         reset_counters()
         t0 = time.perf_counter()
         for _ in range(runs):
-            result = await collect(agent.run(None, "add things"))
+            result = await collect(agent.run(None, "add things", interpreter=observer()))
         wall = time.perf_counter() - t0
         return wall, result
 
@@ -210,6 +233,7 @@ def w1(backend: str) -> None:
         backend=backend,
         runs=runs,
         turns=turns,
+        observe=os.environ.get("BENCH_OBSERVE", ""),
         tool_calls=COUNTERS["tool"],
         model_calls=COUNTERS["model"],
         total_wall_s=round(wall, 4),

@@ -38,6 +38,7 @@ if typing.TYPE_CHECKING:
         RunContext as RunContext,
         SessionState as SessionState,
         ToolContext as ToolContext,
+        TracerHandle as TracerHandle,
     )
     from helikon.errors import (
         AgentError as AgentError,
@@ -111,6 +112,7 @@ if typing.TYPE_CHECKING:
         Model as Model,
         Session as Session,
         Tool as Tool,
+        ToolSource as ToolSource,
     )
     from helikon.results import (
         RunResult as RunResult,
@@ -159,7 +161,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "helikon.agent": ("LlmAgent",),
     "helikon.cancel": ("CancellationToken",),
     "helikon.config": ("PermissionMode", "RunConfig"),
-    "helikon.context": ("HookRegistry", "RunContext", "SessionState", "ToolContext"),
+    "helikon.context": ("HookRegistry", "RunContext", "SessionState", "ToolContext", "TracerHandle"),
     "helikon.errors": (
         "AgentError", "ConfigError", "HelikonError", "ModelError", "RunError", "RunSuspended", "StepError",
         "ToolError",
@@ -179,7 +181,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "AgentInput", "AssistantMessage", "Item", "SystemMessage", "ToolCall", "ToolResult", "UserMessage",
     ),
     "helikon.model": ("ModelCapabilities", "ModelRequest", "ModelSettings", "ToolEffect", "Usage"),
-    "helikon.protocols": ("Model", "Session", "Tool"),
+    "helikon.protocols": ("Model", "Session", "Tool", "ToolSource"),
     "helikon.results": ("RunResult", "collect", "collect_typed", "run_sync"),
     "helikon.sessions": ("CompactingSession", "MemorySession"),
     "helikon.snapshots": ("dump_state", "load_state"),

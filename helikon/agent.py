@@ -27,7 +27,7 @@ from helikon.interpreters._tree_env import compose
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug, resume
 from helikon.model import ModelSettings, ToolDef
-from helikon.protocols import Model, Tool
+from helikon.protocols import Model, Tool, ToolSource
 
 Ctx = TypeVar("Ctx")
 
@@ -77,6 +77,11 @@ class LlmAgent(Generic[Ctx]):
             they fire before the run context's.
         input_guardrails: checks of the user's text before the first turn.
         output_guardrails: checks of the final answer before the run completes.
+        tool_sources: :class:`~helikon.protocols.ToolSource` objects (an MCP
+            server handle, ...) whose tools join ``tools`` when the agent is
+            resolved: ``await agent.resolved()``, or the start of ``run``.
+        mcp_servers: the book's name for more tool sources (resolved after
+            ``tool_sources``).
     """
 
     name: str
@@ -91,6 +96,8 @@ class LlmAgent(Generic[Ctx]):
     hooks: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
     input_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
     output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
+    tool_sources: tuple[ToolSource, ...] = attrs.field(default=(), converter=as_tuple)
+    mcp_servers: tuple[ToolSource, ...] = attrs.field(default=(), converter=as_tuple)
     spec: AgentSpec = attrs.field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = attrs.field(init=False, repr=False)
 
@@ -99,6 +106,9 @@ class LlmAgent(Generic[Ctx]):
             raise ConfigError("an agent needs a non-empty name")
         if not callable(getattr(self.model, "invoke", None)):
             raise ConfigError(f"agent {self.name!r}: model {self.model!r} has no invoke() method")
+        for source in (*self.tool_sources, *self.mcp_servers):
+            if not callable(getattr(source, "resolve_tools", None)):
+                raise ConfigError(f"agent {self.name!r}: {source!r} is not a tool source (no resolve_tools)")
         tool_map: dict[str, Tool] = {}
         for tool in self.tools:
             if tool.name in tool_map:
@@ -149,7 +159,37 @@ class LlmAgent(Generic[Ctx]):
             config: overrides the agent's run config for this run.
             interpreter: performs the effects; the live interpreter by default.
         """
+        if self.tool_sources or self.mcp_servers:
+            return _run_resolved(self, ctx, input, config, interpreter)
         return run_agent(self, ctx, input, config=config, interpreter=interpreter)
+
+    async def resolved(self) -> LlmAgent[Ctx]:
+        """This agent with its tool sources' tools merged into ``tools``.
+
+        Each source's ``resolve_tools()`` is awaited in order (``tool_sources``
+        then ``mcp_servers``); the returned agent has the agent's own tools
+        followed by the sources' and no sources left.
+
+        Raises:
+            ConfigError: two tools (local or from any source) share a name,
+                or a source returned something that is not a tool.
+            Exception: whatever a source raises (an MCP handle that cannot
+                connect raises :class:`helikon.mcp.McpError`).
+        """
+        owners = {tool.name: "the agent's own tools" for tool in self.tools}
+        found: list[Tool] = []
+        for source in (*self.tool_sources, *self.mcp_servers):
+            for tool in await source.resolve_tools():
+                if not isinstance(tool, Tool):
+                    raise ConfigError(f"agent {self.name!r}: {source!r} gave {tool!r}, which is not a tool")
+                if tool.name in owners:
+                    raise ConfigError(
+                        f"agent {self.name!r}: two tools are named {tool.name!r} (from {owners[tool.name]} "
+                        f"and from {source!r}); give an MCP server a tool_prefix to keep them apart"
+                    )
+                owners[tool.name] = repr(source)
+                found.append(tool)
+        return attrs.evolve(self, tools=(*self.tools, *found), tool_sources=(), mcp_servers=())
 
     def resume(
         self,
@@ -185,6 +225,8 @@ class LlmAgent(Generic[Ctx]):
         parent: Limits | None = None,
     ) -> RunEnv:
         """The world an interpreter needs to run this agent (used by interpreters)."""
+        if self.tool_sources or self.mcp_servers:
+            raise ConfigError(f"agent {self.name!r} has unresolved tool sources (`await agent.resolved()`)")
         return build_env(
             self.spec,
             ctx,
@@ -207,6 +249,9 @@ class LlmAgent(Generic[Ctx]):
 
     def with_tools(self, *tools: Tool | Callable[..., Any]) -> LlmAgent[Ctx]:
         return attrs.evolve(self, tools=tools)
+
+    def with_tool_sources(self, *sources: ToolSource) -> LlmAgent[Ctx]:
+        return attrs.evolve(self, tool_sources=sources)
 
     def with_instructions(self, instructions: Instructions) -> LlmAgent[Ctx]:
         return attrs.evolve(self, instructions=instructions)
@@ -237,7 +282,7 @@ def resume_agent(
     from helikon.interpreters import LiveInterpreter
 
     run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
-    interp = interpreter or LiveInterpreter(state.run_id)
+    interp = run_ctx.tracer.instrument(interpreter or LiveInterpreter(state.run_id))
     # The machine resumes under the run context's governance (the same spec
     # ``agent.run`` and the step API build): an approval answers only the ask
     # step, and the mode and rules still apply after it.
@@ -248,6 +293,17 @@ def resume_agent(
     else:
         first = resumed(machine, state)
     return _run(agent, run_ctx, AgentInput(()), interp, config, first)
+async def _run_resolved(
+    agent: LlmAgent[Any],
+    ctx: RunContext[Any] | None,
+    input: AgentInput | str,
+    config: RunConfig | None,
+    interpreter: Any,
+) -> AsyncIterator[AgentEvent]:
+    """``agent.run`` for an agent with tool sources: resolve them, then run."""
+    resolved = await agent.resolved()
+    async for event in resolved.run(ctx, input, config=config, interpreter=interpreter):
+        yield event
 
 
 def _raise(error: Exception) -> Any:
@@ -269,7 +325,9 @@ def run_agent(
         input = AgentInput.from_user_text(input)
     elif not isinstance(input, AgentInput):
         raise TypeError(f"input must be a str or AgentInput, not {type(input).__name__}")
-    return _run(agent, ctx or RunContext.ephemeral(None), input, interpreter or LiveInterpreter(), config)
+    run_ctx = ctx or RunContext.ephemeral(None)
+    # The context's tracer (if it observes runs) wraps the interpreter.
+    return _run(agent, run_ctx, input, run_ctx.tracer.instrument(interpreter or LiveInterpreter()), config)
 
 
 def environment(agent: Any, ctx: RunContext[Any], interpreter: Any, **kw: Any) -> RunEnv:

@@ -64,6 +64,11 @@ def _as_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(items)
 
 
+def _as_tags(tags: str | Iterable[str]) -> tuple[str, ...]:
+    """Tags as a tuple; one string is one tag (not its characters)."""
+    return (tags,) if isinstance(tags, str) else tuple(tags)
+
+
 @attrs.frozen
 class HookRegistry:
     """The hooks and guardrails a run carries (see ``docs/governance.md``).
@@ -91,9 +96,59 @@ class HookRegistry:
 
 @attrs.frozen
 class TracerHandle:
-    """Where a run reports spans; the default reports nowhere."""
+    """Where a run reports spans, and the trace attributes it stamps on them.
+
+    ``tracer`` is what observes the run: anything with an
+    ``instrument(interpreter, handle)`` method, such as
+    :class:`helikon.observability.Telemetry`; ``agent.run`` wraps its
+    interpreter with it. The default (``None``) reports nowhere.
+    ``session_id``, ``user_id`` and ``tags`` are stamped on the run and turn
+    spans (``session.id``, ``user.id``, ``langfuse.trace.tags``; the session
+    id is also the ``gen_ai.conversation.id``).
+
+    Build one with keywords, or with the book's builder::
+
+        TracerHandle.builder().with_session_id("s-1").with_user_id("u-7").with_tag("prod").build()
+
+    >>> handle = TracerHandle.builder().with_session_id("demo").with_tag("a").with_tag("b").build()
+    >>> handle.session_id, handle.user_id, handle.tags
+    ('demo', None, ('a', 'b'))
+    """
 
     tracer: object | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    tags: tuple[str, ...] = attrs.field(default=(), converter=_as_tags)
+
+    @classmethod
+    def builder(cls) -> TracerHandle:
+        """An empty handle to chain ``with_*`` calls on (``build()`` ends the chain)."""
+        return cls()
+
+    def build(self) -> TracerHandle:
+        """This handle (the end of a builder chain)."""
+        return self
+
+    def with_tracer(self, tracer: object | None) -> TracerHandle:
+        return attrs.evolve(self, tracer=tracer)
+
+    def with_session_id(self, session_id: str | None) -> TracerHandle:
+        return attrs.evolve(self, session_id=session_id)
+
+    def with_user_id(self, user_id: str | None) -> TracerHandle:
+        return attrs.evolve(self, user_id=user_id)
+
+    def with_tag(self, tag: str) -> TracerHandle:
+        return attrs.evolve(self, tags=(*self.tags, tag))
+
+    def with_tags(self, tags: Iterable[str]) -> TracerHandle:
+        return attrs.evolve(self, tags=(*self.tags, *tags))
+
+    def instrument(self, interpreter: Any) -> Any:
+        """``interpreter`` observed by ``tracer`` when it can observe runs
+        (it has ``instrument``), else ``interpreter`` itself."""
+        instrument = getattr(self.tracer, "instrument", None)
+        return interpreter if instrument is None else instrument(interpreter, self)
 
 
 @attrs.frozen

@@ -1,5 +1,5 @@
 """The protocols user code implements: :class:`Model`, :class:`Tool`,
-:class:`Session`.
+:class:`ToolSource`, :class:`Session`.
 
 They are structural (``typing.Protocol``): any object with the right methods
 fits, no base class needed.
@@ -7,7 +7,7 @@ fits, no base class needed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from helikon._json import JsonObject, JsonValue
@@ -69,4 +69,20 @@ class Tool(Protocol):
     async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue: ...
 
 
-__all__ = ["Model", "Session", "Tool"]
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that supplies tools when an agent is resolved: an MCP server
+    (:class:`helikon.mcp.McpServerHandle`), a plugin registry, ...
+
+    ``LlmAgent(..., tool_sources=[...])`` keeps the sources; ``await
+    agent.resolved()`` (or the start of ``agent.run``) calls
+    ``resolve_tools()`` on each, in order, and merges the tools with the
+    agent's own. The tools then go through the same per-call pipeline (hooks,
+    permissions, redaction) as local ones. A name used twice is a
+    :class:`~helikon.errors.ConfigError`.
+    """
+
+    async def resolve_tools(self) -> Sequence[Tool]: ...
+
+
+__all__ = ["Model", "Session", "Tool", "ToolSource"]

@@ -4,13 +4,25 @@ interpreter. Hypothesis strategies live in :mod:`helikon.testing.strategies`
 
 from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter
 from helikon.testing._golden import GoldenTraceMissing, GoldenTraces
-from helikon.testing._mock import MockModel, Pause, ScriptItem, call_tools, say
+from helikon.testing._mock import (
+    MockModel,
+    Pause,
+    Script,
+    ScriptFile,
+    ScriptFileError,
+    ScriptItem,
+    call_tools,
+    say,
+)
 
 __all__ = [
     "GoldenTraceMissing",
     "GoldenTraces",
     "MockModel",
     "Pause",
+    "Script",
+    "ScriptFile",
+    "ScriptFileError",
     "ScriptItem",
     "ScriptedRun",
     "Step",

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import final
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, final
 
 import attrs
 import msgspec
 
 from helikon._json import JsonValue
 from helikon.cancel import CancellationToken
-from helikon.errors import ModelError
+from helikon.errors import ConfigError, ModelError
 from helikon.model import (
     Finish,
     FinishReason,
     ModelCapabilities,
     ModelEvent,
     ModelRequest,
+    ReasoningChunk,
+    TextBreak,
     TextChunk,
     ToolCallChunk,
     Usage,
@@ -83,6 +87,26 @@ class MockModel:
         """Append more scripts; returns the model for chaining."""
         self.remaining.extend(scripts)
         return self
+
+    @classmethod
+    def from_script_file(
+        cls,
+        source: str | os.PathLike[str] | ScriptFile,
+        case_id: str | None = None,
+        *,
+        model_id: str = "mock-model",
+    ) -> MockModel:
+        """A model playing the scripts a :class:`ScriptFile` holds for ``case_id``.
+
+        ``source`` is a script file's path or an already loaded
+        :class:`ScriptFile`; the case's own scripts are used when the file
+        has them, else its ``default`` scripts.
+
+        Raises:
+            ScriptFileError: the file is not a valid script file.
+        """
+        scripts = source if isinstance(source, ScriptFile) else ScriptFile.load(source)
+        return cls(scripts.scripts_for(case_id), model_id=model_id)
 
     def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
@@ -154,4 +178,229 @@ def call_tools(*calls: ToolCallSpec, text: str = "", usage: Usage | None = None)
     return events
 
 
-__all__ = ["MockModel", "Pause", "ScriptItem", "call_tools", "say"]
+#: One scripted model call: the items it streams, in order.
+Script = tuple[ScriptItem, ...]
+
+
+class ScriptFileError(ConfigError):
+    """A script file is not valid; the message names the place and the problem."""
+
+
+@attrs.frozen
+class ScriptFile:
+    """Model scripts for a whole dataset, as one JSON file.
+
+    The file is an object with ``default`` (a list of scripts, one per model
+    call) and optionally ``cases`` (case id -> its own list of scripts); a
+    case without its own scripts plays the defaults. A script is a list of
+    events (``{"type": "text", "text": "Hi"}``, ``tool_call``, ``reasoning``,
+    ``text_break``, ``usage``, ``finish``, ``pause``, ``error``) or a
+    shorthand: ``{"say": "Hi"}`` or ``{"call": [{"name": "f", "arguments":
+    {...}}]}``. ``docs/evals.md`` has the full format. Unknown keys are
+    errors, so a typo does not silently change a script.
+
+    >>> file = ScriptFile.from_json('{"default": [{"say": "Hi"}], "cases": {"c1": [{"say": "Yo"}]}}')
+    >>> [e.text for e in file.scripts_for("c1")[0] if isinstance(e, TextChunk)]
+    ['Yo']
+    >>> len(file.scripts_for("other")), file.case_ids
+    (1, ('c1',))
+    """
+
+    default: tuple[Script, ...] = ()
+    cases: tuple[tuple[str, tuple[Script, ...]], ...] = ()
+    source: str = attrs.field(default="<script file>", eq=False)
+
+    @property
+    def case_ids(self) -> tuple[str, ...]:
+        """The ids of the cases that have their own scripts, in file order."""
+        return tuple(case for case, _ in self.cases)
+
+    def scripts_for(self, case_id: str | None = None) -> tuple[Script, ...]:
+        """The case's own scripts when it has some, else the defaults."""
+        for case, scripts in self.cases:
+            if case == case_id:
+                return scripts
+        return self.default
+
+    def model_for(self, case_id: str | None = None, *, model_id: str = "mock-model") -> MockModel:
+        """A fresh :class:`MockModel` playing :meth:`scripts_for` ``case_id``."""
+        return MockModel(self.scripts_for(case_id), model_id=model_id)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ScriptFile:
+        """Read the script file at ``path``.
+
+        Raises:
+            ScriptFileError: it cannot be read or is not a valid script file.
+        """
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise ScriptFileError(f"{os.fspath(path)}: cannot read the script file: {exc}") from None
+        return cls.from_json(data, source=os.fspath(path))
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "<script file>") -> ScriptFile:
+        """Parse a script file's JSON text.
+
+        Raises:
+            ScriptFileError: it is not JSON or not a valid script file.
+        """
+        try:
+            data = msgspec.json.decode(text)
+        except msgspec.DecodeError as exc:
+            raise ScriptFileError(f"{source}: not JSON: {exc}") from None
+        return cls.from_data(data, source=source)
+
+    @classmethod
+    def from_data(cls, data: object, *, source: str = "<script file>") -> ScriptFile:
+        """Build a script file from decoded JSON data (see the class docs)."""
+        where = _Where(source)
+        top = where.fields(data, "", required=(), optional=("default", "cases", "description"))
+        default = _scripts(top.get("default", []), where, "default")
+        cases: list[tuple[str, tuple[Script, ...]]] = []
+        raw_cases = top.get("cases", {})
+        if not isinstance(raw_cases, dict):
+            raise where.error("cases", f"must be an object of case id -> scripts, not {_kind(raw_cases)}")
+        for case_id, scripts in raw_cases.items():
+            cases.append((case_id, _scripts(scripts, where, f"cases[{case_id!r}]")))
+        return cls(default, tuple(cases), source)
+
+
+_FINISH_REASONS = {reason.value: reason for reason in FinishReason}
+_EVENT_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # type: (required fields, optional fields)
+    "text": (("text",), ()),
+    "text_break": ((), ()),
+    "reasoning": (("text",), ("signature",)),
+    "tool_call": (("name",), ("arguments", "call_id", "index")),
+    "usage": ((), ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")),
+    "finish": (("reason",), ("response_id",)),
+    "pause": (("seconds",), ()),
+    "error": (("message",), ()),
+}
+
+
+@attrs.frozen
+class _Where:
+    """Error messages that name the file and the place in it."""
+
+    source: str
+
+    def error(self, path: str, problem: str) -> ScriptFileError:
+        return ScriptFileError(f"{self.source}: {path or 'the file'}: {problem}")
+
+    def fields(
+        self, value: object, path: str, *, required: Sequence[str], optional: Sequence[str]
+    ) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise self.error(path, f"must be a JSON object, not {_kind(value)}")
+        for key in required:
+            if key not in value:
+                raise self.error(path, f"missing {key!r}")
+        unknown = sorted(k for k in value if k not in required and k not in optional)
+        if unknown:
+            allowed = ", ".join(repr(k) for k in (*required, *optional))
+            raise self.error(path, f"unknown key {unknown[0]!r} (allowed: {allowed})")
+        return value
+
+    def typed(self, value: object, kind: type | tuple[type, ...], path: str, what: str) -> Any:
+        # bool is an int in Python; JSON keeps them apart and so do we.
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise self.error(path, f"must be {what}, not {_kind(value)}")
+        return value
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _scripts(value: object, where: _Where, path: str) -> tuple[Script, ...]:
+    if not isinstance(value, list):
+        raise where.error(path, f"must be a list of scripts (one per model call), not {_kind(value)}")
+    return tuple(_script(item, where, f"{path}[{n}]") for n, item in enumerate(value))
+
+
+def _script(value: object, where: _Where, path: str) -> Script:
+    if isinstance(value, list):
+        items: list[ScriptItem] = []
+        calls = 0
+        for n, event in enumerate(value):
+            item = _event(event, where, f"{path}[{n}]", calls)
+            calls += isinstance(item, ToolCallChunk)
+            items.append(item)
+        return tuple(items)
+    if isinstance(value, dict) and "say" in value:
+        body = where.fields(value, path, required=("say",), optional=())
+        return tuple(say(where.typed(body["say"], str, f"{path}.say", "a string")))
+    if isinstance(value, dict) and "call" in value:
+        body = where.fields(value, path, required=("call",), optional=("text",))
+        text = where.typed(body.get("text", ""), str, f"{path}.text", "a string")
+        raw_calls = where.typed(body["call"], list, f"{path}.call", "a list of tool calls")
+        specs: list[ToolCallSpec] = []
+        for n, raw in enumerate(raw_calls):
+            at = f"{path}.call[{n}]"
+            call = where.fields(raw, at, required=("name",), optional=("arguments", "call_id"))
+            name = where.typed(call["name"], str, f"{at}.name", "a string")
+            args = call.get("arguments", {})
+            if "call_id" in call:
+                specs.append((where.typed(call["call_id"], str, f"{at}.call_id", "a string"), name, args))
+            else:
+                specs.append((name, args))
+        return tuple(call_tools(*specs, text=text))
+    raise where.error(path, 'must be a list of events, {"say": ...} or {"call": [...]}')
+
+
+def _event(value: object, where: _Where, path: str, calls_before: int) -> ScriptItem:
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise where.error(path, 'must be an event object with a "type"')
+    kind = value["type"]
+    if kind not in _EVENT_FIELDS:
+        raise where.error(path, f"unknown event type {kind!r} (known: {', '.join(_EVENT_FIELDS)})")
+    required, optional = _EVENT_FIELDS[kind]
+    event = where.fields(value, path, required=("type", *required), optional=optional)
+
+    def text(key: str) -> str:
+        result: str = where.typed(event[key], str, f"{path}.{key}", "a string")
+        return result
+
+    def count(key: str) -> int:
+        result: int = where.typed(event.get(key, 0), int, f"{path}.{key}", "an integer")
+        return result
+
+    match kind:
+        case "text":
+            return TextChunk(text("text"))
+        case "text_break":
+            return TextBreak()
+        case "reasoning":
+            signature = text("signature") if "signature" in event else None
+            return ReasoningChunk(text("text"), signature)
+        case "tool_call":
+            args = event.get("arguments", {})
+            arguments = args if isinstance(args, str) else msgspec.json.encode(args).decode()
+            call_id = text("call_id") if "call_id" in event else None
+            index = count("index") if "index" in event else calls_before
+            return ToolCallChunk(index=index, call_id=call_id, name=text("name"), arguments=arguments)
+        case "usage":
+            return Usage(
+                count("input_tokens"),
+                count("output_tokens"),
+                count("cached_input_tokens"),
+                count("reasoning_tokens"),
+            )
+        case "finish":
+            reason = text("reason")
+            if reason not in _FINISH_REASONS:
+                raise where.error(f"{path}.reason", f"unknown finish reason {reason!r}")
+            response_id = text("response_id") if "response_id" in event else None
+            return Finish(_FINISH_REASONS[reason], response_id)
+        case "pause":
+            seconds = where.typed(event["seconds"], (int, float), f"{path}.seconds", "a number")
+            return Pause(float(seconds))
+        case _:
+            return ModelError.other(text("message"))
+
+
+__all__ = ["MockModel", "Pause", "Script", "ScriptFile", "ScriptFileError", "ScriptItem", "call_tools", "say"]

@@ -25,14 +25,27 @@ SCRIPTS = sorted(path.name for path in EXAMPLES.glob("*.py"))
 #: A phrase each run's output must contain (examples not listed here must just succeed).
 PHRASES: dict[str, tuple[str, ...]] = {
     "budget_assistant.py": ("[done:",),
+    "mcp_agent_server.py": ("HTTP answer: You spent $412", "stdio answer: You spent $412"),
     "coding_agent.py": ("FAILED (failures=1)", "OK\n", "denied: ../../etc/passwd", "Both tests pass now."),
     "custom_interpreter.py": ("2 + 3 = 5",),
+    "observability.py": (
+        "invoke_agent triage  [in=425 out=55]",
+        "    invoke_agent investing specialist  [in=330 out=43]",
+        "        execute_tool fund_costs",
+        "gen_ai.client.token.usage chat input: 95",
+    ),
     "structured_output.py": ("category='Entertainment'",),
     "suspend_resume.py": ("suspended before running pay_invoice", "Invoice INV-7 is paid."),
     "triage_handoff.py": ("handoff: triage -> investing specialist", "broad index fund"),
     "swarm_finance.py": ("handoff: budgeting -> investing", "automatic plan"),
     "graph_report.py": ("'[income]\\nEarned $3,000 in salary.'", "state['summary'] = 'You saved $900"),
     "persistent_chat.py": ("I remember 1 earlier message(s): ['My name is Ada.']",),
+    "offline_eval.py": (
+        "unknown-order          FAILED  0.00 x",
+        "passed: False",
+        "re-scored offline: mean",
+        "refund-b2: step 3: expected effect ExecuteTools, got CallModel",
+    ),
     "research_pipeline.py": ("- rates: Mortgage rates eased to 6.1%", '"jobs":"Local unemployment'),
     "research_agent.py": (
         "# Mortgage rates ease to 6.1%",

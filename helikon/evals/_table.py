@@ -1,0 +1,102 @@
+"""The plain-text report for a terminal: :func:`render_table`.
+
+One row per case (status, then each evaluator's score: ``1.00``, ``0.00 x``
+for a failure, ``skip``, ``-`` when it did not run), the failures' reasons,
+the per-evaluator statistics, and one summary line. ASCII only, so it reads
+the same in any terminal and in CI logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from helikon.evals._results import CaseResult, CaseStatus
+from helikon.evals._scores import ScoreOutcome
+
+if TYPE_CHECKING:
+    from helikon.evals._report import EvalReport
+
+
+def _cell(case: CaseResult, evaluator: str) -> str:
+    score = case.score(evaluator)
+    if score is None:
+        return "-"
+    match score.outcome:
+        case ScoreOutcome.SKIPPED:
+            return "skip"
+        case ScoreOutcome.FAILED:
+            return f"{score.value:.2f} x"
+        case ScoreOutcome.PASSED:
+            return f"{score.value:.2f}"
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _grid(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def render_table(report: EvalReport, *, width: int = 32) -> str:
+    """``report`` as plain text (case ids and reasons cut to ``width``/``2 * width`` characters)."""
+    label = f"eval {report.mode} {report.run_id}" + (f" ({report.name})" if report.name else "")
+    lines = [f"{label}: {len(report.cases)} case(s), {len(report.evaluators)} evaluator(s)", ""]
+    rows: list[list[str]] = [["case", "status", *report.evaluators]]
+    for case in report.cases:
+        status = (
+            case.status.value
+            if case.status in (CaseStatus.PASSED, CaseStatus.SKIPPED)
+            else case.status.value.upper()
+        )
+        rows.append([_short(case.case.id, width), status, *(_cell(case, e) for e in report.evaluators)])
+    lines.extend(_grid(rows))
+    problems: list[str] = []
+    for case in report.failures():
+        if case.divergence is not None:
+            problems.append(
+                f"  {_short(case.case.id, width)}: diverged at step {case.divergence.step}: "
+                f"{_short(case.divergence.headline, 2 * width)}"
+            )
+            problems.extend(f"      {_short(d, 2 * width)}" for d in case.divergence.differences[:3])
+        elif case.error is not None:
+            problems.append(f"  {_short(case.case.id, width)}: error: {_short(case.error, 2 * width)}")
+        for scored in case.scores:
+            if scored.score.outcome is ScoreOutcome.FAILED:
+                reason = _short(scored.score.reason, 2 * width)
+                problems.append(f"  {_short(case.case.id, width)}: {scored.evaluator}: {reason}")
+    if problems:
+        lines.extend(["", "failures:", *problems])
+    if report.evaluators:
+        stats = [["evaluator", "passed", "failed", "skipped", "mean", "min", "max"]]
+        for s in report.stats():
+            stats.append(
+                [
+                    s.evaluator,
+                    str(s.passed),
+                    str(s.failed),
+                    str(s.skipped),
+                    _number(s.mean),
+                    _number(s.minimum),
+                    _number(s.maximum),
+                ]
+            )
+        lines.extend(["", *_grid(stats)])
+    counts = report.counts
+    summary = (
+        f"{counts.passed} passed, {counts.failed} failed, {counts.errors} error(s), "
+        f"{counts.diverged} diverged, {counts.skipped} skipped; mean {_number(report.mean)}; "
+        f"{report.skipped_scores} skipped score(s): {'PASSED' if report.passed() else 'FAILED'}"
+    )
+    lines.extend(["", summary])
+    return "\n".join(lines)
+
+
+__all__ = ["render_table"]

@@ -1,0 +1,183 @@
+"""How one performed effect becomes spans and metrics.
+
+- :func:`relay` passes an interpreter's stream on with an OpenTelemetry
+  context current while the interpreter works;
+- :func:`chat_result` reads a model call's result (usage, finish reason,
+  response id, the answer when content is captured) onto its ``chat`` span
+  and the metrics;
+- :func:`tool_outcomes` pairs an ``ExecuteTools``' tool steps with their
+  results;
+- :class:`TracedTools` hands the inner interpreter tools that run under their
+  call's ``execute_tool`` span and note when they end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from typing import Any, final
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, Status, StatusCode
+
+from helikon.effects import (
+    CallModel,
+    EffectResult,
+    ExecuteTools,
+    InvokeTool,
+    ModelCallFailed,
+    ModelResponded,
+    RunInterrupted,
+    ToolRaised,
+    ToolReturned,
+    ToolsExecuted,
+)
+from helikon.events import AgentEvent
+from helikon.interpreters import RunEnv
+from helikon.loop import aggregate
+from helikon.observability import _semconv as sc
+from helikon.observability._runs import Attributes, RunSpans, describe_failure, now
+from helikon.observability._telemetry import Signals
+
+
+def context_of(run: RunSpans | None) -> Context | None:
+    return run.context() if run is not None else None
+
+
+async def relay(
+    stream: AsyncIterator[AgentEvent | EffectResult], ctx: Context | None
+) -> AsyncGenerator[AgentEvent | EffectResult, None]:
+    """``stream``'s items, each produced with ``ctx`` as the current context.
+
+    The context is attached only while the inner interpreter works (around
+    each step of its stream), never across a ``yield``: the caller's own
+    code never runs under it, and it is detached in the task that attached it.
+    """
+    if ctx is None:
+        async for item in stream:
+            yield item
+        return
+    try:
+        while True:
+            token = otel_context.attach(ctx)
+            try:
+                item = await stream.__anext__()
+            except StopAsyncIteration:
+                return
+            finally:
+                otel_context.detach(token)
+            yield item
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def chat_result(
+    span: Span, result: EffectResult, env: RunEnv, effect: CallModel, metric: Attributes, signals: Signals
+) -> None:
+    """Set what a model call's result tells on its span and metrics."""
+    match result:
+        case ModelResponded(events=events):
+            response = aggregate(events, env.run_id, effect.turn)
+            usage = response.usage
+            span.set_attribute(sc.INPUT_TOKENS, usage.input_tokens)
+            span.set_attribute(sc.OUTPUT_TOKENS, usage.output_tokens)
+            if usage.cached_input_tokens:
+                span.set_attribute(sc.CACHE_READ_TOKENS, usage.cached_input_tokens)
+            if usage.reasoning_tokens:
+                span.set_attribute(sc.REASONING_TOKENS, usage.reasoning_tokens)
+            reason = sc.finish_reason(response.finish)
+            if reason is not None:
+                span.set_attribute(sc.FINISH_REASONS, (reason,))
+            if response.response_id is not None:
+                span.set_attribute(sc.RESPONSE_ID, response.response_id)
+            model = metric.get(sc.REQUEST_MODEL)
+            if isinstance(model, str):
+                # helikon's model stream does not name the model that answered:
+                # the requested one is the best knowledge.
+                span.set_attribute(sc.RESPONSE_MODEL, model)
+                metric[sc.RESPONSE_MODEL] = model
+            if signals.capture_content:
+                span.set_attribute(sc.OUTPUT_MESSAGES, sc.as_json(sc.output_messages(response), env.secrets))
+            signals.token_usage.record(usage.input_tokens, {**metric, sc.TOKEN_TYPE: "input"})
+            signals.token_usage.record(usage.output_tokens, {**metric, sc.TOKEN_TYPE: "output"})
+        case ModelCallFailed(failure=failure):
+            kind = sc.error_type(failure)
+            span.set_attribute(sc.ERROR_TYPE, kind)
+            span.set_status(Status(StatusCode.ERROR, sc.scrub(describe_failure(failure), env.secrets)))
+            metric[sc.ERROR_TYPE] = kind
+        case RunInterrupted():
+            kind = sc.error_type(result)
+            span.set_attribute(sc.ERROR_TYPE, kind)
+            span.set_status(Status(StatusCode.ERROR, kind))
+            metric[sc.ERROR_TYPE] = kind
+        case _:
+            pass
+
+
+def tool_outcomes(effect: ExecuteTools, result: EffectResult) -> list[tuple[InvokeTool, object, object]]:
+    """Each tool step, its failure (None when the tool returned) and its output."""
+    out: list[tuple[InvokeTool, object, object]] = []
+    if type(result) is ToolsExecuted:
+        for step, step_result in zip(effect.steps, result.results, strict=False):
+            if type(step) is not InvokeTool:
+                continue
+            if type(step_result) is ToolReturned:
+                out.append((step, None, step_result.output))
+            elif type(step_result) is ToolRaised:
+                out.append((step, step_result.failure, None))
+            else:
+                out.append((step, step_result, None))
+    elif type(result) is RunInterrupted:
+        out.extend((step, result, None) for step in effect.steps if type(step) is InvokeTool)
+    return out
+
+
+@final
+class TracedTools(Mapping[str, Any]):
+    """A run's tools, each invoked with its call's span as the current span
+    (and its end time noted)."""
+
+    def __init__(self, tools: Mapping[str, Any], spans: dict[str, Span], ended: dict[str, int]) -> None:
+        self._tools = tools
+        self._spans = spans
+        self._ended = ended
+
+    def __getitem__(self, name: str) -> Any:
+        return TracedTool(self._tools[name], self._spans, self._ended)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+@final
+class TracedTool:
+    """One tool, invoked under its call's span."""
+
+    def __init__(self, tool: Any, spans: dict[str, Span], ended: dict[str, int]) -> None:
+        self._tool = tool
+        self._spans = spans
+        self._ended = ended
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tool, name)
+
+    async def invoke(self, ctx: Any, args: Any) -> Any:
+        call_id = getattr(ctx, "call_id", None)
+        span = self._spans.get(call_id) if isinstance(call_id, str) else None
+        if span is None:
+            return await self._tool.invoke(ctx, args)
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            return await self._tool.invoke(ctx, args)
+        finally:
+            otel_context.detach(token)
+            self._ended[call_id] = now()  # type: ignore[index]
+
+
+__all__ = ["TracedTool", "TracedTools", "chat_result", "context_of", "relay", "tool_outcomes"]

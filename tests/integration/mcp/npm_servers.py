@@ -1,0 +1,111 @@
+"""The third-party MCP servers the integration tests talk to, from npm.
+
+``@modelcontextprotocol/server-everything`` and
+``@modelcontextprotocol/server-filesystem``, pinned by ``servers/package.json``
+and ``servers/package-lock.json``, installed with the machine's ``npm ci``
+into a cache directory named after the lock file's digest (so a changed pin
+installs afresh, and an unchanged one is installed once per machine):
+
+- ``$HELIKON_MCP_SERVERS`` when set (``.ci/run`` sets it);
+- else ``$XDG_CACHE_HOME/helikon/mcp-servers/<digest>`` (``~/.cache/...``).
+
+Run it as a script (standard library only) to install and print the
+directory: ``python3 tests/integration/mcp/npm_servers.py``. The tests'
+``npm_servers`` fixture calls :func:`ensure` the same way, so ``./test.sh``
+works on a fresh machine too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SPEC = Path(__file__).resolve().parent / "servers"
+EVERYTHING = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+FILESYSTEM = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+_STAMP = ".helikon-lock-digest"
+
+
+class NpmUnavailable(RuntimeError):
+    """npm (or Node.js) is not installed, or the install failed."""
+
+
+def digest() -> str:
+    """The pinned lock file's digest (first 16 hex digits of its SHA-256)."""
+    return hashlib.sha256((SPEC / "package-lock.json").read_bytes()).hexdigest()[:16]
+
+
+def target() -> Path:
+    """Where the servers are (to be) installed."""
+    configured = os.environ.get("HELIKON_MCP_SERVERS")
+    if configured:
+        return Path(configured)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "helikon" / "mcp-servers" / digest()
+
+
+def installed(directory: Path) -> bool:
+    """Whether ``directory`` holds this lock file's install."""
+    stamp = directory / _STAMP
+    return (
+        stamp.is_file()
+        and stamp.read_text().strip() == digest()
+        and (directory / EVERYTHING).is_file()
+        and (directory / FILESYSTEM).is_file()
+    )
+
+
+def ensure(directory: Path | None = None) -> Path:
+    """Install the servers into ``directory`` (default :func:`target`) unless
+    they are there already; returns the directory.
+
+    Raises:
+        NpmUnavailable: no ``npm``/``node`` on PATH, or ``npm ci`` failed.
+    """
+    directory = directory or target()
+    if installed(directory):
+        return directory
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        raise NpmUnavailable(
+            "the MCP integration tests need Node.js (20+) and npm on PATH to install "
+            "@modelcontextprotocol/server-everything and server-filesystem"
+        )
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    # Install next to the target, then move it in place: a half-finished
+    # install is never mistaken for a finished one.
+    staging = Path(tempfile.mkdtemp(prefix=".installing-", dir=directory.parent))
+    try:
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(SPEC / name, staging / name)
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
+            cwd=staging,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0:
+            raise NpmUnavailable(f"npm ci failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        (staging / _STAMP).write_text(digest() + "\n")
+        if directory.exists():
+            shutil.rmtree(directory)
+        staging.rename(directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if not installed(directory):
+        raise NpmUnavailable(f"npm ci finished but the servers are not in {directory}")
+    return directory
+
+
+if __name__ == "__main__":
+    try:
+        print(ensure())
+    except NpmUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,77 @@
+"""Replaying a recorded run under the observer gives the recorded run's span
+tree: the same spans, nested the same way, with the same attributes and
+statuses (the timings are the replay's own: a trace records no clock).
+
+An agent run by a tool (``AgentAsTool``) is the one exception: a replay feeds
+the tool's recorded output back instead of running it, so the sub-run's spans
+are only in the live run's tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from otel_support import Pipeline, agent, flat, run, shape
+from test_observability_children import market_data, triage_with_specialist
+from test_observability_runs import budget_agent, flaky_lookup
+
+from helikon import ParallelAgent, collect
+from helikon.errors import ModelError, RunError
+from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
+from helikon.model import Usage
+from helikon.testing import call_tools, say
+from helikon.trace import Trace
+
+
+def parallel_research() -> Any:
+    return (
+        ParallelAgent("research")
+        .add(agent("news", say("Markets are calm.", usage=Usage(3, 4))))
+        .add(
+            agent(
+                "prices",
+                call_tools(("market_data", {"symbol": "VTI"}), usage=Usage(2, 1)),
+                say("VTI is at 101.5.", usage=Usage(5, 2)),
+                tools=[market_data],
+            )
+        )
+    )
+
+
+def failing_run() -> Any:
+    return agent(
+        "budget",
+        call_tools(("flaky_lookup", {"category": "food"})),
+        [ModelError.refused("no")],
+        tools=[flaky_lookup],
+    )
+
+
+SCENARIOS: dict[str, Callable[[], Any]] = {
+    "tool run": budget_agent,
+    "handoff": triage_with_specialist,
+    "parallel workflow": parallel_research,
+    "failed run": failing_run,
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_replay_under_the_observer_gives_the_recorded_runs_span_tree(scenario: str) -> None:
+    live, replay = Pipeline.new(), Pipeline.new()
+    subject = SCENARIOS[scenario]()
+    recorder = RecordingInterpreter(LiveInterpreter(run_id="golden-1"))
+
+    with contextlib.suppress(RunError):
+        run(lambda: collect(subject.run(None, "go", interpreter=live.observer(recorder))))
+    # The trace survives its text form: what is replayed is what a file holds.
+    trace = Trace.from_bytes(recorder.trace.to_bytes())
+    with contextlib.suppress(RunError):
+        run(lambda: collect(subject.run(None, "go", interpreter=replay.observer(ReplayInterpreter(trace)))))
+
+    recorded, replayed = live.finished(), replay.finished()
+    assert len(recorded) >= 3
+    assert shape(replayed) == shape(recorded)
+    assert flat(replayed) == flat(recorded)
