@@ -21,6 +21,7 @@ from helikon.effects import EffectResult
 from helikon.errors import ConfigError, StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
+from helikon.interpreters import LiveInterpreter, drive
 from helikon.interpreters._env import Limits, RunEnv, build_env, inherit
 from helikon.interpreters._machine import LoopMachine, TreeMachine
 from helikon.interpreters._tree_env import compose
@@ -28,6 +29,8 @@ from helikon.items import AgentInput
 from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug, resume
 from helikon.model import ModelSettings, ToolDef
 from helikon.protocols import Model, Tool, ToolSource
+from helikon.sessions import SessionRecorder, load_history, now_ms, persist_run
+from helikon.tools import tools, type_schema
 
 Ctx = TypeVar("Ctx")
 
@@ -36,8 +39,6 @@ Instructions = str | Callable[[RunContext[Any]], Any] | None
 
 
 def _as_tools(items: Iterable[Tool | Callable[..., Any]]) -> tuple[Tool, ...]:
-    from helikon.tools import tools
-
     return tools(*items)
 
 
@@ -48,8 +49,6 @@ def as_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
 
 def output_schema_for(output_type: type) -> OutputSchema:
     """The named JSON Schema of a structured output type."""
-    from helikon.tools import type_schema
-
     schema = type_schema(output_type)
     title = schema.get("title")
     return OutputSchema(title if isinstance(title, str) and title else "StructuredOutput", schema)
@@ -279,8 +278,6 @@ def resume_agent(
     interpreter: Any = None,
 ) -> AsyncIterator[AgentEvent]:
     """``agent.resume(...)`` for any helikon agent (an LLM agent, a workflow, a swarm)."""
-    from helikon.interpreters import LiveInterpreter
-
     run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
     interp = run_ctx.tracer.instrument(interpreter or LiveInterpreter(state.run_id))
     # The machine resumes under the run context's governance (the same spec
@@ -319,8 +316,6 @@ def run_agent(
     interpreter: Any = None,
 ) -> AsyncIterator[AgentEvent]:
     """``agent.run(...)`` for any helikon agent (one with ``make_env``)."""
-    from helikon.interpreters import LiveInterpreter
-
     if isinstance(input, str):
         input = AgentInput.from_user_text(input)
     elif not isinstance(input, AgentInput):
@@ -366,16 +361,12 @@ async def _run(
     conversation (a read failure raises ``SessionError``) and its events are
     appended to the session when it ends, however it ends (best effort).
     """
-    from helikon.interpreters import drive
-
     session = ctx.session
     if session is None or first is not None:
         env = environment(agent, ctx, interpreter, config=config)
         async for event in drive(interpreter, env, input, first):
             yield event
         return
-
-    from helikon.sessions import SessionRecorder, load_history, now_ms, persist_run
 
     history = await load_history(session)
     recorder = SessionRecorder(input.items, clock=now_ms, agent=getattr(agent, "name", None))

@@ -10,17 +10,16 @@ tool cannot bypass the run's persistence.
 from __future__ import annotations
 
 from collections.abc import Iterable, MutableMapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
 from helikon.cancel import CancellationToken
 from helikon.config import PermissionMode
 from helikon.errors import ConfigError
+from helikon.governance import mode_change_allowed
 from helikon.ids import CallId, RunId
-
-if TYPE_CHECKING:
-    from helikon.protocols import Session
+from helikon.sessions._protocol import Session
 
 Ctx = TypeVar("Ctx")
 Ctx2 = TypeVar("Ctx2")
@@ -221,8 +220,6 @@ class RunContext(Generic[Ctx]):
     def with_permission_mode(self, mode: PermissionMode) -> RunContext[Ctx]:
         """Change the permission mode; it only tightens: BYPASS can only go to
         DONT_ASK, and DONT_ASK is final (``ConfigError`` otherwise)."""
-        from helikon.governance import mode_change_allowed
-
         if not mode_change_allowed(self.permission_mode, mode):
             raise ConfigError(f"permission mode {self.permission_mode.name} cannot change to {mode.name}")
         return attrs.evolve(self, permission_mode=mode)

@@ -32,8 +32,11 @@ from helikon.errors import ConfigError, RunError, ToolError, describe
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import Limits, RunEnv, build_env
+from helikon.interpreters._machine import WorkflowMachine
 from helikon.items import AgentInput
+from helikon.loop import AgentSpec
 from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect
+from helikon.results import collect
 
 
 @runtime_checkable
@@ -209,8 +212,6 @@ class AgentAsTool:
         )
 
     async def invoke(self, ctx: ToolContext[Any], args: Mapping[str, Any]) -> str:
-        from helikon.results import collect
-
         isolated = self._isolated(ctx.user_ctx, ctx.tracer, ctx.cancel, ctx.agent_depth)
         # Run whole, the sub-run cannot suspend: a question goes to the handler or is denied.
         sub_ctx = isolated.with_governed(attrs.evolve(ctx.governed, suspend_on_approval=False))
@@ -317,9 +318,6 @@ class _Workflow:
         parent: Limits | None = None,
     ) -> RunEnv:
         """The world an interpreter needs to run this workflow."""
-        from helikon.interpreters._machine import WorkflowMachine
-        from helikon.loop import AgentSpec
-
         env = build_env(
             AgentSpec(self.name, config=config or self.config),
             ctx,

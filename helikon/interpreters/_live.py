@@ -51,12 +51,14 @@ from helikon.effects import (
     RenderInstructions,
     RunAgents,
     RunHooks,
+    RunInterrupted,
     StepResult,
     StoreOutput,
     Terminate,
     ToolsExecuted,
 )
 from helikon.errors import (
+    Cancelled,
     ModelError,
     OtherError,
     OtherModelFailure,
@@ -295,9 +297,6 @@ async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectRe
 
 
 def _cancelled() -> EffectResult:
-    from helikon.effects import RunInterrupted
-    from helikon.errors import Cancelled
-
     return RunInterrupted(Cancelled())
 
 

@@ -21,6 +21,7 @@ from helikon.governance import redact_values
 from helikon.ids import RunId
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter
 from helikon.interpreters._env import RunEnv
+from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._machine import OutcomeLike, TreeMachine
 from helikon.items import Item, UserMessage
 from helikon.trace import Trace, TraceHeader, TraceStep, fingerprint, tree_definition
@@ -39,8 +40,6 @@ class RecordingInterpreter:
 
     def __init__(self, inner: Interpreter | None = None) -> None:
         if inner is None:
-            from helikon.interpreters._live import LiveInterpreter
-
             inner = LiveInterpreter()
         self.inner = inner
         self._header: TraceHeader | None = None

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from typing import final
 
 from helikon import codec
+from helikon.diff import diff
 from helikon.effects import (
     AskPolicy,
     CallModel,
@@ -134,8 +135,6 @@ class ReplayInterpreter:
         recorded = self.trace.header.definition
         if not recorded:
             return
-        from helikon.diff import diff
-
         differences = diff(recorded, tree_definition(env.spec, tree_of(env)), "definition")
         if not differences:
             return
@@ -198,8 +197,6 @@ class ReplayInterpreter:
         else:
             same = effect == step.effect
         if not same:
-            from helikon.diff import diff
-
             differences = diff(codec.unstructure(step.effect, Effect), codec.unstructure(effect, Effect))
             expected_kind, kind = type(step.effect).__name__, type(effect).__name__
             headline = (
@@ -242,8 +239,6 @@ def _where(recorded: Effect, actual: Effect) -> str | None:
 
 
 def _diff_events(expected: tuple[AgentEvent, ...], actual: tuple[AgentEvent, ...]) -> list[str]:
-    from helikon.diff import diff
-
     return diff(
         [codec.unstructure(e, AgentEvent) for e in expected],
         [codec.unstructure(e, AgentEvent) for e in actual],

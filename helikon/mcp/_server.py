@@ -39,6 +39,7 @@ from helikon.config import RunConfig
 from helikon.context import RunContext
 from helikon.errors import ConfigError, RunError
 from helikon.mcp._errors import McpError, McpErrorKind
+from helikon.results import collect
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -353,8 +354,6 @@ class _Call:
         self.scope.cancel()
 
     async def _drive(self) -> None:
-        from helikon.results import collect
-
         try:
             with self.scope:
                 self.answer = await self._collect(collect)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import pkgutil
 from collections.abc import Mapping
 from datetime import timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Any, final
 
@@ -30,7 +31,6 @@ from temporalio.client import Client
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-import helikon
 from helikon.agent import LlmAgent
 from helikon.errors import ConfigError
 from helikon.temporal._activities import AgentActivities, CtxFactory, Registration
@@ -54,7 +54,8 @@ def sandbox_passthrough() -> tuple[str, ...]:
     purity tool), so only :mod:`helikon.temporal._workflow` is reloaded per
     run and stays under the sandbox's restrictions.
     """
-    names = {f"helikon.{m.name}" for m in pkgutil.iter_modules(helikon.__path__) if m.name != "temporal"}
+    package = str(Path(__file__).resolve().parents[1])  # helikon/, without importing the facade
+    names = {f"helikon.{m.name}" for m in pkgutil.iter_modules([package]) if m.name != "temporal"}
     names.update(f"helikon.temporal.{m}" for m in ("_activities", "_posture", "_runner", "_wire", "_worker"))
     names.update(_THIRD_PARTY)
     return tuple(sorted(names))

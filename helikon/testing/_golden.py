@@ -17,6 +17,7 @@ from typing import Any, TypeVar, final
 from helikon.context import RunContext
 from helikon.errors import HelikonError
 from helikon.events import AgentEvent
+from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.items import AgentInput
 from helikon.trace import Trace
 
@@ -61,8 +62,6 @@ class GoldenTraces:
             GoldenTraceMissing: the file does not exist.
             ReplayDivergence: the agent no longer behaves as recorded.
         """
-        from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
-
         target = Path(path)
         if self.record:
             if input is None:

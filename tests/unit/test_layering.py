@@ -1,0 +1,178 @@
+"""helikon's layers, checked on its import graph (after trio's strict layering).
+
+The layers, lowest first (``docs/architecture.md`` lists them too). A module
+imports only from its own layer or below — at the top of the module or inside
+a function alike — and no modules import each other in a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "helikon"
+
+#: The layers, lowest first: module name prefixes (the longest prefix wins).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "carriers",
+        (
+            "helikon._json",
+            "helikon._version",
+            "helikon._deprecated",
+            "helikon.ids",
+            "helikon.items",
+            "helikon.model",
+            "helikon.events",
+            "helikon.errors",
+            "helikon.config",
+            "helikon.schema",
+            "helikon.codec",
+            "helikon.diff",
+            "helikon.cancel",
+        ),
+    ),
+    ("effects and governance", ("helikon.effects", "helikon.governance")),
+    (
+        "pure machines",
+        (
+            "helikon.loop",
+            "helikon.agents",
+            "helikon.sessions._events",
+            "helikon.sessions._project",
+            "helikon.sessions._compaction",
+            "helikon.sessions._recorder",
+        ),
+    ),
+    (
+        "edges",
+        (
+            "helikon.context",
+            "helikon.protocols",
+            "helikon.tools",
+            "helikon.providers",
+            "helikon.sessions",
+            "helikon.trace",
+            "helikon.snapshots",
+            "helikon.results",
+        ),
+    ),
+    ("interpreters", ("helikon.interpreters",)),
+    ("agents and entry points", ("helikon.agent", "helikon.workflows", "helikon.steps")),
+    (
+        "integrations",
+        (
+            "helikon.temporal",
+            "helikon.mcp",
+            "helikon.observability",
+            "helikon.evals",
+            "helikon.testing",
+            "helikon.server",
+            "helikon.cli",
+        ),
+    ),
+    ("facade", ("helikon",)),
+)
+
+
+def layer_of(module: str) -> int:
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[1]):
+                best = (index, len(prefix))
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[0]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(module: str, *, top_level_only: bool = False) -> list[tuple[str, int]]:
+    """The helikon modules ``module`` imports, with line numbers."""
+    tree = ast.parse(MODULES[module].read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found: list[tuple[str, int]] = []
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # ``from helikon import codec`` imports the submodule.
+            names = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module
+                for a in node.names
+            ]
+        else:
+            continue
+        found.extend((name, node.lineno) for name in names if name.split(".")[0] == "helikon")
+    return found
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for module in MODULES:
+        layer_of(module)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_nothing_from_a_higher_layer(module: str) -> None:
+    mine = layer_of(module)
+    upward = [
+        f"{module}:{line} imports {name} ({LAYERS[layer_of(name)][0]} above {LAYERS[mine][0]})"
+        for name, line in imports(module)
+        if layer_of(name) > mine
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_modules_import_each_other_in_a_cycle() -> None:
+    # Top-level imports (and TYPE_CHECKING blocks are top-level ``if``s, not
+    # imports at run time): the graph Python walks when it loads a module.
+    graph = {m: sorted({n for n, _ in imports(m, top_level_only=True) if n in MODULES and n != m}) for m in MODULES}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    # A package and the submodules it re-exports form no real cycle when the
+    # submodules do not import the package back; real cycles are reported.
+    real = [c for c in cycles if not _package_reexports(c, graph)]
+    assert not real, "import cycles: " + "; ".join(" <-> ".join(c) for c in real)
+
+
+def _package_reexports(component: list[str], graph: dict[str, list[str]]) -> bool:
+    """Whether the component is only a package importing its own submodules
+    and submodules importing the package's siblings through it."""
+    packages = [m for m in component if MODULES[m].name == "__init__.py"]
+    return len(packages) == len(component)
