@@ -25,7 +25,8 @@ from helikon.effects import Effect, EffectResult
 from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
-from helikon.interpreters import RESULT_TYPES, LiveInterpreter, RunEnv
+from helikon.interpreters import LiveInterpreter, RunEnv
+from helikon.interpreters._drive import is_event, is_result
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec
@@ -72,7 +73,8 @@ def advance(
     """
     match _machine(agent, ctx).step(state, result):
         case Success(outcome):
-            return outcome  # type: ignore[no-any-return]
+            stepped: OutcomeLike = outcome
+            return stepped
         case Failure(error):
             raise error
     raise AssertionError("unreachable")
@@ -107,10 +109,10 @@ async def perform(
     events: list[AgentEvent] = []
     result: EffectResult | None = None
     async for item in interp.perform(effect, env):
-        if type(item) in RESULT_TYPES:
-            result = item  # type: ignore[assignment]
-        else:
-            events.append(item)  # type: ignore[arg-type]
+        if is_result(item):
+            result = item
+        elif is_event(item):
+            events.append(item)
     if result is None:
         raise StepError(f"{type(effect).__name__} was performed without a result")
     return tuple(events), result

@@ -16,7 +16,7 @@ import attrs
 from helikon.context import Actions, RunContext
 from helikon.errors import AgentError, OtherError
 from helikon.events import AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted
-from helikon.items import AgentInput, Item, text_of
+from helikon.items import AgentInput, AssistantMessage, Item, text_of
 from helikon.model import Usage
 
 
@@ -54,17 +54,17 @@ async def run_child(
     )
     try:
         async for event in stream:
-            kind = type(event)
-            if kind is RunStarted:
-                continue
-            if kind is RunCompleted:
-                usage, error = event.usage, None  # type: ignore[union-attr]
-                continue
-            if kind is RunFailed:
-                usage, error = event.usage, event.error  # type: ignore[union-attr]
-                continue
-            if kind is MessageOutput:
-                output = text_of(event.item.content)  # type: ignore[union-attr, arg-type]
+            match event:
+                case RunStarted():
+                    continue
+                case RunCompleted(usage=done):
+                    usage, error = done, None
+                    continue
+                case RunFailed(usage=done, error=failure):
+                    usage, error = done, failure
+                    continue
+                case MessageOutput(item=AssistantMessage(content=content)):
+                    output = text_of(content)
             yield event
     except Exception as exc:  # a user-defined agent's bug is that child's failure
         error = OtherError(f"agent {getattr(agent, 'name', agent)!r} raised {type(exc).__name__}: {exc}")

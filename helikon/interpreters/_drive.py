@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from returns.result import Failure, Success
 
@@ -32,6 +32,16 @@ from helikon.items import AgentInput
 
 #: The result types, to tell them apart from live events in a perform stream.
 RESULT_TYPES: frozenset[type] = frozenset(typing.get_args(EffectResult))
+
+
+def is_result(item: AgentEvent | EffectResult) -> TypeGuard[EffectResult]:
+    """Whether an item of a perform stream is the effect's result."""
+    return type(item) in RESULT_TYPES
+
+
+def is_event(item: AgentEvent | EffectResult) -> TypeGuard[AgentEvent]:
+    """Whether an item of a perform stream is a live event."""
+    return type(item) not in RESULT_TYPES
 
 
 class Interpreter(Protocol):
@@ -86,10 +96,10 @@ async def drive(
             return
         result: EffectResult | None = None
         async for item in interpreter.perform(effect, env):
-            if type(item) in RESULT_TYPES:
-                result = item  # type: ignore[assignment]
-            else:
-                yield item  # type: ignore[misc]
+            if is_result(item):
+                result = item
+            elif is_event(item):
+                yield item
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         match machine.step(outcome.state, result):
@@ -99,4 +109,4 @@ async def drive(
                 raise error
 
 
-__all__ = ["RESULT_TYPES", "Interpreter", "drive", "interruption"]
+__all__ = ["RESULT_TYPES", "Interpreter", "drive", "interruption", "is_event", "is_result"]

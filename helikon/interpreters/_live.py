@@ -69,7 +69,7 @@ from helikon.errors import (
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, run_child
-from helikon.interpreters._drive import RESULT_TYPES, interruption
+from helikon.interpreters._drive import interruption, is_event, is_result
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._governed import (
     call_user,
@@ -155,8 +155,8 @@ class LiveInterpreter:
             (only,) = effects
             result: EffectResult | None = None
             async for item in self.perform(only.effect, world(only)):
-                if type(item) in RESULT_TYPES:
-                    result = item  # type: ignore[assignment]
+                if is_result(item):
+                    result = item
                 else:
                     yield item
             assert result is not None
@@ -170,10 +170,10 @@ class LiveInterpreter:
         async def one(index: int) -> None:
             at = effects[index]
             async for item in self.perform(at.effect, world(at)):
-                if type(item) in RESULT_TYPES:
-                    results[index] = item  # type: ignore[assignment]
-                else:
-                    sinks[index].append(item)  # type: ignore[arg-type]
+                if is_result(item):
+                    results[index] = item
+                elif is_event(item):
+                    sinks[index].append(item)
 
         async with anyio.create_task_group() as group:
             for index in range(len(effects)):
@@ -198,11 +198,11 @@ class LiveInterpreter:
             return
         ctx = sub_ctx if sub_ctx is not None else attrs.evolve(env.ctx, agent_depth=depth)
         async for item in run_child(agent, ctx, run.input):
-            if type(item) is ChildEnd:
+            if isinstance(item, ChildEnd):
                 ended = AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)
                 yield AgentsRan((ended,))
             else:
-                yield item  # type: ignore[misc]
+                yield item
 
     async def _call_model(self, effect: CallModel, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         events: list[ModelEvent] = []

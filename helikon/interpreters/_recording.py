@@ -19,7 +19,7 @@ from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.governance import redact_values
 from helikon.ids import RunId
-from helikon.interpreters._drive import RESULT_TYPES, Interpreter
+from helikon.interpreters._drive import Interpreter, is_event, is_result
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._machine import OutcomeLike, TreeMachine
@@ -81,10 +81,10 @@ class RecordingInterpreter:
         result: EffectResult | None = None
         live: list[AgentEvent] = []
         async for item in self.inner.perform(effect, env):
-            if type(item) in RESULT_TYPES:
-                result = item  # type: ignore[assignment]
-            else:
-                live.append(item)  # type: ignore[arg-type]
+            if is_result(item):
+                result = item
+            elif is_event(item):
+                live.append(item)
             yield item
         if result is not None:
             events = (*self._pending, *live)
