@@ -66,7 +66,6 @@ class RepairingOutput:
     """The one repair turn after the final answer failed validation."""
 
     turn: int
-    attempt: int = 1
 
 
 @attrs.frozen

@@ -375,7 +375,7 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
         events.append(RepairStarted(1))
         state = evolve(
             state,
-            phase=RepairingOutput(phase.turn + 1, 1),
+            phase=RepairingOutput(phase.turn + 1),
             conversation=(*conversation, prompt),
             usage=usage,
         )

@@ -465,7 +465,7 @@ def test_an_invalid_final_answer_gets_one_repair_turn() -> None:
     out = step(begin(JUDGE), model(say('{"ok": "yes"}', chunked=False)), JUDGE)
     errors = "$.ok: 'yes' is not of type 'boolean'"
     assert out.events[-2:] == (RepairStarted(1), TurnStarted(2))
-    assert out.state.phase == RepairingOutput(2, 1)
+    assert out.state.phase == RepairingOutput(2)
     assert out.appended[-1] == user_text(REPAIR_PROMPT.format(name="verdict", errors=errors))
     assert type(out.effect) is CallModel and out.effect.turn == 2
 
