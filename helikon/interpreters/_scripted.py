@@ -9,16 +9,18 @@ run's for the same effect results.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, final
 
 import attrs
-from returns.result import Failure, Success
 
 from helikon._json import JsonObject, JsonValue
+from helikon.agents import TreeNode, TreeOutcome, TreeSpec, TreeState, start_tree, step_tree
 from helikon.context import RunContext
 from helikon.effects import (
+    AllPerformed,
     ApprovalDecision,
     ApprovalRequest,
     ApprovalsGiven,
@@ -34,12 +36,15 @@ from helikon.effects import (
     ExecuteTools,
     FireHook,
     Handoff,
+    HooksNotified,
     HooksRan,
     InstructionsRendered,
     InvokeTool,
     ModelCallFailed,
     ModelResponded,
     NotifyHooks,
+    OutputStored,
+    PathResult,
     PerformAll,
     RenderInstructions,
     RunAgents,
@@ -85,7 +90,7 @@ class ScriptedRun:
     ``NeedsApproval`` when the run waits for a human)."""
 
     events: tuple[AgentEvent, ...]
-    state: RunState
+    state: RunState | TreeState
     steps: tuple[Step, ...]
 
 
@@ -109,6 +114,8 @@ class TestInterpreter:
         policy: the permission policy ``(ctx, tool, args) -> decision``.
         approval_handler: ``(request) -> Allow() | Deny(reason)``.
         ctx: the run context hooks and the policy receive.
+        agents: for an agent tree, the scripted interpreter of each member
+            by name (the members not named use this one).
     """
 
     __test__ = False  # not a pytest test class
@@ -123,6 +130,7 @@ class TestInterpreter:
         policy: Callable[..., object] | None = None,
         approval_handler: Callable[..., object] | None = None,
         ctx: RunContext[Any] | None = None,
+        agents: Mapping[str, TestInterpreter] | None = None,
     ) -> None:
         self.scripts = [list(s) for s in model]
         self.tools = dict(tools or {})
@@ -131,28 +139,48 @@ class TestInterpreter:
         self.policy = policy
         self.approval_handler = approval_handler
         self.ctx = ctx if ctx is not None else RunContext.ephemeral(None)
+        self.agents = dict(agents or {})
 
-    def run(self, spec: AgentSpec, input: AgentInput | str, run_id: str = "run-1") -> ScriptedRun:
-        """Run to a terminal state (or a suspension) and return the events and steps."""
+    def run(
+        self, spec: AgentSpec | TreeSpec, input: AgentInput | str, run_id: str = "run-1"
+    ) -> ScriptedRun:
+        """Run to a terminal state (or a suspension) and return the events and
+        steps. ``spec`` is an agent's, or an agent tree's (then ``agents``
+        scripts each member of the tree by name)."""
         if isinstance(input, str):
             input = AgentInput.from_user_text(input)
+        if isinstance(spec, TreeSpec):
+            return self.resume(spec, start_tree(spec, input, RunId(run_id)))
         return self.resume(spec, start(spec, input, RunId(run_id)))
 
-    def resume(self, spec: AgentSpec, outcome: Outcome) -> ScriptedRun:
+    def resume(self, spec: AgentSpec | TreeSpec, outcome: Outcome | TreeOutcome) -> ScriptedRun:
         """Continue from ``outcome`` (for instance a reloaded state's); stops
         at ``Terminate`` or at an ``AwaitApproval`` (the run is suspended)."""
         events: list[AgentEvent] = list(outcome.events)
         steps: list[Step] = []
         while type(outcome.effect) is not Terminate and type(outcome.effect) is not AwaitApproval:
-            result = self.perform(outcome.effect, events)
+            if isinstance(outcome, TreeOutcome):
+                result = self._perform_tree(outcome.state, outcome.effect, events)
+            else:
+                result = self.perform(outcome.effect, events)
             steps.append(Step(outcome.effect, result))
-            match transition(outcome.state, result, spec):
-                case Success(nxt):
-                    outcome = nxt
-                case Failure(error):
-                    raise error
+            outcome = _step(spec, outcome, result)
             events.extend(outcome.events)
         return ScriptedRun(tuple(events), outcome.state, tuple(steps))
+
+    def _perform_tree(self, state: TreeState, effect: Effect, emit: list[AgentEvent]) -> EffectResult:
+        """An agent tree's effect: each sub-machine's with the interpreter
+        that scripts its agent (``agents``), one after another, in order."""
+        if type(effect) is not PerformAll:
+            return self._member(state.root.agent).perform(effect, emit)
+        results: list[PathResult] = []
+        for at in effect.effects:
+            agent = _agent_at(state.root, at.path)
+            results.append(PathResult(at.path, self._member(agent).perform(at.effect, emit)))
+        return AllPerformed(tuple(results))
+
+    def _member(self, agent: str) -> TestInterpreter:
+        return self.agents.get(agent, self)
 
     def perform(self, effect: Effect, emit: list[AgentEvent]) -> EffectResult:
         """Perform one effect, appending live events to ``emit``."""
@@ -169,13 +197,19 @@ class TestInterpreter:
                 return InstructionsRendered(self.instructions(turn))
             case RunHooks(turn=turn):
                 return self._run_turn_hooks(turn)
+            case NotifyHooks(event=event):
+                for hook in self.hooks:
+                    with contextlib.suppress(Exception):  # observing hooks are best effort (the book)
+                        _sync(hook(self.ctx, event))
+                return HooksNotified()
+            case StoreOutput(key=key, text=text):
+                self.ctx.state[key] = text
+                return OutputStored()
             case (
                 Handoff()
                 | RunAgents()
                 | CheckGuardrails()
                 | AwaitApproval()
-                | NotifyHooks()
-                | StoreOutput()
                 | PerformAll()
                 | Terminate()
             ):
@@ -239,6 +273,28 @@ class TestInterpreter:
             return approval_answered(request, _sync(self.approval_handler(request)))
         except Exception as exc:
             return ApprovalDecision(request.call_id, False, f"the approval handler raised {raised(exc)}")
+
+
+def _step(
+    spec: AgentSpec | TreeSpec, outcome: Outcome | TreeOutcome, result: EffectResult
+) -> Outcome | TreeOutcome:
+    """The next outcome of an agent's machine or an agent tree's."""
+    if isinstance(outcome, TreeOutcome):
+        assert isinstance(spec, TreeSpec)
+        return step_tree(outcome.state, result, spec).alt(_raise).unwrap()
+    assert isinstance(spec, AgentSpec)
+    return transition(outcome.state, result, spec).alt(_raise).unwrap()
+
+
+def _raise(error: Exception) -> Exception:
+    raise error
+
+
+def _agent_at(node: TreeNode, path: tuple[str, ...]) -> str:
+    """The name of the agent whose sub-machine is at ``path`` below ``node``."""
+    for key in path:
+        node = next(child.node for child in node.children if child.key == key)
+    return node.agent
 
 
 def _sync(value: object) -> object:

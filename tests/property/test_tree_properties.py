@@ -7,8 +7,9 @@ LLM agents, some calling a tool, whose model turns finish after random pauses
 - the final output is the reference semantics': the last step's text
   (sequential), the sorted-key JSON object of the branches (parallel), the
   sink's text or the sinks' object (graph), the last handoff target's text;
-- the event stream is the same whatever order the children finished in, and
-  the same again when the recorded run is replayed.
+- the event stream is the same whatever order the children finished in, the
+  same again when the recorded run is replayed, and the same under the
+  scripted (synchronous) interpreter.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helikon import LlmAgent, tool
-from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
+from helikon import LlmAgent, prepare, tool
+from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter, TestInterpreter
 from helikon.testing import MockModel, Pause, call_tools, say
 from helikon.workflows import GraphAgent, Handoff, ParallelAgent, SequentialAgent
 
@@ -146,6 +147,36 @@ def reference(shape: Shape) -> str:
             return json.dumps({s: answers[s] for s in sinks}, sort_keys=True, separators=(",", ":"))
 
 
+def scripted(shape: Shape) -> list[Any]:
+    """The same run under the scripted interpreter: each member of the tree
+    answers from its own scripts (its agent's turns, without the pauses)."""
+    tree = build(shape, with_pauses=False)
+    env = prepare(tree, run_id="r")
+
+    def scripts_of(agent: LlmAgent[Any]) -> TestInterpreter:
+        assert isinstance(agent.model, MockModel)
+        turns = [list(turn) for turn in agent.model.remaining]
+        return TestInterpreter(turns, tools={"note": lambda a: f"noted {a['text']}"})
+
+    if env.machine is None:  # a single agent: the plain agent loop
+        return list(scripts_of(tree).run(env.spec, "go", run_id="r").events)
+    spec = env.machine.spec
+    agents = {m.name: scripts_of(a) for m in spec.members if (a := _agent_named(tree, m.name)) is not None}
+    return list(TestInterpreter(agents=agents).run(spec, "go", run_id="r").events)
+
+
+def _agent_named(tree: Any, name: str) -> Any:
+    """The LLM agent called ``name`` in ``tree`` (children, handoff targets)."""
+    seen: list[Any] = [tree]
+    while seen:
+        current = seen.pop()
+        if getattr(current, "name", None) == name and isinstance(current, LlmAgent):
+            return current
+        seen.extend(agent for _, agent in getattr(current, "children", ()))
+        seen.extend(h.resolve() for h in getattr(current, "handoffs", ()))
+    return None
+
+
 def run(agent: Any, interpreter: Any) -> list[Any]:
     async def go() -> list[Any]:
         return [e async for e in agent.run(None, "go", interpreter=interpreter)]
@@ -164,4 +195,4 @@ def test_a_tree_gives_the_reference_output_and_one_event_stream_whatever_finishe
     assert type(paused[-1]).__name__ == "RunCompleted"
     final = [e for e in paused if type(e).__name__ == "MessageOutput"][-1]
     assert "".join(p.text for p in final.item.content) == reference(shape)
-    assert paused == straight == replayed
+    assert paused == straight == replayed == scripted(shape)
