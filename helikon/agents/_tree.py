@@ -532,6 +532,10 @@ def _interrupt(spec: TreeSpec, node: TreeNode, result: RunInterrupted, events: l
     """An interruption ends every active sub-machine, innermost first."""
     if node.finished:
         return node
+    if type(node.effect) is Terminate:
+        # Its own run is over; only chores were left (an OnRunComplete, say):
+        # an interruption drops them (the book: a cancelled run may abort it).
+        return attrs.evolve(node, chores=(), children=(), deliver=None)
     for child in node.children:
         own: list[AgentEvent] = []
         _interrupt(spec, child.node, result, own)

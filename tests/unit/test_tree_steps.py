@@ -140,3 +140,21 @@ def test_an_approval_inside_an_agent_used_as_a_tool_suspends_the_whole_run() -> 
 
     assert ran == [3]
     assert outcome.state.root.state.phase.output == "Done."  # type: ignore[union-attr]
+
+
+def test_a_cancel_while_on_run_complete_is_due_ends_the_run_cleanly() -> None:
+    from helikon import RunContext
+    from helikon.effects import NotifyHooks, RunInterrupted
+    from helikon.errors import Cancelled
+
+    hooked = LlmAgent(name="hooked", model=MockModel([say("Hi.")]), hooks=[lambda ctx, event: None])
+    ctx = RunContext.ephemeral(None)
+    outcome = start(hooked, "go", run_id="r", ctx=ctx)
+    while not isinstance(outcome.effect, NotifyHooks | Terminate):
+        _, result = anyio.run(lambda e=outcome.effect: perform(hooked, e, ctx, run_id="r"))
+        outcome = advance(hooked, outcome.state, result, ctx=ctx)
+    assert isinstance(outcome.effect, NotifyHooks)  # OnRunComplete is due
+
+    ended = advance(hooked, outcome.state, RunInterrupted(Cancelled()), ctx=ctx)
+
+    assert type(ended.effect) is Terminate and ended.events == ()
