@@ -1,0 +1,135 @@
+"""Agent trees run durably: hooks, guardrails, handoffs and workflow agents.
+
+The workflow drives the agent tree (the same pure machine as every
+interpreter) and each sub-machine's effects run as activities addressed to
+its path, so a governed run with a handoff, a ParallelAgent of two LLM
+agents or a sequential pipeline gives, event for event, what the live
+interpreter gives; and the history replays deterministically.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("temporalio", reason="the temporal extra is not installed")
+
+from temporal_agents import Counts, parallel_desk, pipeline, triage_desk
+
+from helikon import AgentEvent, RunError, collect
+from helikon.errors import GuardrailTripped
+from helikon.interpreters import LiveInterpreter
+from helikon.items import SystemMessage, text_of
+from helikon.temporal import TemporalAgentWorker, TemporalRunner, replayer
+
+pytestmark = pytest.mark.integration
+
+QUEUE = "helikon-trees"
+
+
+def live_events(agent: Any, text: str, run_id: str) -> tuple[AgentEvent, ...]:
+    """The events of the same run under the live interpreter."""
+
+    async def go() -> tuple[AgentEvent, ...]:
+        events = [e async for e in agent.run(None, text, interpreter=LiveInterpreter(run_id))]
+        return tuple(events)
+
+    return anyio.run(go, backend="asyncio")
+
+
+def durable(temporal: Any, agent: Any, text: str, run_id: str, *, replay: bool = False) -> Any:
+    """Serve ``agent`` and run it once: its events (and the replay's failure, if asked)."""
+
+    async def body(env: Any) -> Any:
+        async with TemporalAgentWorker(env.client, task_queue=QUEUE).register(agent):
+            run = await TemporalRunner(env.client, task_queue=QUEUE).start(agent.name, text, run_id=run_id)
+            events = await run.outcome()
+            if not replay:
+                return events
+            runtime = env.client.service_client.config.runtime
+            history = await run.handle.fetch_history()
+            replayed = await replayer(runtime=runtime).replay_workflow(history, raise_on_replay_failure=False)
+            return events, replayed.replay_failure
+
+    return temporal(body)
+
+
+def kinds(events: Any) -> list[str]:
+    return [type(e).__name__ for e in events]
+
+
+def test_a_governed_run_with_a_handoff_gives_the_live_events(temporal: Any) -> None:
+    counts = Counts()
+
+    events, failure = durable(temporal, triage_desk(counts), "refund me", "run-triage", replay=True)
+
+    expected = live_events(triage_desk(Counts()), "refund me", "run-triage")
+    assert kinds(events) == kinds(expected)
+    assert events == expected
+    assert failure is None
+    assert "HandoffItem" in kinds(events) and kinds(events)[-1] == "RunCompleted"
+    # The hook ran on the worker for every event it observes, and denied the secret lookup.
+    assert counts.tools == {
+        "hook:OnRunStart": 1,
+        "hook:OnTurnStart": 2,
+        "hook:PreToolUse": 2,
+        "hook:PostToolUse": 1,
+        "hook:OnHandoff": 1,
+        "hook:OnSubagentStop": 1,
+        "hook:OnRunComplete": 1,
+        "lookup": 1,
+        "refund": 1,
+    }
+    assert counts.steps == {"triage 0": 1, "triage 2": 1, "billing 0": 1, "billing 1": 1}
+
+
+def test_a_tripped_input_guardrail_fails_the_run_as_live(temporal: Any) -> None:
+    counts = Counts()
+
+    events = durable(temporal, triage_desk(counts), "hack the bank", "run-hack")
+
+    assert events == live_events(triage_desk(Counts()), "hack the bank", "run-hack")
+    assert events[-1].error == GuardrailTripped("input_policy", "hacking")
+    assert counts.steps == {}  # no model call before the guardrail said no
+
+
+def test_a_parallel_agent_of_two_llm_agents_gives_the_live_events(temporal: Any) -> None:
+    counts = Counts()
+
+    events, failure = durable(temporal, parallel_desk(counts), "refund me", "run-parallel", replay=True)
+
+    expected = live_events(parallel_desk(Counts()), "refund me", "run-parallel")
+    assert kinds(events) == kinds(expected)
+    assert events == expected
+    assert failure is None
+    assert counts.steps == {"notes 0": 1, "billing 0": 1, "billing 1": 1}
+    assert counts.tools == {"refund": 1}
+
+
+def test_a_sequential_child_reads_the_earlier_childs_output_from_the_run_state(temporal: Any) -> None:
+    counts = Counts()
+    agent = pipeline(counts, None)
+
+    events = durable(temporal, agent, "go", "run-pipeline")
+
+    assert events == live_events(pipeline(Counts(), None), "go", "run-pipeline")
+    second = agent.children[1][1]
+    system = second.model.requests[0].messages[0]
+    assert isinstance(system, SystemMessage) and text_of(system.content) == "Build on: One."
+
+
+def test_a_failed_tree_raises_like_collect(temporal: Any) -> None:
+    async def body(env: Any) -> Any:
+        async with TemporalAgentWorker(env.client, task_queue=QUEUE).register(triage_desk(Counts())):
+            with pytest.raises(RunError) as caught:
+                await TemporalRunner(env.client, task_queue=QUEUE).run("triage", "hack it")
+            return caught.value
+
+    async def live() -> Any:
+        with pytest.raises(RunError) as caught:
+            await collect(triage_desk(Counts()).run(None, "hack it"))
+        return caught.value
+
+    assert temporal(body).error == anyio.run(live, backend="asyncio").error
