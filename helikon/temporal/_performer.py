@@ -194,14 +194,15 @@ def reason(error: ActivityError) -> str:
 class Approvals:
     """The questions a run waits on, and the decisions that answer them.
 
-    The workflow sets ``pending`` while it waits; the ``helikon.approve``
-    update checks decisions against it (:meth:`check`, its validator: a
-    rejected update is not recorded) and hands them over (:meth:`give`).
+    The run sets ``pending`` while it waits (:meth:`wait`); the
+    ``helikon.approve`` update hands decisions over (:meth:`answer`) once
+    they answer every pending question exactly once.
     """
 
     def __init__(self) -> None:
         self.pending: tuple[ApprovalRequest, ...] = ()
         self.given: ApprovalsGiven | None = None
+        self.closed = False
 
     def check(self, given: ApprovalsGiven) -> None:
         """Raise ``ValueError`` unless ``given`` answers every pending question once."""
@@ -219,8 +220,15 @@ class Approvals:
         if missing:
             raise ValueError(f"no decision for pending tool call(s) {', '.join(missing)}")
 
-    def give(self, given: ApprovalsGiven) -> None:
-        """Hand ``given`` (checked) to the waiting run, in the order asked."""
+    async def answer(self, given: ApprovalsGiven) -> None:
+        """Hand ``given`` to the run once it waits (or refuse it, raising
+        ``ValueError``, if it does not answer the questions, or the run ended).
+
+        A worker that replays a run's history may deliver the update before
+        the replay is back at the wait, hence the wait here.
+        """
+        await workflow.wait_condition(lambda: bool(self.pending) or self.closed)
+        self.check(given)
         by_call = {d.call_id: d for d in given.decisions}
         self.given = ApprovalsGiven(tuple(by_call[r.call_id] for r in self.pending))
 

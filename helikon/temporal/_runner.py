@@ -180,9 +180,12 @@ class TemporalRun:
         call (``ApprovalDecision(call_id, approved, reason)``). The run goes
         on from where it waited, on whichever worker serves it then.
 
+        Sent while the run is busy, the decisions are held until it waits
+        (and refused if it ends first).
+
         Raises:
-            StepError: the run waits for no approval, or ``decisions`` do
-                not answer every pending call exactly once (nothing changes).
+            StepError: ``decisions`` do not answer every pending call exactly
+                once (nothing changes), or the run is over.
         """
         given = decisions if isinstance(decisions, ApprovalsGiven) else ApprovalsGiven(tuple(decisions))
         try:
@@ -191,6 +194,8 @@ class TemporalRun:
             cause = error.cause
             message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
             raise StepError(f"durable run {self.run_id!r} refused the decisions: {message}") from None
+        except RPCError as error:  # the run is over (or unknown)
+            raise StepError(f"durable run {self.run_id!r} takes no decisions: {error.message}") from None
 
     async def _query(self, since: int) -> tuple[AgentEvent, ...]:
         try:

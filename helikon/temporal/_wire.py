@@ -81,6 +81,8 @@ START_ERROR: Final = "helikon.StartFailed"
 WIRE_ERROR: Final = "helikon.WireError"
 #: ``ApplicationError.type`` of an interpreter bug (a ``StepError`` from the core).
 STEP_ERROR: Final = "helikon.StepError"
+#: ``ApplicationError.type`` of decisions that do not answer the pending approvals.
+APPROVAL_ERROR: Final = "helikon.ApprovalRefused"
 #: ``ApplicationError.type`` of a dynamic-instructions function that raised.
 INSTRUCTIONS_ERROR: Final = "helikon.InstructionsFailed"
 
@@ -361,6 +363,7 @@ def decode(data: object, as_type: Any) -> Any:
 
 
 __all__ = [
+    "APPROVAL_ERROR",
     "APPROVE_UPDATE",
     "ASK_APPROVALS",
     "CALL_MODEL",

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.interpreters._machine import TreeMachine
     from helikon.items import AgentInput
     from helikon.temporal._wire import (
+        APPROVAL_ERROR,
         APPROVE_UPDATE,
         DESCRIBE_AGENT,
         EVENTS_QUERY,
@@ -113,6 +114,8 @@ class AgentWorkflow:
                 self._events.append(event)
         except StepError as exc:
             fail(f"helikon interpreter error: {exc}", STEP_ERROR)
+        finally:
+            self._approvals.closed = True  # a late decision is refused, not kept waiting
         return encode(RunOutcome(tuple(self._events)))
 
     @workflow.query(name=EVENTS_QUERY)
@@ -126,15 +129,19 @@ class AgentWorkflow:
         return encode(ApprovalsPending(self._approvals.pending))
 
     @workflow.update(name=APPROVE_UPDATE)
-    def approve(self, decisions: dict[str, Any]) -> None:
-        """Answer the pending approvals with ``decisions`` (an ``ApprovalsGiven``)."""
-        self._approvals.give(decode_or_fail(decisions, ApprovalsGiven))
+    async def approve(self, decisions: dict[str, Any]) -> None:
+        """Answer the pending approvals with ``decisions`` (an ``ApprovalsGiven``):
+        they must answer every pending question exactly once; sent while the
+        run is busy, they are held until it waits (and refused if it ends)."""
+        try:
+            await self._approvals.answer(decode_or_fail(decisions, ApprovalsGiven))
+        except ValueError as exc:
+            raise ApplicationError(str(exc), type=APPROVAL_ERROR, non_retryable=True) from None
 
     @approve.validator
     def check_approval(self, decisions: dict[str, Any]) -> None:
-        """Refuse decisions when nothing waits, or that do not answer every
-        pending question exactly once (the update is then rejected, unrecorded)."""
-        self._approvals.check(decode_or_fail(decisions, ApprovalsGiven))
+        """Refuse a payload that is not an ``ApprovalsGiven`` (unrecorded)."""
+        decode_or_fail(decisions, ApprovalsGiven)
 
     async def _describe(self, run: RunRequest, run_id: RunId) -> AgentDescription:
         try:

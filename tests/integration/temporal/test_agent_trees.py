@@ -16,13 +16,40 @@ import pytest
 
 pytest.importorskip("temporalio", reason="the temporal extra is not installed")
 
-from temporal_agents import Counts, parallel_desk, pipeline, triage_desk
+from collections.abc import AsyncIterator
 
-from helikon import AgentEvent, RunError, collect
+from temporal_agents import (
+    Counts,
+    StepModel,
+    billing_agent,
+    notes_agent,
+    parallel_desk,
+    pipeline,
+    triage_desk,
+)
+
+from helikon import (
+    AgentAsTool,
+    AgentEvent,
+    AgentInput,
+    GraphAgent,
+    Handoff,
+    LlmAgent,
+    LoopAgent,
+    RunContext,
+    RunError,
+    SequentialAgent,
+    SwarmAgent,
+    ToolContext,
+    ToolOutputItem,
+    collect,
+    tool,
+)
 from helikon.errors import GuardrailTripped
 from helikon.interpreters import LiveInterpreter
 from helikon.items import SystemMessage, text_of
-from helikon.temporal import TemporalAgentWorker, TemporalRunner, replayer
+from helikon.temporal import TemporalAgentWorker, TemporalRunner, WorkerPosture, replayer
+from helikon.testing import call_tools, say
 
 pytestmark = pytest.mark.integration
 
@@ -133,3 +160,102 @@ def test_a_failed_tree_raises_like_collect(temporal: Any) -> None:
         return caught.value
 
     assert temporal(body).error == anyio.run(live, backend="asyncio").error
+
+
+class Wrapped:
+    """An agent of one's own: ``run`` but no ``make_env``, so a tree runs it whole."""
+
+    def __init__(self, inner: LlmAgent[Any]) -> None:
+        self.inner = inner
+        self.name = "wrapped"
+        self.description = "Not a helikon machine."
+
+    def run(self, ctx: RunContext[Any], input: AgentInput) -> AsyncIterator[AgentEvent]:
+        return self.inner.run(ctx, input)
+
+
+def other_kinds(kind: str, counts: Counts) -> Any:
+    if kind == "swarm":
+        budgeting = LlmAgent(
+            name="budgeting",
+            description="Budgets.",
+            model=StepModel("budgeting", [call_tools(("transfer_to_investing", {}))], counts),
+        )
+        investing = LlmAgent(
+            name="investing",
+            description="Invests.",
+            model=StepModel("investing", [say("Index funds.")], counts),
+        )
+        swarm = SwarmAgent.builder().name("finance").member(budgeting).member(investing)
+        return swarm.max_handoffs(2).build()
+    if kind == "graph":
+        builder = GraphAgent.builder().name("report").node("notes", notes_agent(counts))
+        return builder.node("billing", billing_agent(counts)).edge("notes", "billing").build()
+    if kind == "loop":
+
+        @tool
+        async def enough(ctx: ToolContext[Any]) -> str:
+            """Stop the loop."""
+            ctx.actions.escalate()
+            return "stopping"
+
+        steps = [call_tools(("enough", {})), say("Enough.")]
+        worker = LlmAgent(name="worker", model=StepModel("worker", steps, counts, "enough"), tools=[enough])
+        return LoopAgent("again", "Until enough.", 3, children=(("worker", worker),))
+    if kind == "opaque":
+        inner = LlmAgent(name="inner", model=StepModel("inner", [say("Mine.")], counts))
+        mixed = SequentialAgent("mixed", "Own agent, then notes.")
+        return mixed.then(Wrapped(inner)).then(notes_agent(counts))
+    assert kind == "agent-as-tool"
+    helper = AgentAsTool(billing_agent(counts))
+    boss_steps = [call_tools(("billing", {"input": "refund"})), say("Done.")]
+    boss = LlmAgent(name="boss", model=StepModel("boss", boss_steps, counts, "billing"), tools=[helper])
+    return SequentialAgent("office", "The boss delegates.").then(boss)
+
+
+@pytest.mark.parametrize("kind", ["swarm", "graph", "loop", "opaque", "agent-as-tool"])
+def test_every_agent_kind_gives_the_live_events(temporal: Any, kind: str) -> None:
+    counts = Counts()
+
+    events, failure = durable(temporal, other_kinds(kind, counts), "go", f"run-{kind}", replay=True)
+
+    assert events == live_events(other_kinds(kind, Counts()), "go", f"run-{kind}")
+    assert failure is None
+    assert kinds(events)[-1] == "RunCompleted"
+    assert all(n == 1 for n in counts.steps.values())  # every model turn ran once
+
+
+def test_no_agent_of_the_tree_puts_a_secret_in_the_history(temporal: Any) -> None:
+    secret = "pk-tenant-abcdefgh"
+
+    @tool
+    async def read_env() -> str:
+        """Print the environment."""
+        return f"using key {secret}"
+
+    leaky = LlmAgent(
+        name="leaky",
+        description="Reads the environment.",
+        model=StepModel("leaky", [call_tools(("read_env", {})), say("done")], Counts(), "read_env"),
+        tools=[read_env],
+    )
+    front = LlmAgent(
+        name="front",
+        model=StepModel("front", [call_tools(("transfer_to_leaky", {}))], Counts()),
+        handoffs=[Handoff.to(leaky)],
+    )
+
+    async def body(env: Any) -> Any:
+        posture = WorkerPosture(extra_secrets=[secret])
+        worker = TemporalAgentWorker(env.client, task_queue=QUEUE, posture=posture)
+        async with worker.register(front):
+            run = await TemporalRunner(env.client, task_queue=QUEUE).start("front", "go", run_id="run-secret")
+            return await run.outcome(), await run.handle.fetch_history()
+
+    events, history = temporal(body)
+
+    output = next(e.item for e in events if type(e) is ToolOutputItem and e.item.name == "read_env")
+    assert output.content == "using key ***"
+    recorded = b"".join(event.SerializeToString() for event in history.events)
+    assert b'"members"' in recorded  # the tree (every member's spec) is in the history...
+    assert secret.encode() not in recorded  # ...but no member's secrets are
