@@ -143,6 +143,9 @@ with workflow.unsafe.imports_passed_through():
 #: Errors an activity raises that no retry can fix.
 NON_RETRYABLE = [CONFIG_ERROR, WIRE_ERROR]
 
+#: A node's own bookkeeping after its machine moved (see ``helikon.agents``).
+_CHORES = (NotifyHooks, StoreOutput)
+
 #: What performing one effect gives: the events it streamed and its result.
 Performed = tuple[tuple[AgentEvent, ...], EffectResult]
 
@@ -259,6 +262,7 @@ class ActivityPerformer:
         self._settings = description.settings
         self._approvals = approvals
         self._stored: dict[str, str] = {}
+        self._cancelled = False
         timeout = description.spec.config.timeout
         start = workflow.now()
         root = (start + timedelta(seconds=timeout), timeout) if timeout is not None else (None, None)
@@ -268,7 +272,7 @@ class ActivityPerformer:
         return self._run_id
 
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
-        stopped = self._stopped(())
+        stopped = self._stopped(()) if type(effect) not in _CHORES else None
         if stopped is not None:
             yield stopped
             return
@@ -294,14 +298,18 @@ class ActivityPerformer:
                     yield result
         except asyncio.CancelledError:
             # The workflow was cancelled: the run ends as a cancelled ephemeral run does.
+            self._cancelled = True
             yield RunInterrupted(Cancelled())
 
     async def _at(self, path: tuple[str, ...], effect: Effect) -> Performed:
         """Perform the effect of the sub-machine at ``path`` (the root: ``()``)."""
         # An opaque child runs whole in its parent's world (and under its deadline).
-        stopped = self._stopped(path[:-1] if type(effect) is RunAgents else path)
-        if stopped is not None:
-            return (), stopped
+        # A node's chores (observing hooks, storing an output) are done even past a
+        # deadline or a cancel: they may come after its machine ended, because of it.
+        if type(effect) not in _CHORES:
+            stopped = self._stopped(path[:-1] if type(effect) is RunAgents else path)
+            if stopped is not None:
+                return (), stopped
         match effect:
             case CallModel():
                 result = await self._call_model(path, effect)
@@ -321,9 +329,12 @@ class ActivityPerformer:
                 return (), await self._check_guardrails(path, stage, text)
             case NotifyHooks(event=event):
                 request = NotifyRequest(self._address(path), event)
-                failed = await self._user_code(NOTIFY_HOOKS, request, path)
+                try:
+                    await self._user_code(NOTIFY_HOOKS, request, None)
+                except asyncio.CancelledError:
+                    self._cancelled = True  # the next effect is interrupted
                 # Best effort, as in an ephemeral run: the hooks' failures are ignored.
-                return (), failed if isinstance(failed, RunInterrupted) else HooksNotified()
+                return (), HooksNotified()
             case StoreOutput(key=key, text=text):
                 self._stored[key] = text
                 return (), OutputStored()
@@ -451,7 +462,7 @@ class ActivityPerformer:
 
     async def _run_agent(self, path: tuple[str, ...], run: AgentRun, depth: int) -> Performed:
         request = AgentRunRequest(self._address(path), run, depth)
-        data = await self._user_code(RUN_AGENT, request, path, within=path[:-1])
+        data = await self._user_code(RUN_AGENT, request, path[:-1])
         if isinstance(data, RunInterrupted):
             return (), data
         if isinstance(data, str):
@@ -471,30 +482,31 @@ class ActivityPerformer:
         return given
 
     async def _user_code(
-        self,
-        name: str,
-        request: object,
-        path: tuple[str, ...],
-        *,
-        attempts: int | None = None,
-        within: tuple[str, ...] | None = None,
+        self, name: str, request: object, under: tuple[str, ...] | None, *, attempts: int | None = None
     ) -> dict[str, Any] | RunInterrupted | str:
         """Run a callback activity (hooks, guardrails, a handler, an opaque
-        child) under the tool settings: its result, the interruption, or why
+        child) under the tool settings and the deadline of the sub-machine at
+        ``under`` (None: no deadline): its result, the interruption, or why
         it failed for good."""
         settings = self._settings
-        where = path if within is None else within
         tries = attempts if attempts is not None else settings.tool_max_attempts
         try:
-            return await self._activity(name, encode(request), where, settings.tool_timeout_s, tries)
+            return await self._activity(name, encode(request), under, settings.tool_timeout_s, tries)
         except ActivityError as error:
-            return self._interruption(error, where) or reason(error)
+            return self._interruption(error, under or ()) or reason(error)
 
     async def _activity(
-        self, name: str, payload: dict[str, Any], path: tuple[str, ...], timeout_s: float, attempts: int
+        self,
+        name: str,
+        payload: dict[str, Any],
+        path: tuple[str, ...] | None,
+        timeout_s: float,
+        attempts: int,
     ) -> dict[str, Any]:
+        """Schedule activity ``name``, under the deadline of the sub-machine
+        at ``path`` (None: none)."""
         heartbeat = self._settings.heartbeat_timeout_s
-        deadline, _ = self._limit(path)
+        deadline = self._limit(path)[0] if path is not None else None
         remaining = None
         if deadline is not None:
             # No activity may outlive its sub-machine's deadline.
@@ -549,7 +561,10 @@ class ActivityPerformer:
         return limit
 
     def _stopped(self, path: tuple[str, ...]) -> RunInterrupted | None:
-        """The interruption due at ``path`` now (its deadline passed), if any."""
+        """The interruption due at ``path`` now (the run was cancelled, or the
+        deadline passed), if any."""
+        if self._cancelled:
+            return RunInterrupted(Cancelled())
         deadline, timeout = self._limit(path)
         if deadline is not None and workflow.now() >= deadline:
             return RunInterrupted(TimedOut(timeout or 0.0))
@@ -562,6 +577,7 @@ class ActivityPerformer:
         if isinstance(cause, ApplicationError) and cause.type in NON_RETRYABLE:
             fail(cause.message, cause.type or CONFIG_ERROR)
         if isinstance(cause, ActivityCancelled):
+            self._cancelled = True
             return RunInterrupted(Cancelled())
         return self._stopped(path)
 

@@ -9,9 +9,11 @@ interpreter gives; and the history replays deterministically.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 pytest.importorskip("temporalio", reason="the temporal extra is not installed")
@@ -22,6 +24,7 @@ from temporal_agents import (
     Counts,
     StepModel,
     billing_agent,
+    gated,
     notes_agent,
     parallel_desk,
     pipeline,
@@ -36,6 +39,7 @@ from helikon import (
     Handoff,
     LlmAgent,
     LoopAgent,
+    RunConfig,
     RunContext,
     RunError,
     SequentialAgent,
@@ -45,7 +49,7 @@ from helikon import (
     collect,
     tool,
 )
-from helikon.errors import GuardrailTripped
+from helikon.errors import Cancelled, GuardrailTripped, TimedOut
 from helikon.interpreters import LiveInterpreter
 from helikon.items import SystemMessage, text_of
 from helikon.temporal import TemporalAgentWorker, TemporalRunner, WorkerPosture, replayer
@@ -259,3 +263,48 @@ def test_no_agent_of_the_tree_puts_a_secret_in_the_history(temporal: Any) -> Non
     recorded = b"".join(event.SerializeToString() for event in history.events)
     assert b'"members"' in recorded  # the tree (every member's spec) is in the history...
     assert secret.encode() not in recorded  # ...but no member's secrets are
+
+
+class Gate:
+    """Holds the first attempt of the ``slow`` tool (forever)."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+
+    def started(self) -> None:
+        self.entered.set()
+
+    async def wait(self) -> None:
+        await asyncio.Event().wait()
+
+
+def test_a_cancelled_run_with_hooks_ends_cancelled_and_its_hooks_hear_the_end(temporal: Any) -> None:
+    counts = Counts()
+    heard: list[str] = []
+
+    def hook(ctx: Any, event: Any) -> None:
+        heard.append(type(event).__name__)
+
+    agent = gated(counts, Gate())
+    agent = attrs.evolve(agent, hooks=[hook])
+
+    async def body(env: Any) -> Any:
+        async with TemporalAgentWorker(env.client, task_queue=QUEUE).register(agent):
+            run = await TemporalRunner(env.client, task_queue=QUEUE).start("gated", "go", run_id="run-stop")
+            while counts.tools["slow"] == 0:
+                await asyncio.sleep(0.02)
+            await run.cancel()
+            return await run.outcome()
+
+    events = temporal(body)
+
+    assert events[-1].error == Cancelled()
+    assert heard[-1] == "OnRunComplete"  # best effort, after the run's last event
+
+
+def test_a_timed_out_run_with_hooks_fails_timed_out(temporal: Any) -> None:
+    agent = attrs.evolve(gated(Counts(), Gate()), hooks=[lambda ctx, e: None], config=RunConfig(timeout=1.0))
+
+    events = durable(temporal, agent, "go", "run-late")
+
+    assert events[-1].error == TimedOut(1.0)
