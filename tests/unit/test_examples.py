@@ -34,6 +34,11 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "graph_report.py": ("'[income]\\nEarned $3,000 in salary.'", "state['summary'] = 'You saved $900"),
     "persistent_chat.py": ("I remember 1 earlier message(s): ['My name is Ada.']",),
     "research_pipeline.py": ("- rates: Mortgage rates eased to 6.1%", '"jobs":"Local unemployment'),
+    "temporal_agent.py": (
+        "approval requested: pay_bill(",
+        "-- the worker is gone; the run waits in Temporal for a human",
+        "pay_bill -> paid 184.20 USD to City Power for Okafor",
+    ),
     "research_agent.py": (
         "# Mortgage rates ease to 6.1%",
         "denied: host 169.254.169.254 is not on the allow list",
