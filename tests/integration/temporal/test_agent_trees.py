@@ -308,3 +308,17 @@ def test_a_timed_out_run_with_hooks_fails_timed_out(temporal: Any) -> None:
     events = durable(temporal, agent, "go", "run-late")
 
     assert events[-1].error == TimedOut(1.0)
+
+
+def test_a_childs_own_timeout_ends_that_child_as_live(temporal: Any) -> None:
+    def with_timeout(agent: Any) -> Any:
+        children = tuple(
+            (key, child.with_config(RunConfig(timeout=1.0)) if key == "second" else child)
+            for key, child in agent.children
+        )
+        return attrs.evolve(agent, children=children)
+
+    events = durable(temporal, with_timeout(pipeline(Counts(), Gate())), "go", "run-child-late")
+
+    assert events == live_events(with_timeout(pipeline(Counts(), Gate())), "go", "run-child-late")
+    assert events[-1].error == TimedOut(1.0)  # the child's own timeout; the pipeline has none
