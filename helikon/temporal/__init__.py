@@ -2,12 +2,16 @@
 
 A run that must survive a worker crash, or a multi-hour agent that must keep
 its progress across restarts, runs as a Temporal workflow. The workflow
-drives the same pure :func:`helikon.loop.transition` as every interpreter;
-each model turn is a ``call_model`` activity and each tool call an
-``invoke_tool`` activity, so after a crash Temporal's history replay puts the
-loop back where it was and the run resumes from its last completed activity.
+drives the same pure machine as every interpreter — the agent loop, or the
+agent tree of a run with handoffs, hooks, workflow agents or a swarm — and
+each piece of user code is an activity: a model turn (``call_model``), a
+step of a tool call (``call_step``), hooks, guardrails, instructions, an
+approval handler. After a crash Temporal's history replay puts the machine
+back where it was and the run resumes from its last completed activity. A
+run can wait in the workflow for a human's approval (``TemporalRun.approve``).
 
-- :class:`TemporalRunner` (client side) starts runs and reads their events.
+- :class:`TemporalRunner` (client side) starts runs, reads their events and
+  answers their approvals.
 - :class:`TemporalAgentWorker` hosts the agents — models, tools, settings —
   and serves the workflow and its activities under its :class:`WorkerPosture`.
 
@@ -26,16 +30,23 @@ from helikon.temporal._activities import AgentActivities, CtxFactory
 from helikon.temporal._posture import WorkerPosture, redact_step
 from helikon.temporal._runner import TemporalRun, TemporalRunner
 from helikon.temporal._wire import (
+    APPROVE_UPDATE,
     ASK_APPROVALS,
     CALL_MODEL,
     CALL_STEP,
+    CHECK_GUARDRAILS,
     DESCRIBE_AGENT,
     EVENTS_QUERY,
+    NOTIFY_HOOKS,
+    PENDING_QUERY,
     RENDER_INSTRUCTIONS,
+    RUN_AGENT,
+    RUN_HOOKS,
     WIRE_VERSION,
     WORKFLOW_NAME,
     ActivitySettings,
     AgentDescription,
+    ApprovalsPending,
     RunOutcome,
     RunRequest,
 )
@@ -43,18 +54,25 @@ from helikon.temporal._worker import TemporalAgentWorker, replayer, sandbox_pass
 from helikon.temporal._workflow import AgentWorkflow
 
 __all__ = [
+    "APPROVE_UPDATE",
+    "ASK_APPROVALS",
     "CALL_MODEL",
+    "CALL_STEP",
+    "CHECK_GUARDRAILS",
     "DESCRIBE_AGENT",
     "EVENTS_QUERY",
-    "ASK_APPROVALS",
-    "CALL_STEP",
+    "NOTIFY_HOOKS",
+    "PENDING_QUERY",
     "RENDER_INSTRUCTIONS",
+    "RUN_AGENT",
+    "RUN_HOOKS",
     "WIRE_VERSION",
     "WORKFLOW_NAME",
     "ActivitySettings",
     "AgentActivities",
     "AgentDescription",
     "AgentWorkflow",
+    "ApprovalsPending",
     "CtxFactory",
     "RunOutcome",
     "RunRequest",

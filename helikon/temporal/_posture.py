@@ -66,7 +66,7 @@ class WorkerPosture:
     the caller. ``WorkerPosture()`` is the posture of
     ``RunContext.ephemeral(...)``: ``DEFAULT`` mode, no rules, the built-in
     destructive guards, no policy, no approval handler (so an ask resolves
-    to deny) and output redaction on.
+    to deny, no suspension) and output redaction on.
 
     Args:
         mode: the permission mode; tools also see it as ``ctx.permission_mode``.
@@ -84,7 +84,12 @@ class WorkerPosture:
         approval_handler: ``handler(request)`` returning (or awaiting to)
             ``Allow()`` or ``Deny(reason)`` for an
             :class:`~helikon.effects.ApprovalRequest`. It runs inside the
-            ``invoke_tool`` activity (mind the tool timeout).
+            ``ask_approvals`` activity (mind the tool timeout).
+        suspend_on_approval: with no approval handler, a question for a
+            human suspends the run *in the workflow* until the decisions
+            arrive (``TemporalRun.approve``) instead of being denied
+            (``RunContext.with_suspend_on_approval``). The wait costs no
+            worker and survives worker restarts.
         redaction: scrub tool output (and failure messages) before they are
             returned to the workflow, and so before they are recorded.
         extra_secrets: literal secret values to scrub, besides the
@@ -100,6 +105,7 @@ class WorkerPosture:
     approval_handler: object | None = attrs.field(default=None, validator=_callable_or_none)
     redaction: bool = True
     extra_secrets: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    suspend_on_approval: bool = False
 
     def run_context(self, user_ctx: Any) -> RunContext[Any]:
         """The context an activity of a run executes under: this posture,
@@ -120,6 +126,7 @@ class WorkerPosture:
             approval_handler=self.approval_handler,
             extra_secrets=self.extra_secrets,
             redact_output=self.redaction,
+            suspend_on_approval=self.suspend_on_approval,
         )
 
 

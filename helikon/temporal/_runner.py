@@ -1,10 +1,12 @@
 """``TemporalRunner``: start durable runs and read their events (client side).
 
-The runner starts the agent-loop workflow on a task queue and awaits its
+The runner starts the agent workflow on a task queue and awaits its
 result: the run's events, the same events the live interpreter emits for
 the same model and tool results. It runs under asyncio (the Temporal SDK
 requires it). Progress streams from the ``helikon.events`` workflow query,
-polled while the run is in flight.
+polled while the run is in flight. A run that waits for a human shows the
+questions through the ``helikon.pending`` query and takes the decisions
+through the ``helikon.approve`` update (:meth:`TemporalRun.approve`).
 
 Only data crosses to the worker: the agent's name, the input items and an
 optional JSON *ctx seed*. The worker's posture — permission mode, rules,
@@ -16,23 +18,34 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, final
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from helikon._json import JsonValue
-from helikon.errors import ConfigError, OtherError, RunError
+from helikon.effects import ApprovalDecision, ApprovalRequest, ApprovalsGiven
+from helikon.errors import ConfigError, OtherError, RunError, StepError
 from helikon.events import AgentEvent
 from helikon.items import AgentInput
 from helikon.results import RunResult, collect
 from helikon.temporal._wire import (
+    APPROVE_UPDATE,
     CONFIG_ERROR,
     EVENTS_QUERY,
+    PENDING_QUERY,
     WORKFLOW_NAME,
+    ApprovalsPending,
     RunOutcome,
     RunRequest,
     decode,
@@ -138,6 +151,51 @@ class TemporalRun:
     async def cancel(self) -> None:
         """Ask the run to stop: it ends with ``RunFailed(Cancelled)``."""
         await self._handle.cancel()
+
+    async def pending(self, *, wait: bool = False) -> tuple[ApprovalRequest, ...]:
+        """The tool calls the run waits on a human's decision about (empty:
+        none). With ``wait``, poll until there are some, or the run has
+        ended (then empty). The run's events hold an ``ApprovalRequested``
+        for each, too."""
+        while True:
+            try:
+                data = await self._handle.query(
+                    PENDING_QUERY, result_type=dict, rpc_timeout=timedelta(seconds=10)
+                )
+            except (WorkflowQueryFailedError, RPCError):
+                data = None  # not yet queryable (no worker has picked it up)
+            if data is not None:
+                requests: tuple[ApprovalRequest, ...] = decode(data, ApprovalsPending).requests
+                if requests or not wait:
+                    return requests
+            elif not wait:
+                return ()
+            described = await self._handle.describe()
+            if described.status not in (None, WorkflowExecutionStatus.RUNNING):
+                return ()
+            await asyncio.sleep(self._poll)
+
+    async def approve(self, decisions: ApprovalsGiven | Iterable[ApprovalDecision]) -> None:
+        """Answer the approvals the run waits for: one decision per pending
+        call (``ApprovalDecision(call_id, approved, reason)``). The run goes
+        on from where it waited, on whichever worker serves it then.
+
+        Sent while the run is busy, the decisions are held until it waits
+        (and refused if it ends first).
+
+        Raises:
+            StepError: ``decisions`` do not answer every pending call exactly
+                once (nothing changes), or the run is over.
+        """
+        given = decisions if isinstance(decisions, ApprovalsGiven) else ApprovalsGiven(tuple(decisions))
+        try:
+            await self._handle.execute_update(APPROVE_UPDATE, encode(given))
+        except WorkflowUpdateFailedError as error:
+            cause = error.cause
+            message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+            raise StepError(f"durable run {self.run_id!r} refused the decisions: {message}") from None
+        except RPCError as error:  # the run is over (or unknown)
+            raise StepError(f"durable run {self.run_id!r} takes no decisions: {error.message}") from None
 
     async def _query(self, since: int) -> tuple[AgentEvent, ...]:
         try:
@@ -245,6 +303,10 @@ class TemporalRunner:
     def attach(self, run_id: str) -> TemporalRun:
         """The run with id ``run_id`` (started by any client)."""
         return TemporalRun(self._client.get_workflow_handle(run_id, result_type=dict), self._poll)
+
+    async def approve(self, run_id: str, decisions: ApprovalsGiven | Iterable[ApprovalDecision]) -> None:
+        """Answer the approvals run ``run_id`` waits for (see :meth:`TemporalRun.approve`)."""
+        await self.attach(run_id).approve(decisions)
 
 
 __all__ = ["TemporalRun", "TemporalRunner"]

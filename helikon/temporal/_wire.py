@@ -23,7 +23,10 @@ import attrs
 
 from helikon import codec
 from helikon._json import JsonValue
+from helikon.agents import TreeSpec
 from helikon.effects import (
+    AgentRun,
+    AgentsRan,
     ApprovalRequest,
     CallStep,
     ModelCallFailed,
@@ -32,13 +35,14 @@ from helikon.effects import (
     StepResult,
 )
 from helikon.events import AgentEvent
+from helikon.governance import OnHandoff, OnRunComplete, OnSubagentStop
 from helikon.ids import RunId
 from helikon.items import Item
 from helikon.loop import AgentSpec
 from helikon.model import ModelRequest
 
 #: The shape of the payloads below; checked by the workflow when a run starts.
-WIRE_VERSION: Final = 2
+WIRE_VERSION: Final = 3
 
 #: The workflow type every helikon run executes as.
 WORKFLOW_NAME: Final = "helikon.AgentRun"
@@ -52,8 +56,20 @@ CALL_STEP: Final = "call_step"
 ASK_APPROVALS: Final = "ask_approvals"
 #: The agent's dynamic instructions for one turn.
 RENDER_INSTRUCTIONS: Final = "render_instructions"
+#: The turn-start hooks (OnRunStart, OnTurnStart) of one turn.
+RUN_HOOKS: Final = "run_hooks"
+#: The input or output guardrails of one run.
+CHECK_GUARDRAILS: Final = "check_guardrails"
+#: The hooks that only observe (OnHandoff, OnSubagentStop, OnRunComplete).
+NOTIFY_HOOKS: Final = "notify_hooks"
+#: A child agent that is not a helikon machine, run whole.
+RUN_AGENT: Final = "run_agent"
 #: The query that returns a running workflow's events so far.
 EVENTS_QUERY: Final = "helikon.events"
+#: The query that returns the approvals a run waits for.
+PENDING_QUERY: Final = "helikon.pending"
+#: The update that answers them (an :class:`~helikon.effects.ApprovalsGiven`).
+APPROVE_UPDATE: Final = "helikon.approve"
 
 #: ``ApplicationError.type`` of a misconfiguration found on the worker (unknown
 #: agent, a changed definition, a rejected ctx seed). Never retried; the
@@ -65,6 +81,8 @@ START_ERROR: Final = "helikon.StartFailed"
 WIRE_ERROR: Final = "helikon.WireError"
 #: ``ApplicationError.type`` of an interpreter bug (a ``StepError`` from the core).
 STEP_ERROR: Final = "helikon.StepError"
+#: ``ApplicationError.type`` of decisions that do not answer the pending approvals.
+APPROVAL_ERROR: Final = "helikon.ApprovalRefused"
 #: ``ApplicationError.type`` of a dynamic-instructions function that raised.
 INSTRUCTIONS_ERROR: Final = "helikon.InstructionsFailed"
 
@@ -138,27 +156,77 @@ class DescribeAgent:
 
 
 @attrs.frozen
+class MemberTimeout:
+    """Agent ``agent`` of the tree has its own run timeout of ``seconds``."""
+
+    agent: str
+    seconds: float
+
+
+@attrs.frozen
 class AgentDescription:
     """Output of ``describe_agent``: the agent as data, as the worker has it.
 
-    The workflow drives the machine with this ``spec``; it is recorded in the
+    The workflow drives the machine with this ``spec`` — and, for an agent
+    that runs as an agent tree (handoffs, hooks, a workflow agent, a swarm),
+    with ``tree``, every agent the run can reach. It is recorded in the
     history once, at the start, so every replay sees the same definition.
-    ``fingerprint`` travels with each later activity, which refuses to run
-    against a different definition.
+    No member's ``governance.secrets`` is in it (secrets never enter the
+    history). ``fingerprint`` travels with each later activity, which refuses
+    to run against a different definition. ``timeouts`` are the tree's
+    agents' own run timeouts (the root's is ``spec.config.timeout``).
     """
 
     spec: AgentSpec
     fingerprint: str
     settings: ActivitySettings
+    tree: TreeSpec | None = None
+    timeouts: tuple[MemberTimeout, ...] = ()
+
+    def timeout_of(self, agent: str) -> float | None:
+        """The own run timeout of tree agent ``agent`` (None: none)."""
+        for entry in self.timeouts:
+            if entry.agent == agent:
+                return entry.seconds
+        return None
+
+
+@attrs.frozen
+class StoredOutput:
+    """A workflow child's output the run stored under ``key`` (``ctx.state[key]``)."""
+
+    key: str
+    text: str
+
+
+@attrs.frozen
+class Address:
+    """Whom an activity works for.
+
+    Args:
+        agent: the name the run's (root) agent is registered under.
+        run_id: the run's id.
+        fingerprint: the definition the run started with.
+        path: the sub-machine of the agent tree whose effect this is (one
+            key per level; empty for the root).
+        ctx_seed: the client's seed, for activities that run user code.
+        state: the outputs the run has stored so far, in order; the worker
+            puts them in ``ctx.state`` for user code to read.
+    """
+
+    agent: str
+    run_id: RunId
+    fingerprint: str
+    path: tuple[str, ...] = ()
+    ctx_seed: JsonValue = None
+    state: tuple[StoredOutput, ...] = ()
 
 
 @attrs.frozen
 class CallModelRequest:
     """Input of ``call_model``: model turn ``turn`` with ``request``."""
 
-    agent: str
-    run_id: RunId
-    fingerprint: str
+    at: Address
     turn: int
     request: ModelRequest
 
@@ -169,18 +237,17 @@ class StepRequest:
     hook, ask the policy, run the tool), answered with its
     :data:`~helikon.effects.StepResult` (:class:`StepDone`)."""
 
-    agent: str
-    run_id: RunId
-    fingerprint: str
+    at: Address
     step: CallStep
-    ctx_seed: JsonValue = None
 
 
 @attrs.frozen
 class StepDone:
-    """Output of ``call_step``: the step's result, scrubbed of secrets."""
+    """Output of ``call_step``: the step's result, scrubbed of secrets;
+    ``escalated`` if the tool asked an enclosing loop agent to stop."""
 
     result: StepResult
+    escalated: bool = False
 
 
 @attrs.frozen
@@ -188,22 +255,70 @@ class ApprovalsRequest:
     """Input of ``ask_approvals``: the questions for the worker's approval
     handler, answered with :class:`~helikon.effects.ApprovalsGiven`."""
 
-    agent: str
-    run_id: RunId
-    fingerprint: str
+    at: Address
     requests: tuple[ApprovalRequest, ...]
-    ctx_seed: JsonValue = None
 
 
 @attrs.frozen
 class RenderInstructionsRequest:
     """Input of ``render_instructions``: the instructions for turn ``turn``."""
 
-    agent: str
-    run_id: RunId
-    fingerprint: str
+    at: Address
     turn: int
-    ctx_seed: JsonValue = None
+
+
+@attrs.frozen
+class HooksRequest:
+    """Input of ``run_hooks``: the turn-start hooks of turn ``turn``,
+    answered with :class:`~helikon.effects.HooksRan`."""
+
+    at: Address
+    turn: int
+
+
+@attrs.frozen
+class GuardrailsRequest:
+    """Input of ``check_guardrails``: the ``stage`` guardrails on ``text``,
+    answered with :class:`~helikon.effects.GuardrailsChecked`."""
+
+    at: Address
+    stage: str
+    text: str
+
+
+@attrs.frozen
+class NotifyRequest:
+    """Input of ``notify_hooks``: the observing hooks on ``event``,
+    answered with :class:`~helikon.effects.HooksNotified`."""
+
+    at: Address
+    event: OnHandoff | OnSubagentStop | OnRunComplete
+
+
+@attrs.frozen
+class AgentRunRequest:
+    """Input of ``run_agent``: run the child ``run`` that is not a helikon
+    machine, whole, at ``depth``; ``at.path`` is the child's own path."""
+
+    at: Address
+    run: AgentRun
+    depth: int
+
+
+@attrs.frozen
+class AgentRan:
+    """Output of ``run_agent``: the child's forwarded events and its result."""
+
+    events: tuple[AgentEvent, ...]
+    result: AgentsRan
+
+
+@attrs.frozen
+class ApprovalsPending:
+    """What the ``helikon.pending`` query answers: the tool calls waiting
+    for a human's decision (empty when the run waits for none)."""
+
+    requests: tuple[ApprovalRequest, ...] = ()
 
 
 @attrs.frozen
@@ -248,30 +363,46 @@ def decode(data: object, as_type: Any) -> Any:
 
 
 __all__ = [
+    "APPROVAL_ERROR",
+    "APPROVE_UPDATE",
+    "ASK_APPROVALS",
     "CALL_MODEL",
+    "CALL_STEP",
+    "CHECK_GUARDRAILS",
     "CONFIG_ERROR",
     "DESCRIBE_AGENT",
     "EVENTS_QUERY",
     "INSTRUCTIONS_ERROR",
-    "ASK_APPROVALS",
-    "CALL_STEP",
+    "NOTIFY_HOOKS",
+    "PENDING_QUERY",
     "RENDER_INSTRUCTIONS",
+    "RUN_AGENT",
+    "RUN_HOOKS",
     "START_ERROR",
     "STEP_ERROR",
     "WIRE_ERROR",
     "WIRE_VERSION",
     "WORKFLOW_NAME",
     "ActivitySettings",
+    "Address",
     "AgentDescription",
+    "AgentRan",
+    "AgentRunRequest",
+    "ApprovalsPending",
+    "ApprovalsRequest",
     "CallModelRequest",
     "DescribeAgent",
-    "ApprovalsRequest",
-    "StepDone",
-    "StepRequest",
+    "GuardrailsRequest",
+    "HooksRequest",
+    "MemberTimeout",
     "ModelResult",
+    "NotifyRequest",
     "RenderInstructionsRequest",
     "RunOutcome",
     "RunRequest",
+    "StepDone",
+    "StepRequest",
+    "StoredOutput",
     "ToolAttempts",
     "WireFormatError",
     "decode",

@@ -1,21 +1,19 @@
 """``TemporalAgentWorker``: the process that hosts agents for durable runs.
 
-A worker registers agents by name — their models, tools, instructions and
-settings stay in this process — and serves the agent-loop workflow and its
-activities on one task queue. Its :class:`WorkerPosture` governs every tool
-call it executes; a client can neither see nor change it.
+A worker registers agents by name — their models, tools, instructions,
+hooks, guardrails, handoff targets and workflow children stay in this
+process — and serves the agent workflow and its activities on one task
+queue. Its :class:`WorkerPosture` governs every tool call it executes; a
+client can neither see nor change it.
 
-Registration checks the v0 constraints and fails fast:
-
-- only :class:`~helikon.LlmAgent` runs durably (workflow agents such as
-  ``SequentialAgent`` are rejected);
-- handoffs are rejected: the durable driver does not transfer a run to
-  another agent;
-- hooks and guardrails are rejected: arbitrary user code around the loop
-  cannot be made deterministic inside a workflow;
-- agent-as-tool (:class:`~helikon.AgentAsTool`) is allowed, but the nested
-  run executes inside its ``invoke_tool`` activity, non-durably: a retry
-  of that activity re-runs the whole nested run.
+Any helikon agent runs durably: an :class:`~helikon.LlmAgent` (with hooks,
+guardrails and handoffs), a workflow agent (``SequentialAgent``,
+``ParallelAgent``, ``LoopAgent``, ``GraphAgent``) or a ``SwarmAgent``; the
+pure machine runs in the workflow and the user code as activities. What
+does not run durably, only inside one activity: an agent of your own (an
+object with ``run`` but no ``make_env``) as a workflow child or handoff
+target (``run_agent``), and the nested run of an
+:class:`~helikon.AgentAsTool` (``call_step``).
 """
 
 from __future__ import annotations
@@ -31,16 +29,12 @@ from temporalio.client import Client
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from helikon.agent import LlmAgent
 from helikon.errors import ConfigError
+from helikon.interpreters._children import resolve
 from helikon.temporal._activities import AgentActivities, CtxFactory, Registration
 from helikon.temporal._posture import WorkerPosture
 from helikon.temporal._wire import ActivitySettings, ToolAttempts
 from helikon.temporal._workflow import AgentWorkflow
-from helikon.trace import fingerprint
-
-#: Agent attributes that carry user code the durable driver cannot run.
-_UNSUPPORTED = ("hooks", "input_guardrails", "output_guardrails")
 
 #: Third-party packages the pure core imports (lazily, too): shared with the sandbox.
 _THIRD_PARTY = ("attr", "attrs", "cattrs", "msgspec", "returns", "anyio", "sniffio", "jsonschema")
@@ -56,13 +50,15 @@ def sandbox_passthrough() -> tuple[str, ...]:
     """
     package = str(Path(__file__).resolve().parents[1])  # helikon/, without importing the facade
     names = {f"helikon.{m.name}" for m in pkgutil.iter_modules([package]) if m.name != "temporal"}
-    names.update(f"helikon.temporal.{m}" for m in ("_activities", "_posture", "_runner", "_wire", "_worker"))
+    # The workflow and its performer are reloaded, under the sandbox's restrictions.
+    pure = ("_activities", "_paths", "_posture", "_runner", "_wire", "_worker")
+    names.update(f"helikon.temporal.{m}" for m in pure)
     names.update(_THIRD_PARTY)
     return tuple(sorted(names))
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox the agent-loop workflow runs in (see :func:`sandbox_passthrough`)."""
+    """The sandbox the agent workflow runs in (see :func:`sandbox_passthrough`)."""
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*sandbox_passthrough())
     )
@@ -100,19 +96,21 @@ class TemporalAgentWorker:
         client: a connected ``temporalio.client.Client``.
         task_queue: the queue runners start runs on.
         posture: the security posture of every tool call this worker runs.
-        heartbeat_timeout: opt-in heartbeats: a ``call_model`` or
-            ``invoke_tool`` attempt that stops heartbeating for this long is
+        heartbeat_timeout: opt-in heartbeats: an activity attempt that stops heartbeating for this long is
             retried elsewhere (so a crashed worker's call is reclaimed in
             about this time rather than after the whole activity timeout).
             A tool that blocks the event loop stops heartbeating too.
         model_timeout: the longest one model turn may take (per attempt).
-        tool_timeout: the longest one tool call may take (per attempt).
+        tool_timeout: the longest one tool call may take (per attempt); also
+            a hook's, a guardrail's, an approval handler's and an opaque
+            child agent's activity.
         instructions_timeout: the longest rendering instructions may take.
         model_max_attempts: attempts of a ``call_model`` activity. Model
             errors are never retried by Temporal (they are returned as data);
             only a lost worker or a timeout uses another attempt.
-        tool_max_attempts: attempts of an ``invoke_tool`` activity (per-tool
-            overrides at :meth:`register`). Tool errors are data and never
+        tool_max_attempts: attempts of a ``call_step`` activity (per-tool
+            overrides at :meth:`register`), and of the hooks', guardrails'
+            and opaque children's activities. Tool errors are data and never
             retried; a crash mid-call is, so tools must be idempotent or be
             registered with one attempt.
         instructions_max_attempts: attempts of ``render_instructions``.
@@ -172,7 +170,7 @@ class TemporalAgentWorker:
 
     def register(
         self,
-        agent: LlmAgent[Any],
+        agent: Any,
         *,
         ctx_factory: CtxFactory | None = None,
         tool_max_attempts: Mapping[str, int] | None = None,
@@ -180,18 +178,21 @@ class TemporalAgentWorker:
         """Serve ``agent`` under its name. Returns the worker, for chaining.
 
         Args:
-            agent: an :class:`~helikon.LlmAgent` (see the v0 constraints).
+            agent: any helikon agent: an :class:`~helikon.LlmAgent`, a
+                workflow agent or a :class:`~helikon.SwarmAgent`.
             ctx_factory: builds the run's user ctx from the client's JSON
                 ctx seed (``None`` when the client sent none), on the worker,
                 for every activity that runs user code; it may be async. A
                 seed it rejects (by raising) fails the run at once. Without
                 a factory the user ctx is ``None`` and a seed is refused.
             tool_max_attempts: per-tool attempt limits (``{"charge": 1}``
-                for a tool that must never run twice).
+                for a tool that must never run twice), for a tool of that
+                name in any agent the run reaches.
 
         Raises:
-            ConfigError: the agent breaks a v0 constraint, its name is taken,
-                or the worker is already running.
+            ConfigError: ``agent`` is not a helikon agent, its name is taken,
+                a tool of ``tool_max_attempts`` is unknown, or the worker is
+                already running.
         """
         if self._worker is not None:
             raise ConfigError("register agents before the worker starts")
@@ -201,8 +202,9 @@ class TemporalAgentWorker:
         if ctx_factory is not None and not callable(ctx_factory):
             raise ConfigError(f"agent {agent.name!r}: ctx_factory must be callable")
         overrides: list[ToolAttempts] = []
+        known = _tool_names(agent)
         for tool, attempts in sorted((tool_max_attempts or {}).items()):
-            if tool not in agent.tool_map:
+            if tool not in known:
                 raise ConfigError(f"agent {agent.name!r} has no tool {tool!r} (in tool_max_attempts)")
             overrides.append(ToolAttempts(tool, _attempts(attempts, f"tool_max_attempts[{tool!r}]")))
         settings = ActivitySettings(
@@ -215,7 +217,7 @@ class TemporalAgentWorker:
             instructions_max_attempts=self._instructions_attempts,
             tool_attempts=tuple(overrides),
         )
-        self._agents[agent.name] = Registration(agent, fingerprint(agent.spec), settings, ctx_factory)
+        self._agents[agent.name] = Registration(agent, settings, ctx_factory)
         return self
 
     def build(self) -> Worker:
@@ -268,25 +270,33 @@ class TemporalAgentWorker:
 
 
 def _check_durable(agent: object) -> None:
-    """Reject what the durable driver cannot run (the v0 constraints)."""
-    if not isinstance(agent, LlmAgent):
+    """Refuse what cannot run as a machine in a workflow: an agent of your own."""
+    if getattr(agent, "make_env", None) is None or not isinstance(getattr(agent, "name", None), str):
         raise ConfigError(
-            f"{type(agent).__name__} {getattr(agent, 'name', agent)!r} cannot run durably: only LlmAgent "
-            "runs under Temporal in v0 (wrap a workflow agent with AgentAsTool in an LlmAgent's tools "
-            "to run it, non-durably, inside one tool activity)"
+            f"{type(agent).__name__} {getattr(agent, 'name', agent)!r} cannot run durably: register a "
+            "helikon agent (an LlmAgent, a workflow agent or a SwarmAgent); an agent of your own runs, "
+            "non-durably, as a workflow child or a handoff target (inside one run_agent activity)"
         )
-    if agent.handoffs:
-        targets = ", ".join(repr(h.target_name) for h in agent.handoffs)
-        raise ConfigError(
-            f"agent {agent.name!r} has handoffs ({targets}): handoffs are not supported by the durable "
-            "Temporal driver in v0 (use AgentAsTool, which runs the other agent inside a tool activity)"
-        )
-    for attribute in _UNSUPPORTED:
-        if getattr(agent, attribute, None):
-            raise ConfigError(
-                f"agent {agent.name!r} has {attribute}: hooks and guardrails run arbitrary user code "
-                "around the loop, which cannot be made deterministic inside a Temporal workflow (v0)"
-            )
+
+
+def _tool_names(agent: Any) -> frozenset[str]:
+    """The names of the tools of every agent ``agent`` can reach (its
+    handoff targets, workflow children and swarm members, at any depth)."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    queue: list[Any] = [agent]
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        names.update(getattr(current, "tool_map", {}))
+        queue.extend(resolve(handoff) for handoff in getattr(current, "handoffs", ()))
+        queue.extend(child for _, child in getattr(current, "children", ()))
+        members = getattr(current, "members", None)
+        if isinstance(members, Mapping):
+            queue.extend(members.values())
+    return frozenset(names)
 
 
 __all__ = ["TemporalAgentWorker", "replayer", "sandbox_passthrough", "workflow_runner"]

@@ -47,6 +47,11 @@ PHRASES: dict[str, tuple[str, ...]] = {
         "refund-b2: step 3: expected effect ExecuteTools, got CallModel",
     ),
     "research_pipeline.py": ("- rates: Mortgage rates eased to 6.1%", '"jobs":"Local unemployment'),
+    "temporal_agent.py": (
+        "approval requested: pay_bill(",
+        "-- the worker is gone; the run waits in Temporal for a human",
+        "pay_bill -> paid 184.20 USD to City Power for Okafor",
+    ),
     "research_agent.py": (
         "# Mortgage rates ease to 6.1%",
         "denied: host 169.254.169.254 is not on the allow list",

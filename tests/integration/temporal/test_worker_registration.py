@@ -1,9 +1,11 @@
-"""Registration enforces the v0 constraints of durable runs, at once.
+"""What registration accepts, and refuses at once.
 
-Handoffs, hooks, guardrails and workflow agents are refused with a clear
-error when the agent is registered, not when a run reaches them; agent-as-
-tool is accepted (its nested run is non-durable, inside one tool activity).
-The Temporal extra is optional: the core never imports ``temporalio``.
+Every helikon agent registers: an LlmAgent with hooks, guardrails and
+handoffs, the workflow agents and swarms (they run durably as agent trees).
+An agent of one's own (``run`` but no ``make_env``) is refused at the root:
+it is not a machine the workflow can drive. Per-tool attempt limits name a
+tool of any agent the run can reach. The Temporal extra is optional: the
+core never imports ``temporalio``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,17 @@ from typing import Any
 
 import pytest
 
-from helikon import AgentAsTool, ConfigError, Handoff, LlmAgent, SequentialAgent, tool
+from helikon import (
+    AgentAsTool,
+    ConfigError,
+    Handoff,
+    LlmAgent,
+    LoopAgent,
+    ParallelAgent,
+    SequentialAgent,
+    SwarmAgent,
+    tool,
+)
 from helikon.testing import MockModel, say
 
 pytestmark = pytest.mark.integration
@@ -38,30 +50,46 @@ def worker() -> Any:
     return TemporalAgentWorker(object(), task_queue="q")  # type: ignore[arg-type]
 
 
-def test_handoffs_are_refused_at_registration() -> None:
-    with pytest.raises(ConfigError, match=r"handoffs \('billing'\).*not supported by the durable"):
-        worker().register(agent(handoffs=[Handoff.to(agent("billing"))]))
-
-
-def test_workflow_agents_are_refused_at_registration() -> None:
-    pipeline = SequentialAgent("pipeline", "Two steps.").then(agent("one")).then(agent("two"))
-    with pytest.raises(ConfigError, match="only LlmAgent runs under Temporal"):
-        worker().register(pipeline)
-
-
-def test_hooks_and_guardrails_are_refused_at_registration() -> None:
+def test_handoffs_hooks_guardrails_and_workflow_agents_register() -> None:
     def hook(ctx: Any, event: Any) -> None:
         return None
 
     def guardrail(ctx: Any, text: Any) -> None:
         return None
 
-    with pytest.raises(ConfigError, match=r"has hooks: .*cannot be made deterministic"):
-        worker().register(agent("h", hooks=[hook]))
-    with pytest.raises(ConfigError, match="has input_guardrails"):
-        worker().register(agent("i", input_guardrails=[guardrail]))
-    with pytest.raises(ConfigError, match="has output_guardrails"):
-        worker().register(agent("o", output_guardrails=[guardrail]))
+    billing = agent("billing", tools=[ping])
+    pipeline = SequentialAgent("pipeline", "Two steps.").then(agent("one")).then(agent("two"))
+    fan = ParallelAgent("fan", "Both.").add(agent("left")).add(agent("right"))
+    swarm = SwarmAgent.builder().name("swarm").member(agent("x")).member(agent("y")).build()
+    w = worker()
+    w.register(agent("triage", handoffs=[Handoff.to(billing)], hooks=[hook], input_guardrails=[guardrail]))
+    w.register(agent("o", output_guardrails=[guardrail]))
+    w.register(pipeline).register(fan).register(swarm)
+    w.register(LoopAgent("loop", "Again.", 2, children=(("a", agent("a")),)))
+
+    assert w.agents == ("fan", "loop", "o", "pipeline", "swarm", "triage")
+
+
+def test_an_agent_of_ones_own_is_refused_at_the_root() -> None:
+    class Mine:
+        name = "mine"
+        description = ""
+
+        def run(self, ctx: Any, input: Any) -> Any:
+            raise NotImplementedError
+
+    with pytest.raises(ConfigError, match="cannot run durably: register a helikon agent"):
+        worker().register(Mine())
+    # As a workflow child it is fine: it runs whole inside one run_agent activity.
+    assert worker().register(SequentialAgent("p", "").then(Mine())).agents == ("p",)
+
+
+def test_attempt_overrides_name_a_tool_of_any_agent_of_the_tree() -> None:
+    billing = agent("billing", tools=[ping])
+    w = worker().register(agent("triage", handoffs=[Handoff.to(billing)]), tool_max_attempts={"ping": 1})
+    assert w.agents == ("triage",)
+    with pytest.raises(ConfigError, match="has no tool 'pong'"):
+        w.register(SequentialAgent("p", "").then(billing), tool_max_attempts={"pong": 1})
 
 
 def test_agent_as_tool_is_accepted() -> None:
