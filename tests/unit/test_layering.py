@@ -81,7 +81,8 @@ def layer_of(module: str) -> int:
     best: tuple[int, int] | None = None
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[1]):
+            inside = module == prefix or module.startswith(prefix + ".")
+            if inside and (best is None or len(prefix) > best[1]):
                 best = (index, len(prefix))
     assert best is not None, f"{module} is in no layer: add it to LAYERS"
     return best[0]
@@ -134,7 +135,9 @@ def test_a_module_imports_nothing_from_a_higher_layer(module: str) -> None:
 def test_no_modules_import_each_other_in_a_cycle() -> None:
     # Top-level imports (and TYPE_CHECKING blocks are top-level ``if``s, not
     # imports at run time): the graph Python walks when it loads a module.
-    graph = {m: sorted({n for n, _ in imports(m, top_level_only=True) if n in MODULES and n != m}) for m in MODULES}
+    graph = {
+        m: sorted({n for n, _ in imports(m, top_level_only=True) if n in MODULES and n != m}) for m in MODULES
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
