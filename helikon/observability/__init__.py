@@ -6,7 +6,8 @@ through the OpenTelemetry API, following the GenAI semantic conventions:
 - one ``invoke_agent {agent}`` span per run, holding one ``agent.turn`` span
   per model turn, which holds the turn's ``chat {model}`` span and one
   ``execute_tool {tool}`` span per tool call; handoff targets, workflow
-  children and agents run by tools nest under their parent;
+  children and agents used as tools — sub-runs of the run's agent tree —
+  nest under their parent;
 - the ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration``
   histograms and a ``helikon.tool.calls`` counter.
 

@@ -2,6 +2,9 @@
 
 - :func:`relay` passes an interpreter's stream on with an OpenTelemetry
   context current while the interpreter works;
+- :func:`open_chat` and :func:`end_chat` are a model call's ``chat`` span;
+  :func:`open_tools` and :func:`end_tools` a tool round's ``execute_tool``
+  spans, one per tool that runs;
 - :func:`chat_result` reads a model call's result (usage, finish reason,
   response id, the answer when content is captured) onto its ``chat`` span
   and the metrics;
@@ -13,13 +16,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from helikon.effects import (
     CallModel,
@@ -35,9 +38,9 @@ from helikon.effects import (
 )
 from helikon.events import AgentEvent
 from helikon.interpreters import RunEnv
-from helikon.loop import aggregate
+from helikon.loop import Response, aggregate
 from helikon.observability import _semconv as sc
-from helikon.observability._runs import Attributes, RunSpans, describe_failure, now
+from helikon.observability._runs import Attributes, RunSpans, describe_failure, model_of, now
 from helikon.observability._telemetry import Signals
 
 
@@ -74,10 +77,136 @@ async def relay(
             await aclose()
 
 
+def open_chat(
+    signals: Signals, effect: CallModel, env: RunEnv, run: RunSpans | None, at: int
+) -> tuple[Span, Attributes]:
+    """Start a model call's ``chat`` span under ``run``'s current span; the
+    span and the attributes of its metrics."""
+    provider, model = model_of(env)
+    model = model or env.spec.model_id or None
+    attributes: Attributes = {sc.OPERATION_NAME: sc.CHAT}
+    if provider is not None:
+        attributes[sc.PROVIDER_NAME] = provider
+    if model is not None:
+        attributes[sc.REQUEST_MODEL] = model
+    attributes.update(sc.settings_attributes(effect.request.settings))
+    conversation = run.stamps.get(sc.CONVERSATION_ID) if run is not None else None
+    if conversation is not None:
+        attributes[sc.CONVERSATION_ID] = conversation
+    span = signals.tracer.start_span(
+        f"{sc.CHAT} {model}" if model else sc.CHAT,
+        context=context_of(run),
+        kind=SpanKind.CLIENT,
+        attributes=attributes,
+        start_time=at,
+    )
+    if signals.capture_content:
+        system, history = sc.input_messages(effect.request.messages)
+        if system:
+            span.set_attribute(sc.SYSTEM_INSTRUCTIONS, sc.as_json(system, env.secrets))
+        span.set_attribute(sc.INPUT_MESSAGES, sc.as_json(history, env.secrets))
+    metric: Attributes = {sc.OPERATION_NAME: sc.CHAT}
+    metric.update((k, v) for k, v in attributes.items() if k in (sc.PROVIDER_NAME, sc.REQUEST_MODEL))
+    return span, metric
+
+
+def end_chat(
+    span: Span,
+    metric: Attributes,
+    result: EffectResult,
+    env: RunEnv,
+    effect: CallModel,
+    signals: Signals,
+    start: int,
+    at: int,
+) -> Response | None:
+    """End a model call's span with its result; the model's response."""
+    response = chat_result(span, result, env, effect, metric, signals)
+    signals.duration.record((at - start) / 1e9, metric)
+    span.end(end_time=at)
+    return response
+
+
+def open_tools(
+    signals: Signals, effect: ExecuteTools, env: RunEnv, run: RunSpans | None, at: int
+) -> dict[str, Span]:
+    """Start one ``execute_tool`` span per tool the round runs (hook and
+    policy steps run no tool), by call id."""
+    parent = context_of(run)
+    spans: dict[str, Span] = {}
+    for step in effect.steps:
+        if type(step) is not InvokeTool:
+            continue
+        spans[step.call_id] = open_tool(signals, step.tool, step.call_id, env, parent, at)
+        if signals.capture_content:
+            spans[step.call_id].set_attribute(sc.TOOL_CALL_ARGUMENTS, sc.as_json(step.args, env.secrets))
+    return spans
+
+
+def open_tool(
+    signals: Signals, tool: str, call_id: str, env: RunEnv, parent: Context | None, at: int
+) -> Span:
+    """Start the ``execute_tool`` span of call ``call_id`` of ``tool``."""
+    attributes: Attributes = {
+        sc.OPERATION_NAME: sc.EXECUTE_TOOL,
+        sc.TOOL_NAME: tool,
+        sc.TOOL_CALL_ID: call_id,
+        sc.TOOL_TYPE: "function",
+    }
+    description = getattr(env.tools.get(tool), "description", None)
+    if isinstance(description, str) and description:
+        attributes[sc.TOOL_DESCRIPTION] = description
+    return signals.tracer.start_span(
+        f"{sc.EXECUTE_TOOL} {tool}", context=parent, attributes=attributes, start_time=at
+    )
+
+
+def end_tools(
+    spans: dict[str, Span],
+    ended: Mapping[str, int],
+    effect: ExecuteTools,
+    result: EffectResult,
+    env: RunEnv,
+    provider: str | None,
+    signals: Signals,
+    start: int,
+    at: int,
+) -> None:
+    """End a round's tool spans with their outcomes (each at the time its
+    tool returned, when known), and count the calls."""
+    for step, failure, output in tool_outcomes(effect, result):
+        span = spans.pop(step.call_id, None)
+        if span is None:
+            continue
+        end = ended.get(step.call_id, at)
+        metric: Attributes = {sc.OPERATION_NAME: sc.EXECUTE_TOOL, sc.TOOL_NAME: step.tool}
+        if provider is not None:
+            metric[sc.PROVIDER_NAME] = provider
+        if failure is not None:
+            kind = sc.error_type(failure)
+            span.set_attribute(sc.ERROR_TYPE, kind)
+            span.set_status(Status(StatusCode.ERROR, sc.scrub(describe_failure(failure), env.secrets)))
+            metric[sc.ERROR_TYPE] = kind
+        elif signals.capture_content:
+            text = output if isinstance(output, str) else sc.as_json(output, env.secrets)
+            span.set_attribute(sc.TOOL_CALL_RESULT, sc.scrub(text, env.secrets))
+        span.end(end_time=end)
+        signals.duration.record((end - start) / 1e9, metric)
+        signals.tool_calls.add(1, metric)
+
+
+def unfinished(spans: Iterable[Span], what: str) -> None:
+    """End spans whose operation never gave a result, with an error."""
+    for span in spans:
+        span.set_status(Status(StatusCode.ERROR, f"the {what} did not finish"))
+        span.end()
+
+
 def chat_result(
     span: Span, result: EffectResult, env: RunEnv, effect: CallModel, metric: Attributes, signals: Signals
-) -> None:
-    """Set what a model call's result tells on its span and metrics."""
+) -> Response | None:
+    """Set what a model call's result tells on its span and metrics; the
+    model's response (None when the call failed)."""
     match result:
         case ModelResponded(events=events):
             response = aggregate(events, env.run_id, effect.turn)
@@ -103,6 +232,7 @@ def chat_result(
                 span.set_attribute(sc.OUTPUT_MESSAGES, sc.as_json(sc.output_messages(response), env.secrets))
             signals.token_usage.record(usage.input_tokens, {**metric, sc.TOKEN_TYPE: "input"})
             signals.token_usage.record(usage.output_tokens, {**metric, sc.TOKEN_TYPE: "output"})
+            return response
         case ModelCallFailed(failure=failure):
             kind = sc.error_type(failure)
             span.set_attribute(sc.ERROR_TYPE, kind)
@@ -115,6 +245,7 @@ def chat_result(
             metric[sc.ERROR_TYPE] = kind
         case _:
             pass
+    return None
 
 
 def tool_outcomes(effect: ExecuteTools, result: EffectResult) -> list[tuple[InvokeTool, object, object]]:
@@ -180,4 +311,17 @@ class TracedTool:
             self._ended[call_id] = now()  # type: ignore[index]
 
 
-__all__ = ["TracedTool", "TracedTools", "chat_result", "context_of", "relay", "tool_outcomes"]
+__all__ = [
+    "TracedTool",
+    "TracedTools",
+    "chat_result",
+    "context_of",
+    "end_chat",
+    "end_tools",
+    "open_chat",
+    "open_tool",
+    "open_tools",
+    "relay",
+    "tool_outcomes",
+    "unfinished",
+]

@@ -1,25 +1,22 @@
-"""One agent run's open spans, and the events that open and close them.
+"""One agent run's open spans, and how they open and close.
 
 A run is an ``invoke_agent {name}`` span holding one ``agent.turn`` span per
-model turn (a :class:`~helikon.events.TurnStarted` event). Under a turn go
-the turn's ``chat {model}`` and ``execute_tool {tool}`` spans, and the runs
-of the agents it hands off to; a workflow's children go straight under its
-run span (a workflow has no turns).
+model turn. Under a turn go the turn's ``chat {model}`` and ``execute_tool
+{tool}`` spans, and the runs of the agents it hands off to; a workflow's
+children go straight under its run span (a workflow has no turns); an agent
+used as a tool goes under that tool call's ``execute_tool`` span.
 
-A run is seen one of two ways:
+A multi-agent run is one machine, the agent tree (:mod:`helikon.agents`):
+its *sub-runs* (handoff targets, workflow children, agents used as tools)
+are known by the path their effects are addressed to, and their run ids are
+their parent's id, a slash and their key. :func:`parent_of` is the one
+place that turns a run id into the run it nests under.
 
-- **directly**: the observer sees its outcomes and performs its effects, so
-  its chat and tool spans come from the effects and their results, with the
-  model's token counts and the tools' own timings;
-- **through its events**: a child run that the wrapped interpreter drives by
-  itself (today every handoff target and workflow child) is seen only
-  through the events forwarded to its parent's stream — the same events a
-  replay re-emits. Its turns are its ``TurnStarted`` events; a turn's chat
-  span lasts until the turn's first answer or tool call; a tool span lasts
-  from the call (``ToolCallItem``) to its result (``ToolOutputItem``),
-  except handoff calls and denied calls, which run no tool (as for a run seen
-  directly). Token counts are known only for the whole child run (its
-  result's usage).
+A sub-run's fate is not an event (the tree keeps a child's own terminal
+event to itself), so it is read from what the observer sees, as the tree's
+rules make it follow (see :mod:`helikon.observability._waves`):
+:attr:`RunSpans.failure` is the failure its last result showed, or a
+failure its children passed up to it.
 
 Timestamps are nanoseconds since the epoch, taken by the caller.
 """
@@ -38,16 +35,7 @@ from opentelemetry.util.types import AttributeValue
 
 from helikon.effects import RunInterrupted
 from helikon.errors import describe
-from helikon.events import (
-    AgentEvent,
-    ApprovalRequested,
-    GuardrailTriggered,
-    MessageOutput,
-    PermissionDenied,
-    ToolCallItem,
-    ToolOutputItem,
-    TurnStarted,
-)
+from helikon.events import AgentEvent, ApprovalRequested, GuardrailTriggered, PermissionDenied
 from helikon.model import Usage
 from helikon.observability import _semconv as sc
 from helikon.observability._telemetry import Signals
@@ -60,25 +48,43 @@ def now() -> int:
     return time.time_ns()
 
 
-@attrs.define(eq=False)
-class Pending:
-    """A tool call seen through events, waiting for its result."""
+@attrs.frozen
+class UnknownFailure:
+    """A sub-run failed, as its caller saw, in a way the observer cannot name
+    (reported with the conventions' fallback ``error.type``, ``_OTHER``)."""
 
+    description: str
+
+
+@attrs.define(eq=False)
+class AgentToolCall:
+    """The ``execute_tool`` span of a tool call that runs an agent (the
+    agent's run nests under it), and the tool's result once its caller saw it."""
+
+    span: Span
+    tool: str
     call_id: str
-    name: str
     start: int
+    output: str | None = None
+    failed: bool = False
 
 
 @attrs.define(eq=False)
 class RunSpans:
     """One run's open spans.
 
-    ``key`` is the run's id as helikon names it (a child's is its parent's id,
-    a slash and its key); ``agent`` is the agent's definition when the
-    observer knows it (children: to tell their handoff calls and their own
-    children apart); ``stamps`` are the trace attributes of the run's
-    :class:`~helikon.context.TracerHandle`; ``secrets`` the values scrubbed
-    from every text the run's spans carry.
+    ``key`` is the run's id; ``path`` its place in its agent tree (``()``
+    for the run the observer was handed); ``stamps`` the trace attributes
+    of the run's :class:`~helikon.context.TracerHandle`; ``secrets`` the
+    values scrubbed from every text the run's spans carry.
+
+    A sub-run also keeps what its fate is read from: ``usage`` (its own
+    model calls', plus its handoff targets' and workflow children's, as the
+    tree counts it), ``last`` (when the last wave that touched it ended),
+    ``failure`` and ``failed`` (its failed workflow children), ``collects``
+    (a parallel or graph workflow: failures are collected, not passed on)
+    and ``call`` (when an agent runs it as a tool). A root run's ``tree``
+    keeps its sub-runs (:class:`~helikon.observability._waves.Tree`).
     """
 
     key: str
@@ -90,14 +96,19 @@ class RunSpans:
     model: str | None
     start: int
     parent: RunSpans | None = None
-    agent: Any = None
-    direct: bool = False
     secrets: tuple[str, ...] = ()
+    path: tuple[str, ...] = ()
     turn: Span | None = None
+    turn_number: int | None = None
     children: list[RunSpans] = attrs.field(factory=list)
-    chat: int | None = None
-    calls: list[Pending] = attrs.field(factory=list)
     closed: bool = False
+    usage: Usage = Usage()
+    last: int | None = None
+    failure: object = None
+    failed: list[tuple[str, object]] = attrs.field(factory=list)
+    collects: bool = False
+    call: AgentToolCall | None = None
+    tree: Any = None
 
     def current(self) -> Span:
         """The span the run's next operation nests under."""
@@ -124,8 +135,9 @@ def stamps_of(handle: object) -> Attributes:
     return stamps
 
 
-def model_of(agent: Any) -> tuple[str | None, str | None]:
-    """The provider and model id of an agent's model, if it has a real one."""
+def model_of(agent: object) -> tuple[str | None, str | None]:
+    """The provider and model id of an agent's (or a run environment's)
+    model, if it has a real one."""
     model = getattr(agent, "model", None)
     provider = getattr(model, "provider", None)
     model_id = getattr(model, "model_id", None)
@@ -144,49 +156,47 @@ def open_run(
     provider: str | None,
     model: str | None,
     at: int,
-    agent: Any = None,
-    direct: bool = False,
     secrets: tuple[str, ...] = (),
+    path: tuple[str, ...] = (),
+    context: Context | None = None,
 ) -> RunSpans:
-    """Start a run's ``invoke_agent`` span: under ``parent``'s current span,
-    or, for a root run, under the caller's current span (so a run started
-    from inside a tool nests under that tool's span)."""
+    """Start a run's ``invoke_agent`` span: under ``context`` when given
+    (an agent used as a tool: its call's span), else under ``parent``'s
+    current span, or, for a root run, under the caller's current span (so a
+    run started from inside a tool nests under that tool's span)."""
     attributes: Attributes = {sc.OPERATION_NAME: sc.INVOKE_AGENT, sc.AGENT_NAME: name, sc.RUN_ID: key}
     if provider is not None:
         attributes[sc.PROVIDER_NAME] = provider
     if model is not None:
         attributes[sc.REQUEST_MODEL] = model
     attributes.update(stamps)
+    if context is None and parent is not None:
+        context = parent.context()
     span = signals.tracer.start_span(
         f"{sc.INVOKE_AGENT} {name}",
-        context=parent.context() if parent is not None else None,
+        context=context,
         kind=SpanKind.INTERNAL,
         attributes=attributes,
         start_time=at,
     )
-    run = RunSpans(key, name, span, signals, stamps, provider, model, at, parent, agent, direct, secrets)
-    if parent is not None and not direct:
+    run = RunSpans(key, name, span, signals, stamps, provider, model, at, parent, secrets, path)
+    if parent is not None and path:
         parent.children.append(run)
     return run
 
 
 def begin_turn(run: RunSpans, turn: int, at: int) -> None:
-    """Model turn ``turn`` of ``run`` began: the previous turn ends."""
+    """Model turn ``turn`` of ``run`` began (its first effect is being
+    performed): the previous turn ends. The same turn again is no news."""
+    if run.turn_number == turn and run.turn is not None:
+        return
     _end_turn(run, at)
     attributes: Attributes = {sc.TURN: turn, sc.AGENT_NAME: run.name}
     attributes.update(run.stamps)
     run.turn = run.signals.tracer.start_span(
         sc.TURN_SPAN, context=trace.set_span_in_context(run.span), attributes=attributes, start_time=at
     )
-    if not run.direct:
-        run.chat = at
-
-
-def close_children(run: RunSpans, at: int) -> None:
-    """End ``run``'s open child runs (seen through events) at ``at``."""
-    for child in run.children:
-        close_run(child, at=at)
-    run.children.clear()
+    run.turn_number = turn
 
 
 def close_run(
@@ -197,15 +207,15 @@ def close_run(
     error: object = None,
     suspended: bool = False,
 ) -> None:
-    """End ``run``: its open children, its turn, then its span, with its
-    usage and, on failure, the error's type and description."""
+    """End ``run``: its open children (with no more to say about them), its
+    turn, then its span, with its usage and, on failure, the error's type
+    and description."""
     if run.closed:
         return
     run.closed = True
-    close_children(run, at)
-    for pending in run.calls:  # calls still waiting for a result when the run ended
-        _tool_from_events(run, pending, False, at)
-    run.calls.clear()
+    for child in run.children:
+        close_run(child, at=at, suspended=suspended)
+    run.children.clear()
     _end_turn(run, at)
     span = run.span
     if usage is not None:
@@ -217,7 +227,7 @@ def close_run(
     if run.provider is not None:
         attributes[sc.PROVIDER_NAME] = run.provider
     if error is not None:
-        kind = sc.error_type(error)
+        kind = error_type(error)
         span.set_attribute(sc.ERROR_TYPE, kind)
         span.set_status(Status(StatusCode.ERROR, sc.scrub(describe_failure(error), run.secrets)))
         attributes[sc.ERROR_TYPE] = kind
@@ -225,10 +235,17 @@ def close_run(
     run.signals.duration.record((at - run.start) / 1e9, attributes)
 
 
+def error_type(error: object) -> str:
+    """``error.type`` of a failure (``_OTHER`` when it has no name)."""
+    return "_OTHER" if type(error) is UnknownFailure else sc.error_type(error)
+
+
 def describe_failure(error: object) -> str:
     """A failure value's description, or an exception's type and message."""
     if isinstance(error, BaseException):
         return f"{type(error).__name__}: {error}"
+    if isinstance(error, UnknownFailure):
+        return error.description
     if isinstance(error, RunInterrupted):
         error = error.reason
     try:
@@ -239,8 +256,6 @@ def describe_failure(error: object) -> str:
 
 
 def _end_turn(run: RunSpans, at: int) -> None:
-    if run.chat is not None:
-        _chat_from_events(run, at)
     if run.turn is not None:
         run.turn.end(end_time=at)
         run.turn = None
@@ -262,124 +277,20 @@ def note(run: RunSpans, event: AgentEvent, at: int) -> None:
             pass
 
 
-def on_event(run: RunSpans, event: AgentEvent, at: int) -> None:
-    """One event of a run seen through its events."""
-    match event:
-        case TurnStarted(turn=turn):
-            begin_turn(run, turn, at)
-        case MessageOutput():
-            if run.chat is not None:
-                _chat_from_events(run, at)
-        case ToolCallItem(item=call):
-            if run.chat is not None:
-                _chat_from_events(run, at)
-            if call.name not in handoff_tools(run.agent):
-                run.calls.append(Pending(call.call_id, call.name, at))
-        case ToolOutputItem(item=result):
-            pending = next((p for p in run.calls if p.call_id == result.call_id), None)
-            if pending is not None:
-                run.calls.remove(pending)
-                _tool_from_events(run, pending, result.is_error, at)
-        case PermissionDenied(tool=tool):
-            # A denied call runs no tool: no span, as in a run seen directly.
-            denied = next((p for p in run.calls if p.name == tool), None)
-            if denied is not None:
-                run.calls.remove(denied)
-            note(run, event, at)
-        case _:
-            note(run, event, at)
-
-
-def handoff_tools(agent: Any) -> frozenset[str]:
-    """The tool names of an agent's handoffs (calls that run no tool)."""
-    spec = getattr(agent, "spec", None)
-    handoffs = getattr(spec, "handoffs", ())
-    return frozenset(getattr(h, "tool_name", "") for h in handoffs)
-
-
-def resolve(entry: Any) -> Any:
-    """The agent behind a registry entry (a ``Handoff`` resolves lazily)."""
-    resolver = getattr(entry, "resolve", None)
-    return resolver() if callable(resolver) else entry
-
-
-def definition_of(agent: Any, name: str) -> Any:
-    """The definition of the child or handoff target ``name`` of ``agent``,
-    if ``agent``'s definition has one."""
-    children = getattr(agent, "children", None)
-    if isinstance(children, tuple):
-        for entry in children:
-            if isinstance(entry, tuple) and len(entry) == 2:
-                child = resolve(entry[1])
-                if name in (entry[0], getattr(child, "name", None)):
-                    return child
-    for handoff in getattr(agent, "handoffs", ()):
-        if getattr(handoff, "target_name", None) == name:
-            return resolve(handoff)
-    return None
-
-
-def child_names(agent: Any) -> frozenset[str]:
-    """The names of a workflow's children (empty for any other agent)."""
-    children = getattr(agent, "children", None)
-    if not isinstance(children, tuple):
-        return frozenset()
-    names: set[str] = set()
-    for entry in children:
-        if isinstance(entry, tuple) and len(entry) == 2:
-            key, child = entry
-            names.add(str(getattr(child, "name", key)))
-            names.add(str(key))
-    return frozenset(names)
-
-
-def _chat_from_events(run: RunSpans, at: int) -> None:
-    start, run.chat = run.chat, None
-    attributes: Attributes = {sc.OPERATION_NAME: sc.CHAT}
-    if run.provider is not None:
-        attributes[sc.PROVIDER_NAME] = run.provider
-    if run.model is not None:
-        attributes[sc.REQUEST_MODEL] = run.model
-    if sc.CONVERSATION_ID in run.stamps:
-        attributes[sc.CONVERSATION_ID] = run.stamps[sc.CONVERSATION_ID]
-    span = run.signals.tracer.start_span(
-        f"{sc.CHAT} {run.model}" if run.model else sc.CHAT,
-        context=run.context(),
-        kind=SpanKind.CLIENT,
-        attributes=attributes,
-        start_time=start,
-    )
-    span.end(end_time=at)
-
-
-def _tool_from_events(run: RunSpans, pending: Pending, failed: bool, at: int) -> None:
-    attributes: Attributes = {
-        sc.OPERATION_NAME: sc.EXECUTE_TOOL,
-        sc.TOOL_NAME: pending.name,
-        sc.TOOL_CALL_ID: pending.call_id,
-        sc.TOOL_TYPE: "function",
-    }
-    span = run.signals.tracer.start_span(
-        f"{sc.EXECUTE_TOOL} {pending.name}",
-        context=run.context(),
-        attributes=attributes,
-        start_time=pending.start,
-    )
-    if failed:
-        span.set_attribute(sc.ERROR_TYPE, "tool_error")
-        span.set_status(Status(StatusCode.ERROR, "the tool call failed"))
-    span.end(end_time=at)
+#: The events :func:`note` records.
+NOTED: frozenset[type] = frozenset({PermissionDenied, GuardrailTriggered, ApprovalRequested})
 
 
 def parent_of(run_id: str, runs: Mapping[str, RunSpans]) -> RunSpans | None:
     """The open run a run with id ``run_id`` nests under.
 
-    This is the one place that knows how helikon names child runs: a handoff
-    target's or a workflow child's run id is its parent's id, a slash and
-    its key (``"r1/billing"``), so the parent is the open run with the longest
-    such prefix. A root run has none (it nests under the caller's current
-    span instead). Keep this in step with how the interpreters name
-    children.
+    This is the one place that knows how helikon names child runs: a
+    sub-run's id (a handoff target's, a workflow child's, an agent's used as
+    a tool) is its parent's id, a slash and its key (``"r1/billing"``,
+    ``"r1/summarize:call_7"``), so the parent is the open run with the
+    longest such prefix. A root run has none (it nests under the caller's
+    current span instead). Keep this in step with how the agent tree and
+    :func:`~helikon.interpreters._tree_env.env_at` name sub-runs.
 
     >>> parent_of("r1/seq/a", {"r1": "root", "r1/seq": "seq"})
     'seq'
@@ -396,22 +307,19 @@ def parent_of(run_id: str, runs: Mapping[str, RunSpans]) -> RunSpans | None:
 
 
 __all__ = [
+    "NOTED",
+    "AgentToolCall",
     "Attributes",
-    "Pending",
     "RunSpans",
+    "UnknownFailure",
     "begin_turn",
-    "child_names",
-    "close_children",
     "close_run",
-    "definition_of",
     "describe_failure",
-    "handoff_tools",
+    "error_type",
     "model_of",
     "note",
     "now",
-    "on_event",
     "open_run",
     "parent_of",
-    "resolve",
     "stamps_of",
 ]

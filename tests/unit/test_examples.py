@@ -32,7 +32,7 @@ PHRASES: dict[str, tuple[str, ...]] = {
         "invoke_agent triage  [in=425 out=55]",
         "    invoke_agent investing specialist  [in=330 out=43]",
         "        execute_tool fund_costs",
-        "gen_ai.client.token.usage chat input: 95",
+        "gen_ai.client.token.usage chat input: 425",
     ),
     "structured_output.py": ("category='Entertainment'",),
     "suspend_resume.py": ("suspended before running pay_invoice", "Invoice INV-7 is paid."),

@@ -2,9 +2,9 @@
 tree: the same spans, nested the same way, with the same attributes and
 statuses (the timings are the replay's own: a trace records no clock).
 
-An agent run by a tool (``AgentAsTool``) is the one exception: a replay feeds
-the tool's recorded output back instead of running it, so the sub-run's spans
-are only in the live run's tree.
+Every sub-run of an agent tree is replayed too — a handoff target, a
+workflow's children, an agent used as a tool (``AgentAsTool``): their
+effects are the tree's, answered wave by wave from the trace.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from otel_support import Pipeline, agent, flat, run, shape
-from test_observability_children import market_data, triage_with_specialist
+from test_observability_children import caller_with_summarizer, market_data, triage_with_specialist
 from test_observability_runs import budget_agent, flaky_lookup
 
-from helikon import ParallelAgent, collect
+from helikon import Handoff, ParallelAgent, SequentialAgent, collect
 from helikon.errors import ModelError, RunError
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.model import Usage
@@ -50,11 +50,31 @@ def failing_run() -> Any:
     )
 
 
+def failing_branch() -> Any:
+    return (
+        ParallelAgent("research")
+        .add(agent("news", say("Markets are calm.")))
+        .add(agent("prices", [ModelError.rate_limited("slow down")]))
+    )
+
+
+def nested_pipeline() -> Any:
+    specialist = agent("spec", say("Invest broadly.", usage=Usage(2, 2)))
+    triage = agent(
+        "tri", call_tools(("transfer_to_spec", {}), usage=Usage(1, 1)), handoffs=[Handoff.to(specialist)]
+    )
+    fan = ParallelAgent("fan").add(agent("a", say("A", usage=Usage(3, 1)))).add(agent("b", say("B")))
+    return SequentialAgent("pipeline").then(fan).then(triage)
+
+
 SCENARIOS: dict[str, Callable[[], Any]] = {
     "tool run": budget_agent,
     "handoff": triage_with_specialist,
     "parallel workflow": parallel_research,
     "failed run": failing_run,
+    "failed branch": failing_branch,
+    "nested pipeline": nested_pipeline,
+    "agent as tool": caller_with_summarizer,
 }
 
 
