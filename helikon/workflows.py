@@ -22,20 +22,21 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 import attrs
 
+from helikon._deprecated import deprecated_names
 from helikon.agent import LlmAgent, resume_agent, run_agent
 from helikon.agents import Node, WorkflowKind, WorkflowSpec, graph_errors
 from helikon.cancel import CancellationToken
 from helikon.config import RunConfig
 from helikon.context import Actions, HookRegistry, RunContext, SessionState, ToolContext
 from helikon.effects import EffectResult
-from helikon.errors import ConfigError, RunError, ToolError, describe
-from helikon.events import AgentEvent
+from helikon.errors import ConfigError, MaxHandoffsExceeded, RunError, ToolError, describe
+from helikon.events import AgentEvent, HandoffItem, RunFailed
 from helikon.ids import RunId
 from helikon.interpreters._env import Limits, RunEnv, build_env
 from helikon.interpreters._machine import WorkflowMachine
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec
-from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect
+from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ToolEffect, Usage
 from helikon.results import collect
 
 
@@ -590,3 +591,33 @@ __all__ = [
     "SwarmBuildError",
     "SwarmBuilder",
 ]
+
+
+async def _bounded_handoffs(stream: AsyncIterator[AgentEvent], limit: int) -> AsyncIterator[AgentEvent]:
+    """``stream``, failing with ``MaxHandoffsExceeded`` after ``limit`` handoffs
+    (the old stream wrapper; the agent tree now counts handoffs itself)."""
+    handoffs = 0
+    usage = Usage()
+    try:
+        async for event in stream:
+            if type(event) is HandoffItem:
+                handoffs += 1
+                if handoffs > limit:
+                    yield RunFailed(MaxHandoffsExceeded(limit), usage)
+                    return
+            yield event
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "bounded_handoffs": (
+            lambda: _bounded_handoffs,
+            "SwarmAgent(max_handoffs=...) counts handoffs in the machine (with the run's real usage)",
+        )
+    },
+)

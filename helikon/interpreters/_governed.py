@@ -37,8 +37,7 @@ from helikon.governance import (
 )
 from helikon.interpreters._env import RunEnv
 
-_decode = msgspec.json.Decoder().decode
-_encode = msgspec.json.Encoder().encode
+_encode = msgspec.json.Encoder(order="sorted").encode
 
 
 async def call_user(fn: Any, *args: Any) -> Any:
@@ -50,7 +49,8 @@ async def call_user(fn: Any, *args: Any) -> Any:
 
 
 def tool_output_text(value: object) -> str:
-    """The text the model sees for a tool's return value (JSON unless a str).
+    """The text the model sees for a tool's return value (JSON with sorted
+    keys unless a str: the same text the machine makes of a tool's output).
 
     msgspec encodes attrs classes, dataclasses, Structs, enums and datetimes
     directly; a value it cannot encode raises ``TypeError``.

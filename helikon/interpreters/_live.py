@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar, final
 
 import attrs
-import msgspec
 
 from helikon.effects import (
     AgentRun,
@@ -76,15 +75,11 @@ from helikon.interpreters._governed import (
     check_guardrails,
     notify_hooks,
     run_turn_hooks,
-    tool_output_text,
 )
 from helikon.interpreters._steps import ask_approval, perform_step
 from helikon.interpreters._tree_env import child_of, env_at
 from helikon.loop import delta_event
 from helikon.model import ModelEvent, Usage
-
-_decode = msgspec.json.Decoder().decode
-_encode = msgspec.json.Encoder().encode
 
 
 @final
@@ -300,4 +295,4 @@ def _cancelled() -> EffectResult:
     return RunInterrupted(Cancelled())
 
 
-__all__ = ["LiveInterpreter", "tool_output_text"]
+__all__ = ["LiveInterpreter"]

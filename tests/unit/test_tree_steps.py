@@ -158,3 +158,30 @@ def test_a_cancel_while_on_run_complete_is_due_ends_the_run_cleanly() -> None:
     ended = advance(hooked, outcome.state, RunInterrupted(Cancelled()), ctx=ctx)
 
     assert type(ended.effect) is Terminate and ended.events == ()
+
+
+def test_the_removed_bounded_handoffs_wrapper_still_works_with_a_warning() -> None:
+    import helikon.workflows as workflows
+    from helikon.errors import MaxHandoffsExceeded
+    from helikon.events import HandoffItem, RunFailed
+
+    with pytest.warns(DeprecationWarning, match="counts handoffs in the machine"):
+        bounded = workflows.bounded_handoffs
+
+    async def stream() -> Any:
+        for _ in range(3):
+            yield HandoffItem("a", "b")
+
+    async def go() -> list[Any]:
+        return [e async for e in bounded(stream(), 1)]
+
+    events = anyio.run(go)
+    assert events[-1] == RunFailed(MaxHandoffsExceeded(1), events[-1].usage)
+    assert sum(type(e) is HandoffItem for e in events) == 1
+
+
+def test_tool_output_text_is_the_text_the_machine_makes() -> None:
+    from helikon.interpreters import tool_output_text
+
+    assert tool_output_text({"tool": "t", "keys": [1]}) == '{"keys":[1],"tool":"t"}'
+    assert tool_output_text("plain") == "plain"
