@@ -7,17 +7,25 @@ up to and including that effect's live deltas, then a closing line with the
 last events. ``docs/traces.md`` is the format's specification.
 
 Lines are msgspec-encoded JSON with sorted keys, so a trace is byte-stable.
+Long strings (prompts, instructions, outputs) are written once each, on a
+``text`` line of their own, and referred to by number everywhere they occur:
+a one-word change to a prompt changes one line of a golden trace, not every
+line that repeats the conversation.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import cattrs
 import msgspec
+from cattrs import errors as cattrs_errors
 
 from helikon import codec
 from helikon.agents import Member, TreeSpec, WorkflowSpec
@@ -29,12 +37,23 @@ from helikon.loop import AgentSpec
 
 #: The format's name, in every header.
 FORMAT: Final = "helikon-trace"
-#: The format version this helikon writes and reads.
-VERSION: Final = 3
+#: The format version this helikon writes (4: long strings on text lines).
+VERSION: Final = 4
+#: The versions this helikon reads (3 is read as is; ``python -m
+#: helikon.trace upgrade FILE...`` rewrites it as the current version).
+READABLE: Final = (3, 4)
+#: Strings this long or longer are written on a text line of their own.
+TEXT_MIN: Final = 24
 
 
 class TraceFormatError(HelikonError):
-    """A trace file could not be read: not a trace, or an unknown version."""
+    """A trace file could not be read: not a trace, truncated, malformed, or
+    of a version this helikon cannot read."""
+
+
+class TraceVersionWarning(UserWarning):
+    """A trace was written by a newer helikon, in a format version this one
+    does not know: it is read as the current version, which may fail."""
 
 
 def definition_of(spec: AgentSpec) -> dict[str, Any]:
@@ -151,26 +170,29 @@ class Trace:
 
     def to_lines(self) -> list[bytes]:
         """The trace as JSON Lines (without newlines)."""
+        texts = _Texts()
         header = codec.unstructure(self.header)
         header["kind"] = "header"
-        lines = [_encode(header)]
-        for step in self.steps:
-            lines.append(
-                _encode(
-                    {
-                        "kind": "step",
-                        "index": step.index,
-                        "path": list(step.path),
-                        "effect": codec.unstructure(step.effect, Effect),
-                        "result": codec.unstructure(step.result, EffectResult),
-                        "events": [codec.unstructure(e, AgentEvent) for e in step.events],
-                        "live": [codec.unstructure(e, AgentEvent) for e in step.live],
-                    }
-                )
-            )
-        lines.append(
-            _encode({"kind": "end", "events": [codec.unstructure(e, AgentEvent) for e in self.final_events]})
-        )
+        header["version"] = VERSION  # written in this version's format, whatever it was read from
+        lines = [_encode(texts.intern(header))]
+        records: list[dict[str, Any]] = [
+            {
+                "kind": "step",
+                "index": step.index,
+                "path": list(step.path),
+                "effect": codec.unstructure(step.effect, Effect),
+                "result": codec.unstructure(step.result, EffectResult),
+                "events": [codec.unstructure(e, AgentEvent) for e in step.events],
+                "live": [codec.unstructure(e, AgentEvent) for e in step.live],
+            }
+            for step in self.steps
+        ]
+        records.append({"kind": "end", "events": [codec.unstructure(e, AgentEvent) for e in self.final_events]})
+        lines.extend(texts.flush())
+        for record in records:
+            interned = texts.intern(record)
+            lines.extend(texts.flush())
+            lines.append(_encode(interned))
         return lines
 
     def to_bytes(self) -> bytes:
@@ -184,33 +206,70 @@ class Trace:
 
     @classmethod
     def from_lines(cls, lines: Iterable[bytes | str], source: str = "<trace>") -> Trace:
-        """Read a trace from its JSON Lines."""
-        records = []
+        """Read a trace from its JSON Lines.
+
+        Raises:
+            TraceFormatError: not a trace, an unknown version, a malformed or
+                truncated file; the message names ``source`` and the line.
+        """
+        records: list[tuple[int, Any]] = []
         for number, line in enumerate(lines, 1):
             if isinstance(line, str):
                 line = line.encode()
             if not line.strip():
                 continue
             try:
-                records.append(msgspec.json.decode(line))
+                records.append((number, msgspec.json.decode(line)))
             except msgspec.DecodeError as exc:
-                raise TraceFormatError(f"{source}:{number}: not JSON: {exc}") from None
-        if not records or not isinstance(records[0], dict) or records[0].get("kind") != "header":
-            raise TraceFormatError(f"{source}: not a helikon trace (no header line)")
-        head = records[0]
+                raise TraceFormatError(f"{source}:{number}: not JSON ({exc}); is the file truncated?") from None
+        if not records or not isinstance(records[0][1], dict) or records[0][1].get("kind") != "header":
+            raise TraceFormatError(f"{source}:1: not a helikon trace (no header line)")
+        head = records[0][1]
         if head.get("format") != FORMAT:
-            raise TraceFormatError(f"{source}: format {head.get('format')!r} is not {FORMAT!r}")
-        if head.get("version") != VERSION:
-            raise TraceFormatError(
-                f"{source}: trace version {head.get('version')!r} is not supported "
-                f"(this helikon reads version {VERSION}); re-record the trace"
+            raise TraceFormatError(f"{source}:1: format {head.get('format')!r} is not {FORMAT!r}")
+        version = head.get("version")
+        if isinstance(version, int) and version > VERSION:
+            warnings.warn(
+                f"{source} was written by a newer helikon ({head.get('helikon') or 'unknown'}, trace "
+                f"version {version}); this helikon reads versions up to {VERSION}: upgrade helikon",
+                TraceVersionWarning,
+                stacklevel=2,
             )
+        elif version not in READABLE:
+            raise TraceFormatError(
+                f"{source}:1: trace version {version!r} is not supported "
+                f"(this helikon reads versions {', '.join(map(str, READABLE))}); re-record the trace"
+            )
+        last_number, last = records[-1]
+        if len(records) < 2 or not isinstance(last, dict) or last.get("kind") != "end":
+            raise TraceFormatError(
+                f"{source}:{last_number}: the trace ends without its end line: it is truncated "
+                "(a run that crashed while recording, or a partial copy); re-record it"
+            )
+        texts: dict[int, str] = {}
+        if version != 3:
+            for number, record in records:
+                if isinstance(record, dict) and record.get("kind") == "text":
+                    if not isinstance(record.get("id"), int) or not isinstance(record.get("text"), str):
+                        raise TraceFormatError(f"{source}:{number}: malformed text line")
+                    texts[record["id"]] = record["text"]
+        steps: list[TraceStep] = []
+        final: tuple[AgentEvent, ...] = ()
+        header: TraceHeader | None = None
+        number = 1
         try:
-            header = codec.structure({k: v for k, v in head.items() if k != "kind"}, TraceHeader)
-            steps: list[TraceStep] = []
-            final: tuple[AgentEvent, ...] = ()
-            for record in records[1:]:
-                if record.get("kind") == "step":
+            for number, raw in records:
+                if not isinstance(raw, dict):
+                    raise ValueError("a line must be a JSON object")
+                kind = raw.get("kind")
+                if kind == "text":
+                    continue
+                record = raw if version == 3 else _resolve(raw, texts)
+                if kind == "header":
+                    if header is not None:
+                        raise ValueError("a second header line")
+                    header = codec.structure({k: v for k, v in record.items() if k != "kind"}, TraceHeader)
+                elif kind == "step":
                     steps.append(
                         TraceStep(
                             record["index"],
@@ -221,10 +280,15 @@ class Trace:
                             tuple(codec.structure(e, AgentEvent) for e in record.get("live", ())),
                         )
                     )
-                elif record.get("kind") == "end":
+                elif kind == "end":
                     final = tuple(codec.structure(e, AgentEvent) for e in record["events"])
+                else:
+                    raise ValueError(f"unknown line kind {kind!r}")
+        except TraceFormatError:
+            raise
         except Exception as exc:
-            raise TraceFormatError(f"{source}: malformed trace: {exc}") from exc
+            raise TraceFormatError(f"{source}:{number}: malformed trace line: {_reason(exc)}") from exc
+        assert header is not None
         return cls(header, tuple(steps), final)
 
     @classmethod
@@ -235,6 +299,35 @@ class Trace:
     def load(cls, path: str | Path) -> Trace:
         """Read the trace at ``path``."""
         return cls.from_bytes(Path(path).read_bytes(), str(path))
+
+
+def upgrade(path: str | Path) -> bool:
+    """Rewrite the trace at ``path`` in the current format version; returns
+    whether the file changed. The steps are read and written back as they
+    are, so an upgraded golden replays exactly as before."""
+    target = Path(path)
+    before = target.read_bytes()
+    after = Trace.from_bytes(before, str(target)).to_bytes()
+    if after == before:
+        return False
+    target.write_bytes(after)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m helikon.trace upgrade FILE...``: migrate traces in place."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2 or args[0] != "upgrade":
+        print("usage: python -m helikon.trace upgrade FILE...", file=sys.stderr)
+        return 2
+    for name in args[1:]:
+        try:
+            changed = upgrade(name)
+        except (OSError, TraceFormatError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"{name}: {'upgraded to version ' + str(VERSION) if changed else 'already current'}")
+    return 0
 
 
 def _shared_prefix(effect: Effect, earlier: list[TraceStep]) -> Effect:
@@ -266,16 +359,89 @@ def _encode(value: object) -> bytes:
     return _encoder.encode(value)
 
 
+#: A reference to a text line, and the wrapper of a genuine object that
+#: happens to use one of these two keys (so nothing is ever misread).
+_TEXT_KEY: Final = "$text"
+_LITERAL_KEY: Final = "$object"
+
+
+class _Texts:
+    """Interns long strings while a trace is written: each distinct one gets
+    the next number (in order of first use) and is written once, on a
+    ``text`` line just before the first line that refers to it."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.fresh: list[tuple[int, str]] = []
+
+    def intern(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if len(value) < TEXT_MIN:
+                return value
+            number = self.ids.get(value)
+            if number is None:
+                number = self.ids[value] = len(self.ids)
+                self.fresh.append((number, value))
+            return {_TEXT_KEY: number}
+        if isinstance(value, list):
+            return [self.intern(v) for v in value]
+        if isinstance(value, dict):
+            # Sorted, as written: numbers follow the order a reader meets texts in.
+            # Class tags (``"type"``) stay in place, readable.
+            inner = {k: value[k] if k == "type" else self.intern(value[k]) for k in sorted(value)}
+            if _TEXT_KEY in value or _LITERAL_KEY in value:
+                return {_LITERAL_KEY: inner}
+            return inner
+        return value
+
+    def flush(self) -> list[bytes]:
+        lines = [_encode({"kind": "text", "id": n, "text": t}) for n, t in self.fresh]
+        self.fresh = []
+        return lines
+
+
+def _resolve(value: Any, texts: dict[int, str]) -> Any:
+    """A record read back: text references replaced by their texts."""
+    if isinstance(value, list):
+        return [_resolve(v, texts) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            if _TEXT_KEY in value:
+                number = value[_TEXT_KEY]
+                if number not in texts:
+                    raise ValueError(f"it refers to text {number!r}, which no text line defines")
+                return texts[number]
+            if _LITERAL_KEY in value:
+                return {k: _resolve(v, texts) for k, v in value[_LITERAL_KEY].items()}
+        return {k: _resolve(v, texts) for k, v in value.items()}
+    return value
+
+
+def _reason(exc: Exception) -> str:
+    """A one-line reason, with the field path for a structuring error."""
+    if isinstance(exc, cattrs_errors.BaseValidationError):
+        return "; ".join(cattrs.transform_error(exc, path="$")[:5])
+    if isinstance(exc, KeyError):
+        return f"missing key {exc}"
+    return str(exc)
+
+
 __all__ = [
     "FORMAT",
+    "READABLE",
     "VERSION",
     "Trace",
     "TraceFormatError",
     "TraceHeader",
     "TraceStep",
+    "TraceVersionWarning",
     "definition_of",
     "fingerprint",
     "governance_of",
     "member_definition",
     "tree_definition",
+    "upgrade",
 ]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
