@@ -118,6 +118,11 @@ class LlmAgent(Generic[Ctx]):
             raise ConfigError(f"agent {self.name!r}: instructions must be text or a function")
         handoff_specs: list[HandoffSpec] = []
         for handoff in self.handoffs:
+            if not isinstance(getattr(handoff, "target_name", None), str):
+                raise ConfigError(
+                    f"agent {self.name!r}: a handoff must be a Handoff, got {type(handoff).__name__} "
+                    "(wrap an agent as Handoff.to(agent))"
+                )
             slug = handoff_slug(handoff.target_name)
             clash = next((h for h in handoff_specs if h.tool_name == slug), None)
             if clash is not None or slug in tool_map:

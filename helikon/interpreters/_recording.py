@@ -90,12 +90,12 @@ class RecordingInterpreter:
             events = (*self._pending, *live)
             secrets = env.spec.governance.secrets
             if secrets and type(effect) is ExecuteTools:
-                effect, result = _scrubbed(effect, Effect, secrets), _scrubbed(result, EffectResult, secrets)
+                effect, result = scrubbed(effect, Effect, secrets), scrubbed(result, EffectResult, secrets)
             self._steps.append(TraceStep(len(self._steps), effect, result, events, env.path, tuple(live)))
             self._pending = []
 
 
-def _scrubbed(value: T, as_type: object, secrets: tuple[str, ...]) -> T:
+def scrubbed(value: T, as_type: object, secrets: tuple[str, ...]) -> T:
     """``value`` with every literal occurrence of a secret replaced, so a
     trace never holds one: a tool's raw output reaches the machine, which
     redacts it before the model sees it, and a replay of the scrubbed output
@@ -131,4 +131,4 @@ def _input_of(outcome: OutcomeLike) -> tuple[Item, ...]:
     return tuple(i for i in state.conversation if isinstance(i, UserMessage))
 
 
-__all__ = ["RecordingInterpreter", "tree_of"]
+__all__ = ["RecordingInterpreter", "scrubbed", "tree_of"]

@@ -6,6 +6,10 @@ re-emits the recorded model chunks' deltas through the same pure
 run's events equal the recorded ones. At the first effect that differs from
 the recording — or events that differ, or a run that ends early or late — it
 raises :class:`ReplayDivergence` with a readable, field-by-field diff.
+
+With ``live_tools=True`` (VCR-style) only the model is replayed: tool calls
+(with their hooks and policy) and dynamic instructions run for real, and a
+result that differs from the recorded one is a divergence naming the tool.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import final
 from helikon import codec
 from helikon.diff import diff
 from helikon.effects import (
+    AllPerformed,
     AskPolicy,
     CallModel,
     CallStep,
@@ -24,18 +29,25 @@ from helikon.effects import (
     EffectResult,
     ExecuteTools,
     FireHook,
+    InstructionsRendered,
     InvokeTool,
     ModelCallFailed,
     ModelResponded,
+    PathResult,
     PerformAll,
+    RenderInstructions,
     Terminate,
+    ToolsExecuted,
 )
 from helikon.errors import HelikonError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
+from helikon.interpreters._drive import Interpreter, is_result
 from helikon.interpreters._env import RunEnv
+from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._machine import OutcomeLike
-from helikon.interpreters._recording import tree_of
+from helikon.interpreters._recording import scrubbed, tree_of
+from helikon.interpreters._tree_env import env_at
 from helikon.items import Item
 from helikon.loop import delta_event
 from helikon.trace import Trace, TraceStep, tree_definition
@@ -99,11 +111,27 @@ class ReplayInterpreter:
             with ``strict=False`` only effect kinds, tool names and arguments
             are compared, not the full model request — for traces recorded
             before an instructions change.
+        live_tools: answer only the model from the recording; run tool calls
+            (with their hooks and policy) and dynamic instructions for real,
+            and diverge when one gives another result than the recorded one.
+            This catches a regression in a tool's implementation, which a
+            plain replay (feeding back the recorded results) cannot.
+        inner: the interpreter that performs the live effects (a new
+            :class:`LiveInterpreter` by default).
     """
 
-    def __init__(self, trace: Trace, *, strict: bool = True) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        strict: bool = True,
+        live_tools: bool = False,
+        inner: Interpreter | None = None,
+    ) -> None:
         self.trace = trace
         self.strict = strict
+        self.live_tools = live_tools
+        self._inner = inner if inner is not None else LiveInterpreter(trace.header.run_id)
         self._next = 0
         self._checked = False
         self._events: list[AgentEvent] = []
@@ -165,6 +193,37 @@ class ReplayInterpreter:
             lines.extend(_describe(s) for s in before)
         return ReplayDivergence("\n".join(lines), index, tuple(differences))
 
+    async def _live(self, effect: Effect, env: RunEnv, step: TraceStep) -> EffectResult:
+        """Perform ``effect``'s tool calls and instructions for real and check
+        each result against the recording (scrubbed of secrets as the
+        recorder scrubs them)."""
+        if type(effect) is PerformAll and type(step.result) is AllPerformed:
+            recorded = {r.path: r.result for r in step.result.results}
+            results: list[PathResult] = []
+            for at in effect.effects:
+                answer = recorded.get(at.path)
+                if answer is not None and _has_user_code(at.effect):
+                    sub = env_at(env, at.path, self._inner)
+                    answer = await self._verified(at.effect, sub, answer, step.index, "/".join(at.path))
+                if answer is not None:
+                    results.append(PathResult(at.path, answer))
+            return AllPerformed(tuple(results))
+        return await self._verified(effect, env, step.result, step.index, None)
+
+    async def _verified(
+        self, effect: Effect, env: RunEnv, recorded: EffectResult, index: int, where: str | None
+    ) -> EffectResult:
+        actual = await _run_live(self._inner, effect, env)
+        secrets = env.spec.governance.secrets
+        seen = scrubbed(actual, EffectResult, secrets) if secrets else actual
+        if seen == recorded:
+            return actual
+        headline = f"{type(effect).__name__} run live gave {_describe_results(recorded, seen, effect)}"
+        if where:
+            headline += f", in the sub-agent at {where}"
+        differences = diff(codec.unstructure(recorded, EffectResult), codec.unstructure(seen, EffectResult), "result")
+        raise self._divergence(index, headline + " than the recording", differences)
+
     def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
         if not self._checked and not env.path:
             self._checked = True
@@ -210,6 +269,8 @@ class ReplayInterpreter:
             raise self._divergence(index, headline, differences)
         self._next = index + 1
         result = step.result
+        if self.live_tools and _has_user_code(effect):
+            result = await self._live(effect, env, step)
         if type(result) is ModelResponded or type(result) is ModelCallFailed:
             # Deltas come from the recorded chunks through the live path's
             # own function, so a change in it shows up as a divergence.
@@ -224,6 +285,38 @@ class ReplayInterpreter:
                 self._events.append(forwarded)
                 yield forwarded
         yield result
+
+
+def _has_user_code(effect: Effect) -> bool:
+    """Whether a live-tools replay performs ``effect`` (or part of it) for real."""
+    if type(effect) is PerformAll:
+        return any(_has_user_code(at.effect) for at in effect.effects)
+    return type(effect) is ExecuteTools or type(effect) is RenderInstructions
+
+
+def _describe_results(recorded: EffectResult, actual: EffectResult, effect: Effect) -> str:
+    """Which tool calls (or instructions) answered differently."""
+    if type(recorded) is InstructionsRendered:
+        return "the dynamic instructions rendered another text"
+    if type(recorded) is ToolsExecuted and type(actual) is ToolsExecuted and type(effect) is ExecuteTools:
+        labels = [
+            _step_label(step)
+            for step, before, after in zip(effect.steps, recorded.results, actual.results, strict=False)
+            if before != after
+        ]
+        if labels:
+            return "another result from " + ", ".join(labels)
+    return "another result"
+
+
+async def _run_live(inner: Interpreter, effect: Effect, env: RunEnv) -> EffectResult:
+    result: EffectResult | None = None
+    async for item in inner.perform(effect, env):
+        if is_result(item):
+            result = item
+    if result is None:
+        raise ReplayDivergence(f"{type(effect).__name__} was performed live without a result", -1)
+    return result
 
 
 def _where(recorded: Effect, actual: Effect) -> str | None:
