@@ -14,3 +14,6 @@ if importlib.util.find_spec("mcp") is None:
     collect_ignore_glob.append("helikon/mcp/*")
 if importlib.util.find_spec("redis") is None:
     collect_ignore_glob.append("helikon/sessions/_redis.py")
+
+# ``pytester`` runs pytest on generated projects (the golden-trace plugin's tests).
+pytest_plugins = ["pytester"]

@@ -3,7 +3,7 @@ interpreter. Hypothesis strategies live in :mod:`helikon.testing.strategies`
 (import it explicitly; it needs the ``hypothesis`` package)."""
 
 from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter
-from helikon.testing._golden import GoldenTraceMissing, GoldenTraces
+from helikon.testing._golden import GoldenMismatch, GoldenTraceMissing, GoldenTraces
 from helikon.testing._mock import (
     MockModel,
     Pause,
@@ -16,6 +16,7 @@ from helikon.testing._mock import (
 )
 
 __all__ = [
+    "GoldenMismatch",
     "GoldenTraceMissing",
     "GoldenTraces",
     "MockModel",
