@@ -49,4 +49,3 @@ def test_one_effect_per_fresh_process_gives_the_events_of_one_process(tmp_path: 
     # every scripted reply was played exactly once, each in its own process
     assert sum(type(e).__name__ == "TurnStarted" for e in events) == len(SCRIPTS)
     assert processes > len(SCRIPTS) + 1
-

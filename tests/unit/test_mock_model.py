@@ -167,7 +167,8 @@ ADD_2 = (ToolCall(CallId("c1"), "add", '{"a":3,"b":4}'),)
 
 def first_event(model: MockModel, request: ModelRequest) -> ModelEvent:
     async def go() -> ModelEvent:
-        return [e async for e in model.invoke(request, CancellationToken())][0]
+        events = [e async for e in model.invoke(request, CancellationToken())]
+        return events[0]
 
     return anyio.run(go)
 

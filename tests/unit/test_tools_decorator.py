@@ -475,9 +475,13 @@ def test_thread_false_runs_a_sync_tool_on_the_calling_thread_and_survives_redeco
 
 @pytest.mark.parametrize(
     ("value", "where"),
-    [(b"\x00", "$ (a bytes"), ({"a": [1, bytearray(b"x")]}, "$.a[1] (a bytearray"), ([memoryview(b"x")], "$[0]")],
+    [
+        (b"\x00", "$ (a bytes"),
+        ({"a": [1, bytearray(b"x")]}, "$.a[1] (a bytearray"),
+        ([memoryview(b"x")], "$[0]"),
+    ],
 )
-def test_a_binary_result_raises_naming_the_tool_and_where_instead_of_base64(value: object, where: str) -> None:
+def test_a_binary_result_raises_naming_the_tool_and_where_not_as_base64(value: object, where: str) -> None:
     @tool
     async def raw() -> Any:
         """Return raw data."""
