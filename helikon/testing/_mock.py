@@ -15,8 +15,8 @@ from helikon._json import JsonValue
 from helikon.cancel import CancellationToken
 from helikon.errors import ConfigError, ModelError
 from helikon.ids import RunId
-from helikon.items import AssistantMessage, Item, ToolCall, text_of
-from helikon.loop import aggregate
+from helikon.items import AssistantMessage, Item, ToolCall, UserMessage, text_of
+from helikon.loop import FINALIZE_PROMPT, REPAIR_PROMPT, aggregate
 from helikon.model import (
     Finish,
     FinishReason,
@@ -54,19 +54,18 @@ class MockModel:
 
     **Its position survives a fresh process.** Which script a call plays is
     not only a counter kept in the object: the model also reads the request.
-    Every turn it played is in the conversation (its text and tool calls),
-    so the scripts already played are the ones found there, in order; the
-    call plays the first script after them, or the next by its own count of
-    calls when that is further (a model shared by a parent and a sub-agent,
-    whose conversations differ). So a run saved with
-    :func:`~helikon.dump_state` and driven on in another process — one
-    effect per process, say — with a new ``MockModel`` of the same scripts
-    continues at the right reply, as it would in one process. Turns in the
-    conversation that no script produced (another agent's before a handoff,
-    a history you pass in) are skipped. What it cannot see: a script that
-    failed (a scripted :class:`~helikon.errors.ModelError`) leaves no turn,
-    so a fresh process retrying it plays it again; and a turn that happens
-    to equal the next script's turn counts as played.
+    Every turn it played in the current run (the messages after the run's
+    input) is in the conversation, its text and tool calls; the scripts
+    already played are the ones found there, in order, and the call plays
+    the first script after them — or the next by its own count of calls when
+    that is further (a model shared by several runs, or by a parent and a
+    sub-agent). So a run saved with :func:`~helikon.dump_state` and driven on
+    in another process (one effect per process, say) with a new
+    ``MockModel`` of the same scripts continues at the right reply, as it
+    would in one process. Turns no script made (another agent's before a
+    handoff) are skipped. What the request cannot tell is in
+    ``docs/testing.md``: a scripted :class:`~helikon.errors.ModelError`
+    leaves no turn, so a fresh process retrying it plays it again.
 
     >>> model = MockModel([say("Hello!")])
     >>> len(model.remaining)
@@ -141,7 +140,7 @@ class MockModel:
 
     def position(self, request: ModelRequest) -> int:
         """The index of the script a call with ``request`` plays (see the class docs)."""
-        turns = _conversation_turns(request.messages)
+        turns = _conversation_turns(_this_run(request.messages))
         if len(turns) <= self._next:  # cannot have played more than it counted
             return self._next
         return max(self._next, self._played(turns))
@@ -208,6 +207,27 @@ def _script_turn(script: Sequence[ScriptItem]) -> _Turn | None:
     if not response.text and not response.calls:
         return None
     return _Turn(response.text, tuple((c.name, _arguments(c.arguments)) for c in response.calls))
+
+
+def _prompt_pattern(template: str) -> re.Pattern[str]:
+    pieces = re.split(r"\{[a-z_]+\}", template)
+    return re.compile(".*".join(re.escape(piece) for piece in pieces), re.S)
+
+
+#: The user messages the loop itself adds within a run (not a run's input).
+_LOOP_PROMPTS = (_prompt_pattern(FINALIZE_PROMPT), _prompt_pattern(REPAIR_PROMPT))
+
+
+def _this_run(messages: Sequence[Item]) -> Sequence[Item]:
+    """The messages after the current run's input: after the last user
+    message that is not one of the loop's own prompts."""
+    for index in range(len(messages) - 1, -1, -1):
+        item = messages[index]
+        if isinstance(item, UserMessage):
+            text = text_of(item.content)
+            if not any(prompt.fullmatch(text) for prompt in _LOOP_PROMPTS):
+                return messages[index + 1 :]
+    return messages
 
 
 def _conversation_turns(messages: Sequence[Item]) -> list[_Turn]:

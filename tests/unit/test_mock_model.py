@@ -11,6 +11,7 @@ from helikon.cancel import CancellationToken
 from helikon.errors import ModelError, OtherModelFailure, Unavailable
 from helikon.ids import CallId
 from helikon.items import AssistantMessage, Item, TextPart, ToolCall, ToolResult, user_text
+from helikon.loop import REPAIR_PROMPT
 from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk, ToolCallChunk, Usage
 from helikon.protocols import Model
 from helikon.testing import MockModel, Pause, ScriptItem, call_tools, say
@@ -203,3 +204,16 @@ def test_its_own_count_wins_when_it_is_further() -> None:
     assert first_event(model, conversation()) == TextChunk("a")
     assert first_event(model, conversation()) == TextChunk("b")
     assert model.position(conversation()) == 2
+
+
+def test_only_the_current_run_counts_so_a_new_model_on_a_session_starts_over() -> None:
+    # A session's earlier run said "7" with another MockModel; this run's input follows.
+    earlier = (*ADD_1, ToolResult(CallId("c0"), "add", "3"), AssistantMessage((TextPart("7"),)))
+    model = MockModel([say("7")])
+    assert model.position(conversation(*earlier, user_text("and again?"))) == 0
+
+
+def test_the_loops_own_prompts_do_not_start_a_run() -> None:
+    model = MockModel([say("not json"), say('{"total": 1}')])
+    prompt = user_text(REPAIR_PROMPT.format(name="Sum", errors="$: expected an object"))
+    assert model.position(conversation(AssistantMessage((TextPart("not json"),)), prompt)) == 1
