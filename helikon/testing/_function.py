@@ -50,7 +50,8 @@ class FunctionModel:
     ``messages``, ``tools`` and ``settings``) and returns a :data:`ModelReply`.
     Raising a :class:`~helikon.errors.ModelError` fails the model call as a
     provider's error would; a :class:`~helikon.testing.Pause` in the answer
-    waits (and ends early when the run is cancelled). Every request is kept
+    waits, and an async function is awaited, until the run is cancelled or
+    times out. Every request is kept
     in :attr:`requests`. Unlike a :class:`~helikon.testing.MockModel`, it has
     no position of its own: a run resumed in a fresh process gets the same
     answers as long as the function depends on the request alone.
@@ -106,7 +107,11 @@ class FunctionModel:
     async def _answer(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         reply = self._function(request)
         if inspect.isawaitable(reply):
-            reply = await reply
+            answer = reply
+            with cancel.scope() as scope:  # an async function is interrupted with the run
+                reply = await answer
+            if scope.cancelled_caught:
+                return
         finished = False
         calls = False
         async for event in _stream(reply, cancel):

@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
-from helikon import LlmAgent, RunContext, RunFailed, collect, tool
+from helikon import LlmAgent, RunConfig, RunContext, RunFailed, collect, tool
 from helikon.cancel import CancellationToken
-from helikon.errors import ModelError, ModelFailed, RunError, Unavailable
+from helikon.errors import ModelError, ModelFailed, RunError, TimedOut, Unavailable
 from helikon.events import TokenDelta, ToolOutputItem
 from helikon.ids import CallId
 from helikon.items import ToolCall, ToolResult, user_text
@@ -201,3 +201,22 @@ def test_the_examples_in_docs_testing_md_run(tmp_path: Path) -> None:
     namespace = runpy.run_path(str(script))
     assert namespace["function_model"].calls == 2
     assert len(namespace["SCRIPTS"]) == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_slow_async_function_is_interrupted_by_the_timeout(backend: str) -> None:
+    async def slow(request: ModelRequest) -> ModelReply:
+        await anyio.sleep(30)
+        return "never"
+
+    agent = LlmAgent(name="a", model=FunctionModel(slow), config=RunConfig(timeout=0.2))
+
+    async def scenario() -> tuple[list[Any], float]:
+        t0 = time.perf_counter()
+        events = [e async for e in agent.run(None, "go")]
+        return events, time.perf_counter() - t0
+
+    events, elapsed = anyio.run(scenario, backend=backend)
+
+    assert elapsed < 2
+    assert events[-1] == RunFailed(TimedOut(0.2))
