@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import pytest
@@ -31,6 +31,7 @@ from helikon import (
 from helikon.errors import Cancelled, ModelError, ModelFailed, RateLimited, TimedOut
 from helikon.interpreters import LiveInterpreter
 from helikon.items import text_of
+from helikon.model import ToolEffect
 from helikon.testing import MockModel, Pause, call_tools, say
 
 BACKENDS = ["trio", "asyncio"]
@@ -349,6 +350,30 @@ def test_a_tool_returning_bytes_fails_naming_the_tool_and_the_type(backend: str)
     assert output.is_error
     assert "tool 'raw'" in output.content and "bytes" in output.content and "$.blob" in output.content
     assert "AAE=" not in output.content  # not base64 in disguise
+
+
+class RawTool:
+    """A hand-written tool (no @tool) that returns bytes."""
+
+    name = "raw_bytes"
+    description = "Return raw bytes."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    output_schema = None
+    effect = ToolEffect.READ_ONLY
+
+    async def invoke(self, ctx: ToolContext[Any], args: Any) -> Any:
+        return b"\x00\x01"
+
+
+def test_a_hand_written_tool_returning_bytes_fails_naming_it(backend: str) -> None:
+    model = MockModel([call_tools(("raw_bytes", {})), say("that failed")])
+    agent = LlmAgent(name="a", model=model, tools=[RawTool()])
+
+    result = run_on(backend, lambda: collect(agent.run(None, "go")))
+
+    (output,) = [e.item for e in result.events if type(e) is ToolOutputItem]
+    assert output.is_error and "tool 'raw_bytes'" in output.content and "bytes" in output.content
+    assert "AAE=" not in output.content
 
 
 def test_a_model_error_fails_the_run_with_it(backend: str) -> None:
