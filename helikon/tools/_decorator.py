@@ -233,7 +233,7 @@ def tool(
         effect: What the tool does to the world (``SIDE_EFFECT`` by default).
         thread: For a plain ``def``: run it in a worker thread (the default),
             or, with ``False``, on the event loop, which saves the thread hop
-            (about 100 µs) but blocks the run while it runs and cannot be
+            (about 150 µs) but blocks the run while it runs and cannot be
             interrupted. Only for quick, pure computations.
 
     Decorating a :class:`FunctionTool` again returns a copy with just the
