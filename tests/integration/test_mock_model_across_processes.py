@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -17,35 +18,46 @@ from helikon.interpreters import LiveInterpreter
 
 sys.path.insert(0, str(Path(__file__).parent))
 from resume_agent import SCRIPTS, make_agent
+from step_process import handoff_agent
 
 STEP = Path(__file__).parent / "step_process.py"
 
 
-def in_one_process() -> list[AgentEvent]:
+def in_one_process(agent: Any) -> list[AgentEvent]:
     async def go() -> list[AgentEvent]:
-        return [e async for e in make_agent().run(None, "add", interpreter=LiveInterpreter("r"))]
+        return [e async for e in agent.run(None, "add", interpreter=LiveInterpreter("r"))]
 
     return trio.run(go)
 
 
-def test_one_effect_per_fresh_process_gives_the_events_of_one_process(tmp_path: Path) -> None:
-    state_file = tmp_path / "run.state"
+def one_effect_per_process(kind: str, state_file: Path) -> tuple[list[AgentEvent], int]:
     events: list[AgentEvent] = []
-    processes = 0
-    while True:
+    for processes in range(1, 40):
         lines = subprocess.run(
-            [sys.executable, str(STEP), str(state_file)], capture_output=True, check=True, timeout=60
+            [sys.executable, str(STEP), kind, str(state_file)], capture_output=True, check=True, timeout=60
         ).stdout.splitlines()
-        processes += 1
         done = lines[-1:] == [b"DONE"]
         events.extend(from_json(line, AgentEvent) for line in (lines[:-1] if done else lines))
         if done:
-            break
-        assert processes < 40, "the run does not end: the model replays its first script"
+            return events, processes
+    raise AssertionError("the run does not end: a model replays its first script")
 
-    expected = in_one_process()
-    assert events == expected
+
+def test_one_effect_per_fresh_process_gives_the_events_of_one_process(tmp_path: Path) -> None:
+    events, processes = one_effect_per_process("adder", tmp_path / "run.state")
+
+    assert events == in_one_process(make_agent())
     assert type(events[-1]).__name__ == "RunCompleted"
     # every scripted reply was played exactly once, each in its own process
     assert sum(type(e).__name__ == "TurnStarted" for e in events) == len(SCRIPTS)
     assert processes > len(SCRIPTS) + 1
+
+
+def test_across_processes_each_model_skips_the_turns_of_the_agent_before_a_handoff(tmp_path: Path) -> None:
+    events, _ = one_effect_per_process("handoff", tmp_path / "run.state")
+
+    assert events == in_one_process(handoff_agent())
+    names = [type(e).__name__ for e in events]
+    assert "HandoffItem" in names and names[-1] == "RunCompleted"
+    outputs = [e for e in events if type(e).__name__ == "ToolOutputItem"]
+    assert [o.item.content for o in outputs][-2:] == ["savings: $120", "checking: $120"]
