@@ -73,6 +73,28 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
+def add_sync(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    COUNTERS["tool"] += 1
+    return a + b
+
+
+#: ``BENCH_TOOL=def`` makes the tool a plain ``def`` (a worker thread per
+#: call), ``BENCH_TOOL=def-inline`` one with ``thread=False``; by default it
+#: is the ``async def`` above.
+_TOOL_KINDS = {
+    "": add,
+    "async": add,
+    "def": tool(add_sync, name="add"),
+    "def-inline": tool(add_sync, name="add", thread=False),
+}
+
+
 def next_turn(request: ModelRequest) -> int:
     """The turn index, read from the last message (no state kept between calls)."""
     last = request.messages[-1]
@@ -128,7 +150,7 @@ def make_agent(model: ScriptedModel, turns: int) -> LlmAgent[Any]:
         name="bench",
         model=model,
         instructions=INSTRUCTIONS,
-        tools=[add],
+        tools=[_TOOL_KINDS[os.environ.get("BENCH_TOOL", "")]],
         config=RunConfig(max_turns=turns + 5),
     )
 
@@ -234,6 +256,7 @@ def w1(backend: str) -> None:
         runs=runs,
         turns=turns,
         observe=os.environ.get("BENCH_OBSERVE", ""),
+        tool=os.environ.get("BENCH_TOOL", "async") or "async",
         tool_calls=COUNTERS["tool"],
         model_calls=COUNTERS["model"],
         total_wall_s=round(wall, 4),

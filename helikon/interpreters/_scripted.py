@@ -253,7 +253,7 @@ class TestInterpreter:
                     value = fn(args if isinstance(args, dict) else {})
                 except Exception as exc:
                     return tool_raised(cid, exc)
-                return tool_returned(cid, value)
+                return tool_returned(cid, value, name)
 
     def _run_turn_hooks(self, turn: int) -> HooksRan:
         fold = fold_turn_hooks(turn, len(self.hooks))

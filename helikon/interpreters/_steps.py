@@ -54,9 +54,7 @@ from helikon.governance import (
 from helikon.ids import CallId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._governed import call_user
-
-_decode = msgspec.json.Decoder().decode
-_encode = msgspec.json.Encoder().encode
+from helikon.tools import to_json
 
 _HOOK_DECISIONS = (Allow, Deny, ReplaceInput, ReplaceOutput, InjectSystemMessage)
 _POLICY_DECISIONS = (Allow, Deny, AskUser, Replace)
@@ -92,14 +90,19 @@ def approval_answered(request: ApprovalRequest, value: object) -> ApprovalDecisi
     return ApprovalDecision(request.call_id, False, f"the approval handler answered {value!r}")
 
 
-def tool_returned(call_id: CallId, value: object) -> StepResult:
-    """A tool's return value as JSON data (text stays text)."""
+def tool_returned(call_id: CallId, value: object, tool: str | None = None) -> StepResult:
+    """A tool's return value as JSON data (text stays text).
+
+    A value with no JSON form (binary data included: it does not silently
+    become base64) is a crash of the tool, named when ``tool`` is given.
+    """
     if isinstance(value, str):
         return ToolReturned(call_id, value)
     try:
-        output: JsonValue = _decode(_encode(value))
+        output: JsonValue = to_json(value)
     except (TypeError, msgspec.EncodeError) as exc:
-        return ToolRaised(call_id, ToolCrashed(f"the tool returned a value with no JSON form: {exc}"))
+        who = "the tool" if tool is None else f"tool {tool!r}"
+        return ToolRaised(call_id, ToolCrashed(f"{who} returned a value with no JSON form: {exc}"))
     return ToolReturned(call_id, output)
 
 
@@ -136,7 +139,7 @@ async def perform_step(step: CallStep, env: RunEnv) -> StepResult:
                 value = await tool.invoke(_tool_context(env, call_id), args if isinstance(args, dict) else {})
             except Exception as exc:  # the model sees the failure; the run goes on
                 return tool_raised(call_id, exc)
-            return tool_returned(call_id, value)
+            return tool_returned(call_id, value, name)
 
 
 async def ask_approval(request: ApprovalRequest, env: RunEnv) -> ApprovalDecision:

@@ -1,8 +1,10 @@
-"""Helpers for testing agents: a scripted model, turn builders, an in-memory
-interpreter. Hypothesis strategies live in :mod:`helikon.testing.strategies`
-(import it explicitly; it needs the ``hypothesis`` package)."""
+"""Helpers for testing agents: a scripted model, a model from a function,
+turn builders, an in-memory interpreter, golden traces. Hypothesis strategies
+live in :mod:`helikon.testing.strategies` (import it explicitly; it needs the
+``hypothesis`` package)."""
 
 from helikon.interpreters._scripted import ScriptedRun, Step, TestInterpreter
+from helikon.testing._function import FunctionModel, ModelFunction, ModelReply
 from helikon.testing._golden import GoldenMismatch, GoldenTraceMissing, GoldenTraces
 from helikon.testing._mock import (
     MockModel,
@@ -16,10 +18,13 @@ from helikon.testing._mock import (
 )
 
 __all__ = [
+    "FunctionModel",
     "GoldenMismatch",
     "GoldenTraceMissing",
     "GoldenTraces",
     "MockModel",
+    "ModelFunction",
+    "ModelReply",
     "Pause",
     "Script",
     "ScriptFile",

@@ -14,6 +14,9 @@ import msgspec
 from helikon._json import JsonValue
 from helikon.cancel import CancellationToken
 from helikon.errors import ConfigError, ModelError
+from helikon.ids import RunId
+from helikon.items import AssistantMessage, Item, ToolCall, UserMessage, text_of
+from helikon.loop import FINALIZE_PROMPT, REPAIR_PROMPT, aggregate
 from helikon.model import (
     Finish,
     FinishReason,
@@ -41,13 +44,28 @@ ScriptItem = ModelEvent | Pause | ModelError
 
 @final
 class MockModel:
-    """A model that plays back scripts: the n-th call streams ``scripts[n]``.
+    """A model that plays back scripts: the n-th model turn streams ``scripts[n]``.
 
     Running out of scripts raises a :class:`~helikon.errors.ModelError`
     (never loops). A :class:`~helikon.errors.ModelError` inside a script is
     raised at that point of the stream; a :class:`Pause` sleeps (and stops
     early when the run is cancelled). Every request is kept in
     :attr:`requests` for assertions.
+
+    **Its position survives a fresh process.** Which script a call plays is
+    not only a counter kept in the object: the model also reads the request.
+    Every turn it played in the current run (the messages after the run's
+    input) is in the conversation, its text and tool calls; the scripts
+    already played are the ones found there, in order, and the call plays
+    the first script after them — or the next by its own count of calls when
+    that is further (a model shared by several runs, or by a parent and a
+    sub-agent). So a run saved with :func:`~helikon.dump_state` and driven on
+    in another process (one effect per process, say) with a new
+    ``MockModel`` of the same scripts continues at the right reply, as it
+    would in one process. Turns no script made (another agent's before a
+    handoff) are skipped. What the request cannot tell is in
+    ``docs/testing.md``: a scripted :class:`~helikon.errors.ModelError`
+    leaves no turn, so a fresh process retrying it plays it again.
 
     >>> model = MockModel([say("Hello!")])
     >>> len(model.remaining)
@@ -61,7 +79,9 @@ class MockModel:
         model_id: str = "mock-model",
         capabilities: ModelCapabilities | None = None,
     ) -> None:
-        self.remaining: list[Sequence[ScriptItem]] = list(scripts)
+        self._scripts: list[Sequence[ScriptItem]] = list(scripts)
+        self._next = 0
+        self._turns: dict[int, _Turn | None] = {}
         self.requests: list[ModelRequest] = []
         self._model_id = model_id
         self._capabilities = capabilities or ModelCapabilities.all()
@@ -83,9 +103,19 @@ class MockModel:
         """How many times the model was invoked."""
         return len(self.requests)
 
+    @property
+    def scripts(self) -> tuple[Sequence[ScriptItem], ...]:
+        """Every script, played or not."""
+        return tuple(self._scripts)
+
+    @property
+    def remaining(self) -> list[Sequence[ScriptItem]]:
+        """The scripts not played yet (a copy)."""
+        return self._scripts[self._next :]
+
     def add(self, *scripts: Sequence[ScriptItem]) -> MockModel:
         """Append more scripts; returns the model for chaining."""
-        self.remaining.extend(scripts)
+        self._scripts.extend(scripts)
         return self
 
     @classmethod
@@ -108,11 +138,121 @@ class MockModel:
         scripts = source if isinstance(source, ScriptFile) else ScriptFile.load(source)
         return cls(scripts.scripts_for(case_id), model_id=model_id)
 
+    def position(self, request: ModelRequest) -> int:
+        """The index of the script a call with ``request`` plays (see the class docs)."""
+        turns = _conversation_turns(_this_run(request.messages))
+        if len(turns) <= self._next:  # cannot have played more than it counted
+            return self._next
+        return max(self._next, self._played(turns))
+
     def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
-        if not self.remaining:
-            raise ModelError.other(f"MockModel has no script left for call {len(self.requests)}")
-        return _play(self.remaining.pop(0), cancel)
+        index = self.position(request)
+        if index >= len(self._scripts):
+            raise ModelError.other(f"MockModel has no script left for call {index + 1}")
+        self._next = index + 1
+        return _play(self._scripts[index], cancel)
+
+    def _played(self, turns: Sequence[_Turn]) -> int:
+        """How many scripts, in order, left their turn in ``turns``.
+
+        A turn no script explains is skipped; scripts that leave no turn
+        (they fail, or say nothing) may be stepped over to reach one that
+        matches.
+        """
+        played = 0
+        for turn in turns:
+            index = played
+            while index < len(self._scripts):
+                expected = self._turn_of(index)
+                if expected == turn:
+                    played = index + 1
+                    break
+                if expected is not None:  # a visible script that is not this turn
+                    break
+                index += 1
+        return played
+
+    def _turn_of(self, index: int) -> _Turn | None:
+        if index not in self._turns:
+            self._turns[index] = _script_turn(self._scripts[index])
+        return self._turns[index]
+
+
+@attrs.frozen
+class _Turn:
+    """What a model turn leaves in the conversation, as compared here."""
+
+    text: str
+    calls: tuple[tuple[str, JsonValue], ...]
+
+
+def _arguments(text: str) -> JsonValue:
+    try:
+        value: JsonValue = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return text
+    return value
+
+
+def _script_turn(script: Sequence[ScriptItem]) -> _Turn | None:
+    """The turn ``script`` leaves in the conversation (``None``: none)."""
+    events: list[ModelEvent] = []
+    for item in script:
+        if isinstance(item, ModelError):
+            return None
+        if not isinstance(item, Pause):
+            events.append(item)
+    response = aggregate(tuple(events), RunId("mock"), 0)
+    if not response.text and not response.calls:
+        return None
+    return _Turn(response.text, tuple((c.name, _arguments(c.arguments)) for c in response.calls))
+
+
+def _prompt_pattern(template: str) -> re.Pattern[str]:
+    pieces = re.split(r"\{[a-z_]+\}", template)
+    return re.compile(".*".join(re.escape(piece) for piece in pieces), re.S)
+
+
+#: The user messages the loop itself adds within a run (not a run's input).
+_LOOP_PROMPTS = (_prompt_pattern(FINALIZE_PROMPT), _prompt_pattern(REPAIR_PROMPT))
+
+
+def _this_run(messages: Sequence[Item]) -> Sequence[Item]:
+    """The messages after the current run's input: after the last user
+    message that is not one of the loop's own prompts."""
+    for index in range(len(messages) - 1, -1, -1):
+        item = messages[index]
+        if isinstance(item, UserMessage):
+            text = text_of(item.content)
+            if not any(prompt.fullmatch(text) for prompt in _LOOP_PROMPTS):
+                return messages[index + 1 :]
+    return messages
+
+
+def _conversation_turns(messages: Sequence[Item]) -> list[_Turn]:
+    """The model turns in ``messages``: an assistant message with the tool
+    calls right after it, or tool calls alone."""
+    turns: list[_Turn] = []
+    text: str | None = None
+    calls: list[tuple[str, JsonValue]] = []
+    previous_is_turn = False
+    for item in messages:
+        if isinstance(item, AssistantMessage) or (isinstance(item, ToolCall) and not previous_is_turn):
+            if text is not None or calls:
+                turns.append(_Turn(text or "", tuple(calls)))
+            text, calls = None, []
+        if isinstance(item, AssistantMessage):
+            text = text_of(item.content)
+            previous_is_turn = True
+        elif isinstance(item, ToolCall):
+            calls.append((item.name, _arguments(item.arguments)))
+            previous_is_turn = True
+        else:
+            previous_is_turn = False
+    if text is not None or calls:
+        turns.append(_Turn(text or "", tuple(calls)))
+    return turns
 
 
 async def _play(script: Sequence[ScriptItem], cancel: CancellationToken) -> AsyncIterator[ModelEvent]:

@@ -167,16 +167,46 @@ def to_json(obj: object) -> JsonValue:
     >>> to_json({"when": datetime.date(2024, 5, 1), "pair": (1, 2)})
     {'when': '2024-05-01', 'pair': [1, 2]}
 
+    Binary data (``bytes``, ``bytearray``, ``memoryview``) has no JSON form
+    either: rather than let it silently become base64 text, it raises too
+    (decode it, or encode it as you want the model to see it).
+
     Raises:
         TypeError: ``obj`` holds a value with no JSON form.
     """
     if type(obj) in _JSON_SCALAR_TYPES:
         return typing.cast(JsonValue, obj)
     try:
-        out: JsonValue = msgspec.json.decode(msgspec.json.encode(obj))
+        plain = msgspec.to_builtins(obj, builtin_types=_BINARY_TYPES, str_keys=True)
+        binary = _binary_inside(plain)
+        if binary is not None:
+            raise TypeError(f"{binary} is binary data: decode it or encode it (e.g. as base64) yourself")
+        out: JsonValue = msgspec.json.decode(msgspec.json.encode(plain))
     except (TypeError, OverflowError) as exc:
         raise TypeError(f"{type(obj).__qualname__} value is not JSON-compatible: {exc}") from None
     return out
+
+
+_BINARY_TYPES: Final = (bytes, bytearray, memoryview)
+
+
+def _binary_inside(value: object, path: str = "$") -> str | None:
+    """Where in a builtins-only value binary data sits (``None`` if nowhere)."""
+    if isinstance(value, _BINARY_TYPES):
+        return f"{path} (a {type(value).__name__} value)"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if type(item) not in _JSON_SCALAR_TYPES:
+                found = _binary_inside(item, f"{path}.{key}")
+                if found is not None:
+                    return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if type(item) not in _JSON_SCALAR_TYPES:
+                found = _binary_inside(item, f"{path}[{index}]")
+                if found is not None:
+                    return found
+    return None
 
 
 _JSON_SCALAR_TYPES: Final[frozenset[type]] = frozenset({str, int, float, bool, type(None)})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import pytest
@@ -31,6 +31,7 @@ from helikon import (
 from helikon.errors import Cancelled, ModelError, ModelFailed, RateLimited, TimedOut
 from helikon.interpreters import LiveInterpreter
 from helikon.items import text_of
+from helikon.model import ToolEffect
 from helikon.testing import MockModel, Pause, call_tools, say
 
 BACKENDS = ["trio", "asyncio"]
@@ -251,6 +252,128 @@ def test_sync_tools_run_in_a_worker_thread(backend: str) -> None:
     run_on(backend, lambda: collect(agent.run(None, "go")))
 
     assert threads and threads[0] != threading.get_ident()
+
+
+def blocking_tool(release: threading.Event, started: threading.Event) -> Any:
+    @tool
+    def block() -> str:
+        """Block the calling thread (as time.sleep(30) would) until released."""
+        started.set()
+        release.wait(30)
+        return "late"
+
+    return block
+
+
+def test_a_timeout_abandons_a_blocking_sync_tool(backend: str) -> None:
+    release, started = threading.Event(), threading.Event()
+    model = MockModel([call_tools(("block", {})), say("never")])
+    agent = LlmAgent(
+        name="a", model=model, tools=[blocking_tool(release, started)], config=RunConfig(timeout=2)
+    )
+
+    async def scenario() -> tuple[list[AgentEvent], float]:
+        t0 = time.perf_counter()
+        events = await events_of(agent)
+        return events, time.perf_counter() - t0
+
+    try:
+        events, elapsed = run_on(backend, scenario)
+    finally:
+        release.set()  # let the abandoned thread end
+
+    assert started.is_set()
+    assert 1.9 < elapsed < 4
+    assert type(events[-1]) is RunFailed and events[-1].error == TimedOut(2)
+    assert not any(type(e) is ToolOutputItem for e in events)
+
+
+def test_a_cancel_abandons_a_blocking_sync_tool(backend: str) -> None:
+    release, started = threading.Event(), threading.Event()
+    ctx = RunContext.ephemeral(None)
+    model = MockModel([call_tools(("block", {})), say("never")])
+    agent = LlmAgent(name="a", model=model, tools=[blocking_tool(release, started)])
+
+    async def scenario() -> tuple[list[AgentEvent], float]:
+        t0 = time.perf_counter()
+        async with anyio.create_task_group() as group:
+
+            async def cancel_once_started() -> None:
+                while not started.is_set():
+                    await anyio.sleep(0.01)
+                ctx.cancel.cancel()
+
+            group.start_soon(cancel_once_started)
+            events = await events_of(agent, ctx)
+        return events, time.perf_counter() - t0
+
+    try:
+        events, elapsed = run_on(backend, scenario)
+    finally:
+        release.set()
+
+    assert elapsed < 2
+    assert events[-1] == RunFailed(Cancelled())
+    assert not any(type(e) is ToolOutputItem for e in events)
+
+
+def test_a_sync_tool_with_thread_false_runs_on_the_event_loop(backend: str) -> None:
+    threads: list[int] = []
+
+    @tool(thread=False)
+    def where() -> str:
+        """Report the thread."""
+        threads.append(threading.get_ident())
+        return "ok"
+
+    agent = LlmAgent(name="a", model=MockModel([call_tools(("where", {})), say("ok")]), tools=[where])
+
+    result = run_on(backend, lambda: collect(agent.run(None, "go")))
+
+    assert threads == [threading.get_ident()]
+    (output,) = [e.item for e in result.events if type(e) is ToolOutputItem]
+    assert output.content == "ok" and not output.is_error
+
+
+def test_a_tool_returning_bytes_fails_naming_the_tool_and_the_type(backend: str) -> None:
+    @tool
+    async def raw() -> Any:
+        """Return raw bytes."""
+        return {"blob": b"\x00\x01"}
+
+    model = MockModel([call_tools(("raw", {})), say("that failed")])
+    agent = LlmAgent(name="a", model=model, tools=[raw])
+
+    result = run_on(backend, lambda: collect(agent.run(None, "go")))
+
+    (output,) = [e.item for e in result.events if type(e) is ToolOutputItem]
+    assert output.is_error
+    assert "tool 'raw'" in output.content and "bytes" in output.content and "$.blob" in output.content
+    assert "AAE=" not in output.content  # not base64 in disguise
+
+
+class RawTool:
+    """A hand-written tool (no @tool) that returns bytes."""
+
+    name = "raw_bytes"
+    description = "Return raw bytes."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    output_schema = None
+    effect = ToolEffect.READ_ONLY
+
+    async def invoke(self, ctx: ToolContext[Any], args: Any) -> Any:
+        return b"\x00\x01"
+
+
+def test_a_hand_written_tool_returning_bytes_fails_naming_it(backend: str) -> None:
+    model = MockModel([call_tools(("raw_bytes", {})), say("that failed")])
+    agent = LlmAgent(name="a", model=model, tools=[RawTool()])
+
+    result = run_on(backend, lambda: collect(agent.run(None, "go")))
+
+    (output,) = [e.item for e in result.events if type(e) is ToolOutputItem]
+    assert output.is_error and "tool 'raw_bytes'" in output.content and "bytes" in output.content
+    assert "AAE=" not in output.content
 
 
 def test_a_model_error_fails_the_run_with_it(backend: str) -> None:

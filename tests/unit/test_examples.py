@@ -35,6 +35,10 @@ PHRASES: dict[str, tuple[str, ...]] = {
         "gen_ai.client.token.usage chat input: 425",
     ),
     "structured_output.py": ("category='Entertainment'",),
+    "testing_models.py": (
+        "same events as one process: True",
+        "FunctionModel: You spent $312.40 on dining: over your $250 budget.",
+    ),
     "suspend_resume.py": ("suspended before running pay_invoice", "Invoice INV-7 is paid."),
     "triage_handoff.py": ("handoff: triage -> investing specialist", "broad index fund"),
     "swarm_finance.py": ("handoff: budgeting -> investing", "automatic plan"),

@@ -77,3 +77,10 @@ def _loaded_after(statement: str) -> set[str]:
 def test_core_imports_do_not_pull_in_heavy_or_optional_packages() -> None:
     assert _loaded_after("import helikon") == set()
     assert _loaded_after("from helikon import LlmAgent, RunContext, collect, tool") == set()
+
+
+def test_the_testing_package_exports_its_models() -> None:
+    testing = importlib.import_module("helikon.testing")
+    assert {"FunctionModel", "MockModel", "ModelFunction", "ModelReply"} <= set(testing.__all__)
+    for name in testing.__all__:
+        assert getattr(testing, name) is not None, name

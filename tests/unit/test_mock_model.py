@@ -9,7 +9,9 @@ import pytest
 
 from helikon.cancel import CancellationToken
 from helikon.errors import ModelError, OtherModelFailure, Unavailable
-from helikon.items import user_text
+from helikon.ids import CallId
+from helikon.items import AssistantMessage, Item, TextPart, ToolCall, ToolResult, user_text
+from helikon.loop import REPAIR_PROMPT
 from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk, ToolCallChunk, Usage
 from helikon.protocols import Model
 from helikon.testing import MockModel, Pause, ScriptItem, call_tools, say
@@ -145,3 +147,73 @@ def test_a_cancelled_token_streams_nothing(backend: str) -> None:
 def test_a_short_pause_without_cancellation_just_waits(backend: str) -> None:
     model = MockModel([[TextChunk("a"), Pause(0.01), TextChunk("b")]])
     assert anyio.run(drain, model, backend=backend) == [TextChunk("a"), TextChunk("b")]
+
+
+# -- the position, read from the request ---------------------------------------------
+
+SCRIPTS: list[list[ScriptItem]] = [
+    call_tools(("add", {"a": 1, "b": 2}), text="Adding."),
+    call_tools(("add", {"a": 3, "b": 4})),
+    say("7"),
+]
+
+
+def conversation(*turns: Item) -> ModelRequest:
+    return ModelRequest((user_text("add"), *turns))
+
+
+ADD_1 = (AssistantMessage((TextPart("Adding."),)), ToolCall(CallId("c0"), "add", '{"b": 2, "a": 1}'))
+ADD_2 = (ToolCall(CallId("c1"), "add", '{"a":3,"b":4}'),)
+
+
+def first_event(model: MockModel, request: ModelRequest) -> ModelEvent:
+    async def go() -> ModelEvent:
+        events = [e async for e in model.invoke(request, CancellationToken())]
+        return events[0]
+
+    return anyio.run(go)
+
+
+def test_a_fresh_model_continues_after_the_turns_it_finds_in_the_request() -> None:
+    request = conversation(
+        *ADD_1, ToolResult(CallId("c0"), "add", "3"), *ADD_2, ToolResult(CallId("c1"), "add", "7")
+    )
+    fresh = MockModel(SCRIPTS)
+    assert fresh.position(request) == 2
+    assert first_event(fresh, request) == TextChunk("7")
+    assert fresh.remaining == []
+
+
+def test_turns_no_script_made_are_skipped() -> None:
+    history = (AssistantMessage((TextPart("Hello from an earlier chat."),)), user_text("and now?"))
+    model = MockModel(SCRIPTS)
+    assert model.position(conversation(*history)) == 0
+    assert model.position(conversation(*history, *ADD_1, ToolResult(CallId("c0"), "add", "3"))) == 1
+
+
+def test_a_failed_script_leaves_no_turn_and_is_stepped_over_when_the_next_one_shows() -> None:
+    model = MockModel([[ModelError.unavailable("busy")], *SCRIPTS])
+    assert model.position(conversation()) == 0  # cannot tell that the error was played
+    assert model.position(conversation(*ADD_1, ToolResult(CallId("c0"), "add", "3"))) == 2
+
+
+def test_its_own_count_wins_when_it_is_further() -> None:
+    # One model shared by a parent and a sub-agent: the sub-agent's request
+    # does not hold the parent's turns, the count does.
+    model = MockModel([say("a"), say("b"), say("c")])
+    assert first_event(model, conversation()) == TextChunk("a")
+    assert first_event(model, conversation()) == TextChunk("b")
+    assert model.position(conversation()) == 2
+
+
+def test_only_the_current_run_counts_so_a_new_model_on_a_session_starts_over() -> None:
+    # A session's earlier run said "7" with another MockModel; this run's input follows.
+    earlier = (*ADD_1, ToolResult(CallId("c0"), "add", "3"), AssistantMessage((TextPart("7"),)))
+    model = MockModel([say("7")])
+    assert model.position(conversation(*earlier, user_text("and again?"))) == 0
+
+
+def test_the_loops_own_prompts_do_not_start_a_run() -> None:
+    model = MockModel([say("not json"), say('{"total": 1}')])
+    prompt = user_text(REPAIR_PROMPT.format(name="Sum", errors="$: expected an object"))
+    assert model.position(conversation(AssistantMessage((TextPart("not json"),)), prompt)) == 1

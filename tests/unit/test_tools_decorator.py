@@ -454,6 +454,45 @@ def test_redecorating_changes_only_the_given_options() -> None:
     assert tool(effect=ToolEffect.WRITE)(add).effect is ToolEffect.WRITE
 
 
+def test_thread_false_runs_a_sync_tool_on_the_calling_thread_and_survives_redecoration() -> None:
+    seen: list[int] = []
+
+    def where() -> str:
+        """Report the thread."""
+        seen.append(threading.get_ident())
+        return "ok"
+
+    threaded = tool(where)
+    inline = tool(threaded, thread=False)
+    renamed = tool(inline, name="here")  # other options keep thread=False
+    for t in (threaded, inline, renamed):
+        assert invoke(t, {}) == "ok"
+    assert seen[0] != threading.get_ident()
+    assert seen[1:] == [threading.get_ident()] * 2
+    assert invoke(tool(renamed, thread=True), {}) == "ok"
+    assert seen[-1] != threading.get_ident()
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        (b"\x00", "$ (a bytes"),
+        ({"a": [1, bytearray(b"x")]}, "$.a[1] (a bytearray"),
+        ([memoryview(b"x")], "$[0]"),
+    ],
+)
+def test_a_binary_result_raises_naming_the_tool_and_where_not_as_base64(value: object, where: str) -> None:
+    @tool
+    async def raw() -> Any:
+        """Return raw data."""
+        return value
+
+    with pytest.raises(TypeError) as info:
+        invoke(raw, {})
+    assert str(info.value).startswith("tool 'raw' returned a value with no JSON form")
+    assert where in str(info.value)
+
+
 # -- tools(...) ---------------------------------------------------------------
 
 
