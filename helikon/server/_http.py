@@ -7,6 +7,7 @@ is involved). Errors are JSON: ``{"error": {"code": ..., "message": ...}}``.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, final
@@ -34,6 +35,8 @@ log = logging.getLogger("helikon.server")
 PUBLIC_PATHS = frozenset({"/", "/openapi.json"})
 MAX_SESSION_ID = 256
 KEEPALIVE_SECONDS = 15.0
+#: What may go into the ``X-Run-Id`` header as it is.
+_SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,200}")
 
 
 def error(status: int, code: str, message: str, run_id: str | None = None) -> JSONResponse:
@@ -86,7 +89,9 @@ class guard:
         async def send_with_run_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-run-id"]
-                run_id = state.get("run_id") or uuid.uuid4().hex
+                run_id = state.get("run_id")
+                if not isinstance(run_id, str) or not _SAFE_ID.fullmatch(run_id):
+                    run_id = uuid.uuid4().hex
                 headers.append((b"x-run-id", str(run_id).encode()))
                 message = {**message, "headers": headers}
             await send(message)
@@ -388,11 +393,12 @@ class Handlers:
     async def _handle(self, request: HTTPConnection) -> RunHandle:
         agent = self._agent(request)
         run_id = request.path_params["run_id"]
-        request.state.run_id = run_id
         try:
-            return await self.runs.find(str(agent.name), run_id)
+            handle = await self.runs.find(str(agent.name), run_id)
         except RunNotFound:
             raise BadRequest(404, "unknown_run", f"no run {run_id!r} of this agent") from None
+        request.state.run_id = handle.run_id
+        return handle
 
     async def describe_run(self, request: Request) -> Response:
         try:
