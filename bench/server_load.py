@@ -207,7 +207,7 @@ def run_load(
                 if child.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
                         f"the server did not start: {child.stderr.read() if child.stderr else ''}"
-                    )
+                    ) from None
                 time.sleep(0.05)
         before, cpu_before = _rss_kib(child.pid), _cpu_s(child.pid)
         client_cpu = time.process_time()
