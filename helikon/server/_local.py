@@ -20,7 +20,7 @@ from helikon.events import AgentEvent
 from helikon.governance import Allow, Deny
 from helikon.server._backend import ApprovalRefused, Decision, RunNotFound, StartRun
 from helikon.server._retention import Retention, expired
-from helikon.server._runs import Frame, RunLog, RunStatus, drive, now, output_of, usage_of
+from helikon.server._runs import Frame, RunLog, RunStatus, drive, now, output_of
 
 
 @final
@@ -47,7 +47,6 @@ class LocalRun:
         self.log = RunLog()
         self.token = CancellationToken()
         self.pending: dict[str, _Pending] = {}
-        self.usage: dict[str, Any] | None = None
 
     async def describe(self) -> dict[str, Any]:
         terminal = self.log.terminal
@@ -107,11 +106,6 @@ class LocalRun:
         if decision is None:
             return Deny("the run was cancelled while waiting for approval")
         return Allow() if decision.approved else Deny(decision.reason or "a human denied the call")
-
-    def observe(self, event: AgentEvent) -> None:
-        usage = usage_of(event)
-        if usage is not None:
-            self.usage = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
 
 
 @final
@@ -190,10 +184,14 @@ class InProcessRuns:
         except Exception as exc:
             run.log.close(f"the run could not start: {type(exc).__name__}: {exc}")
             return
-        await drive(stream, run.log, run.observe)
+        await drive(stream, run.log, _ignore)
 
     def _session_lock(self, session_id: str) -> _SessionLock:
         return _SessionLock(self._locks, session_id)
+
+
+def _ignore(event: AgentEvent) -> None:
+    pass
 
 
 def _failed(log: RunLog) -> bool:

@@ -21,9 +21,7 @@ import msgspec
 
 from helikon.codec import unstructure
 from helikon.errors import OtherError
-from helikon.events import AgentEvent, MessageOutput, RunCompleted, RunFailed
-from helikon.items import text_of
-from helikon.model import Usage
+from helikon.events import AgentEvent, RunFailed
 
 #: One JSON-ready event: ``{"type": "TokenDelta", ..., "seq": 3}``.
 Frame = dict[str, Any]
@@ -174,15 +172,6 @@ def now() -> float:
     return time.time()
 
 
-def text_output(event: AgentEvent) -> str | None:
-    """The text of a ``MessageOutput`` event, else None."""
-    return text_of(event.item.content) if isinstance(event, MessageOutput) else None
-
-
-def usage_of(event: AgentEvent) -> Usage | None:
-    return event.usage if isinstance(event, RunCompleted | RunFailed) else None
-
-
 async def frames_of(stream: AsyncIterator[AgentEvent]) -> AsyncIterator[Frame]:
     """A run's events as frames, numbered, ending with a terminal frame however
     the stream ends (for a server that streams a run without keeping a log)."""
@@ -216,6 +205,4 @@ __all__ = [
     "sse",
     "sse_message",
     "terminal_frame",
-    "text_output",
-    "usage_of",
 ]

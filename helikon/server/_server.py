@@ -76,7 +76,8 @@ class AgentServer:
             and Redis sessions.
         auth: :class:`~helikon.server.BearerAuth` or a function
             ``(request) -> identity or None``; ``None`` admits everyone.
-        retention: how long finished runs are kept (in-process backend).
+        retention: how long finished runs are kept (by the default in-process
+            backend; a backend you give keeps its own).
         backend: where runs execute (:class:`InProcessRuns` by default;
             :class:`helikon.server.temporal.TemporalRuns` to scale out).
         max_body_bytes: the largest request body accepted (413 beyond).
@@ -107,19 +108,19 @@ class AgentServer:
         return cls()
 
     def with_agent(self, *agents: Any) -> AgentServer:
-        return attrs.evolve(self, agents=(*self.agents, *agents), backend=self._runs)
+        return attrs.evolve(self, agents=(*self.agents, *agents))
 
     def with_context(self, context: Any) -> AgentServer:
-        return attrs.evolve(self, context=context, backend=self._runs)
+        return attrs.evolve(self, context=context)
 
     def with_default_context(self) -> AgentServer:
-        return attrs.evolve(self, context=None, backend=self._runs)
+        return attrs.evolve(self, context=None)
 
     def with_sessions(self, sessions: SessionProvider) -> AgentServer:
-        return attrs.evolve(self, sessions=sessions, backend=self._runs)
+        return attrs.evolve(self, sessions=sessions)
 
     def with_auth(self, auth: Authenticator | None) -> AgentServer:
-        return attrs.evolve(self, auth=auth, backend=self._runs)
+        return attrs.evolve(self, auth=auth)
 
     def with_retention(
         self, *, max_age: float = 3600.0, max_runs: int = 1000, sweep_every: float = 30.0
@@ -127,13 +128,13 @@ class AgentServer:
         """Keep finished runs ``max_age`` seconds, at most ``max_runs`` of them
         (with the default in-process backend)."""
         retention = Retention(max_age, max_runs, sweep_every)
-        return attrs.evolve(self, retention=retention, backend=self.backend)
+        return attrs.evolve(self, retention=retention)
 
     def with_backend(self, backend: RunBackend) -> AgentServer:
         return attrs.evolve(self, backend=backend)
 
     def with_max_body_bytes(self, limit: int) -> AgentServer:
-        return attrs.evolve(self, max_body_bytes=limit, backend=self._runs)
+        return attrs.evolve(self, max_body_bytes=limit)
 
     @property
     def runs(self) -> RunBackend:

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import httpx
+import httpx_ws
 import pytest
 from httpx_sse import connect_sse
 from httpx_ws import connect_ws
@@ -315,3 +316,40 @@ def test_mounted_under_a_prefix_in_another_starlette_app() -> None:
         assert body["status_url"].startswith(f"{base}/api/agents/assistant/runs/")
         assert wait_for(client, body["status_url"], "completed")["output"] == "echo: hi"
         assert "<form" in client.get("/api/").text
+
+
+def test_cancel_ends_an_async_run_and_a_run_waiting_for_approval() -> None:
+    server = AgentServer(agents=[assistant(ScriptedModel(pause=0.1))], context=approving_context())
+    with serving(server.app()) as base, httpx.Client(base_url=base) as client:
+        slow = client.post("/agents/assistant/runs?mode=async", json={"input": "slow 100"}).json()["run_id"]
+        waiting = client.post("/agents/assistant/runs?mode=async", json={"input": "pay 5"}).json()["run_id"]
+        wait_for(client, f"/agents/assistant/runs/{slow}", "running")
+        wait_for(client, f"/agents/assistant/runs/{waiting}", "awaiting_approval")
+        for run_id in (slow, waiting):
+            assert client.post(f"/agents/assistant/runs/{run_id}/cancel").status_code == 202
+            done = wait_for(client, f"/agents/assistant/runs/{run_id}", "failed")
+            assert done["error"]["type"] == "Cancelled", done
+            assert done["pending_approvals"] == []
+        assert client.post("/agents/assistant/runs/nope/cancel").status_code == 404
+
+
+def test_a_reader_going_away_cancels_nothing() -> None:
+    server = server_for(assistant(ScriptedModel(pause=0.05)))
+    with serving(server.app()) as base, httpx.Client(base_url=base) as client:
+        run_id = client.post("/agents/assistant/runs?mode=async", json={"input": "slow 10"}).json()["run_id"]
+        url = f"/agents/assistant/runs/{run_id}"
+        with connect_sse(client, "GET", f"{url}/events") as source:
+            first = next(source.iter_sse())
+        assert json.loads(first.data)["type"] == "RunStarted"
+        with connect_ws(f"{base}{url}/events", client) as ws:
+            assert json.loads(ws.receive_text())["seq"] == 0
+        assert wait_for(client, url, {"completed", "failed"})["status"] == "completed"
+
+
+def test_a_websocket_for_an_unknown_run_is_closed_with_the_reason() -> None:
+    with serving(server_for().app()) as base, httpx.Client(base_url=base) as client:
+        with connect_ws(f"{base}/agents/assistant/runs/nope/events", client) as ws:
+            assert json.loads(ws.receive_text())["error"]["code"] == "unknown_run"
+            with pytest.raises(httpx_ws.WebSocketDisconnect) as closed:
+                ws.receive_text()
+        assert closed.value.code == 4404
