@@ -85,6 +85,7 @@ class guard:
         if scope["type"] == "websocket":
             await self.app(scope, receive, send)
             return
+        body = _BodyTracker(scope, receive)
 
         async def send_with_run_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -93,10 +94,12 @@ class guard:
                 if not isinstance(run_id, str) or not _SAFE_ID.fullmatch(run_id):
                     run_id = uuid.uuid4().hex
                 headers.append((b"x-run-id", str(run_id).encode()))
+                if not body.done:  # answered before the body was read: the connection cannot be reused
+                    headers.append((b"connection", b"close"))
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_with_run_id)
+        await self.app(scope, body.receive, send_with_run_id)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -104,7 +107,26 @@ class guard:
             return
         response = error(401, "unauthorized", "authentication is required", uuid.uuid4().hex)
         response.headers["www-authenticate"] = "Bearer"
+        if not _BodyTracker(scope, receive).done:
+            response.headers["connection"] = "close"  # the unread body makes the connection unusable
         await response(scope, receive, send)
+
+
+@final
+class _BodyTracker:
+    """Whether a request's body has been read to its end."""
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        headers = dict(scope.get("headers", []))
+        length = headers.get(b"content-length", b"0").strip()
+        self.done = b"transfer-encoding" not in headers and length in (b"", b"0")
+        self._receive = receive
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.request" and not message.get("more_body", False):
+            self.done = True
+        return message
 
 
 async def read_json(request: Request, limit: int) -> Any:

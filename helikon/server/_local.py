@@ -169,22 +169,24 @@ class InProcessRuns:
                 async with self._session_lock(run.session_id):
                     await self._run(run, request.agent, ctx, request)
         finally:
-            run.log.close("the run ended without a terminal event")
-            run.status = RunStatus.FAILED if _failed(run.log) else RunStatus.COMPLETED
-            run.finished_at = now()
+            _finish(run)  # cancelled while it queued: still ends, with a terminal frame
 
     async def _run(self, run: LocalRun, agent: Any, ctx: Any, request: StartRun) -> None:
-        if run.token.cancelled:  # cancelled while it queued behind its session
-            run.log.close("the run was cancelled before it started")
-            return
-        run.status = RunStatus.RUNNING
-        run.started_at = now()
+        """Run it (holding its session's lock): it is finished before the next run of the session starts."""
         try:
-            stream = agent.run(ctx, request.input)
-        except Exception as exc:
-            run.log.close(f"the run could not start: {type(exc).__name__}: {exc}")
-            return
-        await drive(stream, run.log, _ignore)
+            if run.token.cancelled:  # cancelled while it queued behind its session
+                run.log.close("the run was cancelled before it started")
+                return
+            run.status = RunStatus.RUNNING
+            run.started_at = now()
+            try:
+                stream = agent.run(ctx, request.input)
+            except Exception as exc:
+                run.log.close(f"the run could not start: {type(exc).__name__}: {exc}")
+                return
+            await drive(stream, run.log, _ignore)
+        finally:
+            _finish(run)
 
     def _session_lock(self, session_id: str) -> _SessionLock:
         return _SessionLock(self._locks, session_id)
@@ -192,6 +194,14 @@ class InProcessRuns:
 
 def _ignore(event: AgentEvent) -> None:
     pass
+
+
+def _finish(run: LocalRun) -> None:
+    if run.finished_at is not None:
+        return
+    run.log.close("the run ended without a terminal event")
+    run.status = RunStatus.FAILED if _failed(run.log) else RunStatus.COMPLETED
+    run.finished_at = now()
 
 
 def _failed(log: RunLog) -> bool:
