@@ -86,9 +86,12 @@ class guard:
             await self.app(scope, receive, send)
             return
         body = _BodyTracker(scope, receive)
+        started = False
 
         async def send_with_run_id(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-run-id"]
                 run_id = state.get("run_id")
                 if not isinstance(run_id, str) or not _SAFE_ID.fullmatch(run_id):
@@ -99,7 +102,14 @@ class guard:
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, body.receive, send_with_run_id)
+        try:
+            await self.app(scope, body.receive, send_with_run_id)
+        except Exception:
+            log.exception("the agent server failed on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise  # too late for an error response: the server drops the connection
+            response = error(500, "internal", "the server failed; see its log")
+            await response(scope, body.receive, send_with_run_id)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":

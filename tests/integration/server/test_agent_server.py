@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from helikon.events import RunStarted
-from helikon.server import AgentServer
+from helikon.server import AgentServer, InProcessRuns
 
 pytestmark = pytest.mark.integration
 
@@ -353,3 +353,38 @@ def test_a_websocket_for_an_unknown_run_is_closed_with_the_reason() -> None:
             with pytest.raises(httpx_ws.WebSocketDisconnect) as closed:
                 ws.receive_text()
         assert closed.value.code == 4404
+
+
+class _FailingFind:
+    """A backend whose lookups fail (a broken database, say)."""
+
+    def __init__(self) -> None:
+        self.inner = InProcessRuns()
+
+    async def start(self, request: Any) -> Any:
+        return await self.inner.start(request)
+
+    async def find(self, agent: str, run_id: str) -> Any:
+        raise RuntimeError("the run store is down: secret connection string")
+
+    async def sweep(self) -> int:
+        return 0
+
+    async def serve(self) -> None:
+        await self.inner.serve()
+
+
+def test_an_unexpected_failure_is_a_json_500_that_leaks_nothing() -> None:
+    def broken_sessions(session_id: str | None) -> Any:
+        raise RuntimeError("no database: secret connection string")
+
+    with serving(AgentServer(agents=[assistant()], backend=_FailingFind()).app()) as base:
+        response = httpx.get(f"{base}/agents/assistant/runs/abc")
+        assert response.status_code == 500
+        assert response.json() == {"error": {"code": "internal", "message": "the server failed; see its log"}}
+        assert len(response.headers["x-run-id"]) == 32
+    with serving(AgentServer(agents=[assistant()], sessions=broken_sessions).app()) as base:
+        response = httpx.post(f"{base}/agents/assistant/runs", json={"input": "x"})
+        assert response.status_code == 500
+        assert response.json()["error"]["code"] == "start_failed"
+        assert "secret" not in response.text
