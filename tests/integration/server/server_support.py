@@ -34,6 +34,7 @@ class ScriptedModel:
 
     - ``weather ...``: call ``get_weather`` first, then report its result;
     - ``pay N``: call the guarded ``pay`` tool, then say what it returned;
+    - ``transfer``: hand off (the first ``transfer_to_*`` tool), if the agent can;
     - ``slow N``: stream N words, ``pause`` seconds apart;
     - ``history``: say how many user messages the conversation holds;
     - anything else: ``echo: <text>``.
@@ -70,6 +71,11 @@ class ScriptedModel:
         words = text.split()
         if words[:1] == ["weather"]:
             yield ToolCallChunk(0, None, "get_weather", '{"city": "Paris"}')
+            yield Finish(FinishReason.TOOL_CALLS)
+            return
+        if words[:1] == ["transfer"] and any(t.name.startswith("transfer_to_") for t in request.tools):
+            name = next(t.name for t in request.tools if t.name.startswith("transfer_to_"))
+            yield ToolCallChunk(0, None, name, "{}")
             yield Finish(FinishReason.TOOL_CALLS)
             return
         if words[:1] == ["pay"] and len(words) == 2:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from server_support import approving_context, assistant, serving
 
+from helikon import Handoff
 from helikon.server import AgentServer, BearerAuth
 
 pytestmark = pytest.mark.integration
@@ -36,7 +37,8 @@ def _require_browser() -> Any:
 
 def test_the_page_streams_an_answer_a_tool_call_and_an_approval() -> None:
     sync_playwright = _require_browser()
-    server = AgentServer(agents=[assistant()], context=approving_context(), auth=BearerAuth([TOKEN]))
+    desk = assistant(name="desk").with_handoffs(Handoff.to(assistant(name="billing")))
+    server = AgentServer(agents=[assistant(), desk], context=approving_context(), auth=BearerAuth([TOKEN]))
     errors: list[str] = []
     with serving(server.app()) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -51,6 +53,7 @@ def test_the_page_streams_an_answer_a_tool_call_and_an_approval() -> None:
             page.fill("#token", TOKEN)
             page.click("#reload")
             page.wait_for_selector("#agent option[value='assistant']", state="attached")
+            page.select_option("#agent", "assistant")
 
             page.fill("#message", "weather in Paris?")
             page.press("#message", "Enter")
@@ -76,6 +79,13 @@ def test_the_page_streams_an_answer_a_tool_call_and_an_approval() -> None:
             page.press("#message", "Enter")
             page.wait_for_selector(".msg.assistant:has-text('echo: <img src=x')")
             assert page.locator(".msg img").count() == 0
+
+            # a handoff shows who answers now
+            page.select_option("#agent", "desk")
+            page.fill("#message", "transfer me")
+            page.press("#message", "Enter")
+            page.wait_for_selector(".msg.handoff:has-text('handoff: desk \u2192 billing')")
+            page.wait_for_selector(".msg.handoff:has-text('now answering: billing')")
         finally:
             browser.close()
     assert errors == []
