@@ -78,7 +78,7 @@ class guard:
             except Exception:  # fail closed
                 log.exception("the authenticator raised; refusing the request")
                 identity = None
-            if identity is None:
+            if identity is None or identity is False:
                 await self._refuse(scope, receive, send)
                 return
             state["identity"] = identity

@@ -4,7 +4,7 @@ Each is a plain callable (sync or async), so a function or a small class
 does: a session provider maps the ``X-Session-Id`` header to a
 :class:`~helikon.Session`; a context provider builds the run's
 :class:`~helikon.RunContext` from the request; an authenticator says who
-the caller is (``None`` refuses the request with 401).
+the caller is (``None`` or ``False`` refuses the request with 401).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ T = TypeVar("T")
 SessionProvider = Callable[[str | None], "Session | Awaitable[Session | None] | None"]
 #: ``(request, session) -> RunContext`` (may be async).
 ContextProvider = Callable[[HTTPConnection, "Session | None"], "RunContext[Any] | Awaitable[RunContext[Any]]"]
-#: ``(request) -> identity or None`` (may be async); ``None`` means 401.
+#: ``(request) -> identity or None`` (may be async); ``None`` or ``False`` means 401.
 Authenticator = Callable[[HTTPConnection], Any]
 
 

@@ -111,8 +111,11 @@ def test_a_user_function_authenticates_and_the_context_sees_the_identity() -> No
         )
         assert status["status"] == "completed"
 
-    # an authenticator that raises refuses (fails closed) rather than letting the request in
+    # an authenticator that raises refuses (fails closed) rather than letting the request in;
+    # one that answers False refuses too
     with serving(AgentServer(agents=[assistant()], auth=crashing).app()) as base:
+        refused(httpx.get(f"{base}/agents"))
+    with serving(AgentServer(agents=[assistant()], auth=lambda request: False).app()) as base:
         refused(httpx.get(f"{base}/agents"))
 
 
