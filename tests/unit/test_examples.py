@@ -25,6 +25,13 @@ SCRIPTS = sorted(path.name for path in EXAMPLES.glob("*.py"))
 #: A phrase each run's output must contain (examples not listed here must just succeed).
 PHRASES: dict[str, tuple[str, ...]] = {
     "budget_assistant.py": ("[done:",),
+    "agent_server.py": (
+        "without the token: 401",
+        "streamed: [tool call latest_bill] Done: City Power",
+        "session ada: You said 'again'; this session has 2 message(s).",
+        "approval requested: pay_bill(",
+        "after approval: Done: paid 184.20 USD to City Power.",
+    ),
     "mcp_agent_server.py": ("HTTP answer: You spent $412", "stdio answer: You spent $412"),
     "coding_agent.py": ("FAILED (failures=1)", "OK\n", "denied: ../../etc/passwd", "Both tests pass now."),
     "custom_interpreter.py": ("2 + 3 = 5",),

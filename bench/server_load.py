@@ -1,0 +1,267 @@
+"""Load test of helikon's agent server on loopback: N concurrent SSE runs.
+
+The server (``helikon.server.AgentServer`` on Hypercorn) runs in a child
+process with a scripted model that streams ``--words`` tokens, ``--pause``
+seconds apart (no LLM, no network beyond loopback). The parent opens N
+streaming runs at once (``POST /agents/bench/runs?stream=sse``, httpx under
+asyncio), reads each to its terminal frame and checks that every run
+completed with every token. It prints one JSON object: the latencies
+(request sent -> terminal frame; p50, p90, p99, max), the wall time, and the
+server's peak RSS (``VmHWM``) and its RSS before the load.
+
+    python bench/server_load.py                 # 500 runs (the documented measurement)
+    python bench/server_load.py --runs 100 --loop trio
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+
+from helikon import LlmAgent, ModelCapabilities
+from helikon.cancel import CancellationToken
+from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk
+
+
+class StreamingModel:
+    """Streams ``words`` tokens, ``pause`` seconds apart, for any number of runs."""
+
+    def __init__(self, words: int, pause: float) -> None:
+        self.words = words
+        self.pause = pause
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return ModelCapabilities.all()
+
+    @property
+    def provider(self) -> str:
+        return "bench"
+
+    @property
+    def model_id(self) -> str:
+        return "bench-stream"
+
+    def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
+        return self._stream()
+
+    async def _stream(self) -> AsyncIterator[ModelEvent]:
+        for index in range(self.words):
+            if index:
+                await anyio.sleep(self.pause)
+            yield TextChunk(f"t{index} ")
+        yield Finish(FinishReason.STOP)
+
+
+def serve(port: int, words: int, pause: float, loop: str) -> None:
+    """The child: serve one agent until killed."""
+    from helikon.server import AgentServer  # the parent needs only httpx
+
+    agent = LlmAgent(name="bench", model=StreamingModel(words, pause), instructions="Stream.")
+    server = AgentServer(agents=[agent]).with_retention(max_age=600, max_runs=100_000)
+
+    async def main() -> None:
+        await server.serve("127.0.0.1", port, backlog=4096, keep_alive_timeout=60)
+
+    anyio.run(main, backend=loop)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_kib(pid: int) -> dict[str, int]:
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0])
+    return fields
+
+
+async def _one(client: Any, words: int) -> tuple[float, str, int]:
+    """One streamed run: (latency s, terminal type, tokens seen)."""
+    started = time.perf_counter()
+    terminal, tokens = "none", 0
+    async with client.stream("POST", "/agents/bench/runs?stream=sse", json={"input": "go"}) as response:
+        if response.status_code != 200:
+            return time.perf_counter() - started, f"http {response.status_code}", 0
+        async for line in response.aiter_lines():
+            if not line.startswith("event: "):
+                continue
+            kind = line[7:]
+            if kind == "TokenDelta":
+                tokens += 1
+            elif kind in ("RunCompleted", "RunFailed"):
+                terminal = kind
+    return time.perf_counter() - started, terminal, tokens
+
+
+async def _one_raw(port: int, words: int) -> tuple[float, str, int]:
+    """One streamed run over a bare asyncio connection (a light client, so the
+    numbers measure the server rather than the client's HTTP library)."""
+    body = b'{"input": "go"}'
+    request = (
+        b"POST /agents/bench/runs?stream=sse HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+    ) % (len(body), body)
+    started = time.perf_counter()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        data = bytearray()
+        terminal = "none"
+        while True:
+            chunk = await reader.read(65536)
+            if not chunk:
+                break
+            data += chunk
+            tail = bytes(data[-4096:])
+            if b"event: RunCompleted\n" in tail or b"event: RunFailed\n" in tail:
+                terminal = "RunCompleted" if b"event: RunCompleted\n" in data else "RunFailed"
+                break
+        if not data.startswith(b"HTTP/1.1 200"):
+            return time.perf_counter() - started, f"http {bytes(data[:12])!r}", 0
+        return time.perf_counter() - started, terminal, data.count(b"event: TokenDelta\n")
+    finally:
+        writer.close()
+
+
+async def _load_raw(port: int, runs: int, words: int) -> tuple[list[tuple[float, str, int]], float]:
+    started = time.perf_counter()
+    results = await asyncio.gather(*(_one_raw(port, words) for _ in range(runs)), return_exceptions=True)
+    wall = time.perf_counter() - started
+    return [("error", repr(r), 0) if isinstance(r, BaseException) else r for r in results], wall  # type: ignore[misc]
+
+
+async def _load(base: str, runs: int, words: int) -> tuple[list[tuple[float, str, int]], float]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=runs + 10, max_keepalive_connections=runs + 10)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=300) as client:
+        started = time.perf_counter()
+        results = await asyncio.gather(*(_one(client, words) for _ in range(runs)), return_exceptions=True)
+        wall = time.perf_counter() - started
+    out: list[tuple[float, str, int]] = []
+    for result in results:
+        out.append(("error", repr(result), 0) if isinstance(result, BaseException) else result)  # type: ignore[arg-type]
+    return out, wall
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def run_load(
+    runs: int = 500, words: int = 10, pause: float = 0.02, loop: str = "asyncio", client: str = "raw"
+) -> dict[str, Any]:
+    """Start the server in a child process, run the load, stop it: the measurements."""
+    port = _free_port()
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--serve",
+            str(port),
+            "--words",
+            str(words),
+            "--pause",
+            str(pause),
+            "--loop",
+            loop,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if child.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the server did not start: {child.stderr.read() if child.stderr else ''}"
+                    ) from None
+                time.sleep(0.05)
+        before, cpu_before = _rss_kib(child.pid), _cpu_s(child.pid)
+        client_cpu = time.process_time()
+        if client == "raw":
+            results, wall = asyncio.run(_load_raw(port, runs, words))
+        else:
+            results, wall = asyncio.run(_load(base, runs, words))
+        client_cpu = time.process_time() - client_cpu
+        after, cpu = _rss_kib(child.pid), _cpu_s(child.pid) - cpu_before
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+    latencies = [r[0] for r in results if isinstance(r[0], float)]
+    completed = sum(1 for r in results if r[1] == "RunCompleted" and r[2] == words)
+    return {
+        "runs": runs,
+        "completed": completed,
+        "lost": runs - completed,
+        "failures": sorted({r[1] for r in results if r[1] != "RunCompleted"})[:5],
+        "words": words,
+        "pause_s": pause,
+        "loop": loop,
+        "client": client,
+        "wall_s": round(wall, 3),
+        "latency_p50_s": round(_percentile(latencies, 0.50), 4),
+        "latency_p90_s": round(_percentile(latencies, 0.90), 4),
+        "latency_p99_s": round(_percentile(latencies, 0.99), 4),
+        "latency_max_s": round(max(latencies), 4),
+        "latency_mean_s": round(statistics.fmean(latencies), 4),
+        "server_rss_before_mib": round(before["VmRSS"] / 1024, 1),
+        "server_peak_rss_mib": round(after["VmHWM"] / 1024, 1),
+        "server_cpu_s": round(cpu, 2),
+        "client_cpu_s": round(client_cpu, 2),
+        "ideal_run_s": round((words - 1) * pause, 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--words", type=int, default=10)
+    parser.add_argument("--pause", type=float, default=0.02)
+    parser.add_argument("--loop", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument("--client", choices=["raw", "httpx"], default="raw")
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve, args.words, args.pause, args.loop)
+        return
+    print(json.dumps(run_load(args.runs, args.words, args.pause, args.loop, args.client), indent=2))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

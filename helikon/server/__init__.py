@@ -1,0 +1,76 @@
+"""Serve helikon agents over HTTP, Server-Sent Events and WebSocket.
+
+:class:`AgentServer` is an ASGI app (Starlette) with replayable runs: every
+run drains into an event log that one-shot, streaming and background
+requests, and later readers, all share. Runs execute in-process
+(:class:`InProcessRuns`) or on Temporal (``helikon.server.temporal``), so
+several replicas share durable runs. Serve it with Hypercorn under trio or
+asyncio (:meth:`AgentServer.serve`), or mount :meth:`AgentServer.app` in a
+Starlette/FastAPI app. The pieces that run an agent into a log and stream its
+frames are in :mod:`helikon.server._runs` (:func:`drive`, :class:`RunLog`,
+:func:`frames_of`, :func:`sse_message`).
+
+Needs the ``server`` extra: ``pip install 'paigasus-helikon[server]'``.
+See ``docs/server.md``.
+"""
+
+try:
+    import hypercorn  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(
+        "helikon.server needs Starlette and Hypercorn: pip install 'paigasus-helikon[server]'"
+    ) from exc
+
+from helikon.server._backend import ApprovalRefused, Decision, RunBackend, RunHandle, RunNotFound, StartRun
+from helikon.server._local import InProcessRuns, LocalRun
+from helikon.server._providers import (
+    Authenticator,
+    BearerAuth,
+    ContextProvider,
+    InMemorySessions,
+    SessionProvider,
+    sessions_from,
+)
+from helikon.server._retention import Retention, expired
+from helikon.server._runs import (
+    Frame,
+    RunLog,
+    RunStatus,
+    drive,
+    event_frame,
+    frames_of,
+    sse_message,
+    terminal_frame,
+)
+from helikon.server._server import MAX_BODY_BYTES, AgentServer, serve_app
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "AgentServer",
+    "ApprovalRefused",
+    "Authenticator",
+    "BearerAuth",
+    "ContextProvider",
+    "Decision",
+    "Frame",
+    "InMemorySessions",
+    "InProcessRuns",
+    "LocalRun",
+    "Retention",
+    "RunBackend",
+    "RunHandle",
+    "RunLog",
+    "RunNotFound",
+    "RunStatus",
+    "SessionProvider",
+    "StartRun",
+    "drive",
+    "event_frame",
+    "expired",
+    "frames_of",
+    "serve_app",
+    "sessions_from",
+    "sse_message",
+    "terminal_frame",
+]

@@ -1,0 +1,256 @@
+"""The server's OpenAPI 3.1 document (written by hand: the routes are few and
+fixed, and it names no agent, so it is served without authentication)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helikon._version import __version__
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    text = {
+        400: "Bad request (query, JSON, header)",
+        401: "Authentication required",
+        404: "No such agent or run",
+        409: "The run refuses these decisions",
+        413: "Body too large",
+        415: "Body is not JSON",
+        422: "Body has the wrong shape",
+        500: "The run could not start",
+    }
+    return {str(s): _json(_ERROR, text[s]) for s in statuses}
+
+
+_NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+_RUN = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_SINCE = {"name": "since", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
+_LAST = {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}
+_SESSION = {
+    "name": "X-Session-Id",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+}
+_SSE = {"description": "Server-Sent Events, one per run event", "content": {"text/event-stream": {}}}
+
+
+def openapi_document(title: str) -> dict[str, Any]:
+    """The OpenAPI 3.1 description of the agent server's routes."""
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": __version__},
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message"],
+                            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+                        }
+                    },
+                },
+                "RunRequest": {
+                    "oneOf": [
+                        {
+                            "type": "object",
+                            "required": ["input"],
+                            "properties": {"input": {"type": "string"}},
+                            "additionalProperties": False,
+                        },
+                        {
+                            "type": "object",
+                            "required": ["messages"],
+                            "properties": {
+                                "messages": {
+                                    "type": "array",
+                                    "minItems": 1,
+                                    "items": {"type": "object", "required": ["type"]},
+                                }
+                            },
+                            "additionalProperties": False,
+                        },
+                    ]
+                },
+                "Event": {
+                    "type": "object",
+                    "required": ["type", "seq"],
+                    "properties": {"type": {"type": "string"}, "seq": {"type": "integer"}},
+                },
+                "RunResult": {
+                    "type": "object",
+                    "required": ["run_id", "agent", "status", "output", "events"],
+                    "properties": {
+                        "run_id": {"type": "string"},
+                        "agent": {"type": "string"},
+                        "status": {"enum": ["completed", "failed"]},
+                        "output": {"type": "string"},
+                        "error": {},
+                        "usage": {},
+                        "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+                    },
+                },
+                "RunStatus": {
+                    "type": "object",
+                    "required": ["run_id", "agent", "status"],
+                    "properties": {
+                        "run_id": {"type": "string"},
+                        "agent": {"type": "string"},
+                        "status": {"enum": ["queued", "running", "awaiting_approval", "completed", "failed"]},
+                        "session_id": {"type": ["string", "null"]},
+                        "events": {"type": "integer"},
+                        "output": {"type": ["string", "null"]},
+                        "error": {},
+                        "usage": {},
+                        "pending_approvals": {"type": "array", "items": {"type": "object"}},
+                    },
+                },
+                "Decisions": {
+                    "type": "object",
+                    "required": ["decisions"],
+                    "properties": {
+                        "decisions": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {
+                                "type": "object",
+                                "required": ["call_id", "approved"],
+                                "properties": {
+                                    "call_id": {"type": "string"},
+                                    "approved": {"type": "boolean"},
+                                    "reason": {"type": "string"},
+                                },
+                            },
+                        }
+                    },
+                },
+            },
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/agents": {
+                "get": {
+                    "summary": "List the agents",
+                    "operationId": "listAgents",
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["agents"],
+                                "properties": {"agents": {"type": "array", "items": {"type": "object"}}},
+                            },
+                            "The agents",
+                        ),
+                        **_errors(401),
+                    },
+                }
+            },
+            "/agents/{name}/runs": {
+                "post": {
+                    "summary": "Start a run: one-shot JSON, ?stream=sse, or ?mode=async (202)",
+                    "operationId": "startRun",
+                    "parameters": [
+                        _NAME,
+                        {"name": "stream", "in": "query", "required": False, "schema": {"enum": ["sse"]}},
+                        {
+                            "name": "mode",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"enum": ["sync", "async"]},
+                        },
+                        _SESSION,
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/RunRequest"}}
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "The finished run (one-shot) or its events (stream=sse)",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/RunResult"}},
+                                "text/event-stream": {},
+                            },
+                        },
+                        "202": _json(
+                            {
+                                "type": "object",
+                                "required": ["run_id", "status_url", "events_url"],
+                                "properties": {
+                                    "run_id": {"type": "string"},
+                                    "status_url": {"type": "string"},
+                                    "events_url": {"type": "string"},
+                                },
+                            },
+                            "The run started in the background",
+                        ),
+                        **_errors(400, 401, 404, 413, 415, 422, 500),
+                    },
+                }
+            },
+            "/agents/{name}/runs/{run_id}": {
+                "get": {
+                    "summary": "A run's status and, once finished, its result",
+                    "operationId": "getRun",
+                    "parameters": [_NAME, _RUN],
+                    "responses": {
+                        "200": _json({"$ref": "#/components/schemas/RunStatus"}, "The run"),
+                        **_errors(401, 404),
+                    },
+                }
+            },
+            "/agents/{name}/runs/{run_id}/events": {
+                "get": {
+                    "summary": "The run's events: replayed, then live (SSE, or WebSocket on upgrade)",
+                    "operationId": "runEvents",
+                    "parameters": [_NAME, _RUN, _SINCE, _LAST],
+                    "responses": {"200": _SSE, **_errors(400, 401, 404)},
+                }
+            },
+            "/agents/{name}/runs/{run_id}/approvals": {
+                "post": {
+                    "summary": "Answer the tool calls a suspended run waits on",
+                    "operationId": "approveRun",
+                    "parameters": [_NAME, _RUN],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Decisions"}}
+                        },
+                    },
+                    "responses": {
+                        "200": _json(
+                            {"$ref": "#/components/schemas/RunStatus"}, "The run after the decisions"
+                        ),
+                        **_errors(400, 401, 404, 409, 413, 415, 422),
+                    },
+                }
+            },
+            "/agents/{name}/runs/{run_id}/cancel": {
+                "post": {
+                    "summary": "Cancel a run (async runs outlive their request: cancel them here)",
+                    "operationId": "cancelRun",
+                    "parameters": [_NAME, _RUN],
+                    "responses": {
+                        "202": _json({"$ref": "#/components/schemas/RunStatus"}, "Cancellation requested"),
+                        **_errors(401, 404),
+                    },
+                }
+            },
+        },
+    }
+
+
+__all__ = ["openapi_document"]

@@ -1,0 +1,208 @@
+"""Runs as replayable event logs: the pieces every agent server shares.
+
+A run's events drain into a :class:`RunLog` of JSON frames (the tagged
+shape of :mod:`helikon.codec`, plus ``seq``). Any number of readers replay
+the frames emitted so far and then tail the live ones, so a client that
+reconnects misses nothing. :func:`drive` runs an agent into a log,
+:func:`frames` and :func:`sse` read one, and :func:`terminal_frame` is the
+synthetic ``RunFailed`` a stream ends with when its run ended without a
+terminal event. These work under trio and asyncio alike (anyio).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, final
+
+import anyio
+import msgspec
+
+from helikon.codec import unstructure
+from helikon.errors import OtherError
+from helikon.events import AgentEvent, RunFailed
+
+#: One JSON-ready event: ``{"type": "TokenDelta", ..., "seq": 3}``.
+Frame = dict[str, Any]
+
+_TERMINAL = frozenset({"RunCompleted", "RunFailed"})
+
+
+class RunStatus(enum.Enum):
+    """Where a run stands."""
+
+    QUEUED = "queued"  # waiting for its session's previous run
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"  # suspended until a human decides
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+    @property
+    def finished(self) -> bool:
+        return self in (RunStatus.COMPLETED, RunStatus.FAILED)
+
+
+def event_frame(event: AgentEvent) -> Frame:
+    """An event as JSON-ready data (tagged by class name, as in traces)."""
+    data: Frame = unstructure(event, AgentEvent)
+    return data
+
+
+def is_terminal(frame: Frame) -> bool:
+    return frame.get("type") in _TERMINAL
+
+
+def terminal_frame(message: str) -> Frame:
+    """The synthetic ``RunFailed`` frame of a run that ended without a terminal event."""
+    frame = event_frame(RunFailed(OtherError(message)))
+    frame["synthetic"] = True
+    return frame
+
+
+@final
+class RunLog:
+    """The append-only frames of one run, with replay-then-tail readers."""
+
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+        self.closed = False
+        self._changed = anyio.Event()
+
+    def append(self, frame: Frame) -> None:
+        if self.closed:
+            return
+        frame["seq"] = len(self.frames)
+        self.frames.append(frame)
+        if is_terminal(frame):
+            self.closed = True
+        self._wake()
+
+    def close(self, reason: str) -> None:
+        """End the log; without a terminal frame yet, add the synthetic one."""
+        if not self.closed:
+            self.append(terminal_frame(reason))
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def changed(self) -> None:
+        """Wait for the next frame (or the close)."""
+        await self._changed.wait()
+
+    async def wait_closed(self) -> None:
+        while not self.closed:
+            await self._changed.wait()
+
+    async def tail(self, since: int = 0) -> AsyncIterator[Frame]:
+        """Every frame from index ``since``: the stored ones, then live ones
+        as they come, until the log closes."""
+        index = max(since, 0)
+        while True:
+            while index < len(self.frames):
+                yield self.frames[index]
+                index += 1
+            if self.closed:
+                return
+            await self._changed.wait()
+
+    @property
+    def terminal(self) -> Frame | None:
+        last = self.frames[-1] if self.frames else None
+        return last if last is not None and is_terminal(last) else None
+
+
+async def drive(
+    stream: AsyncIterator[AgentEvent], log: RunLog, on_event: Callable[[AgentEvent], None]
+) -> None:
+    """Drain a run's event stream into ``log``; the log is closed however the
+    stream ends (a stream that stops early gets the synthetic terminal frame)."""
+    try:
+        async for event in stream:
+            on_event(event)
+            log.append(event_frame(event))
+    except anyio.get_cancelled_exc_class():
+        log.close("the run was cancelled before it ended")
+        raise
+    except Exception as exc:  # a runner that fails: the readers still see an end
+        log.close(f"the run failed to execute: {type(exc).__name__}: {exc}")
+    else:
+        log.close("the run ended without a terminal event")
+
+
+def output_of(frames: list[Frame]) -> str:
+    """The final output: the last assistant message's text (as :func:`helikon.collect`)."""
+    output = ""
+    for frame in frames:
+        if frame.get("type") == "MessageOutput":
+            item = frame.get("item") or {}
+            output = "".join(p.get("text", "") for p in item.get("content", []) if isinstance(p, dict))
+    return output
+
+
+def sse_message(frame: Frame) -> bytes:
+    """One Server-Sent Events message: ``id`` is the frame's ``seq`` (resume
+    with ``Last-Event-ID``), ``event`` its type."""
+    data = msgspec.json.encode(frame).decode()
+    return f"id: {frame['seq']}\nevent: {frame['type']}\ndata: {data}\n\n".encode()
+
+
+SSE_KEEPALIVE = b": keep-alive\n\n"
+
+
+async def sse(log: RunLog, since: int = 0, keepalive: float = 15.0) -> AsyncIterator[bytes]:
+    """A log as SSE bytes from frame ``since``, with comment keep-alives while quiet."""
+    index = max(since, 0)
+    while True:
+        while index < len(log.frames):
+            yield sse_message(log.frames[index])
+            index += 1
+        if log.closed:
+            return
+        with anyio.move_on_after(keepalive) as scope:
+            await log.changed()
+        if scope.cancelled_caught:
+            yield SSE_KEEPALIVE
+
+
+def now() -> float:
+    return time.time()
+
+
+async def frames_of(stream: AsyncIterator[AgentEvent]) -> AsyncIterator[Frame]:
+    """A run's events as frames, numbered, ending with a terminal frame however
+    the stream ends (for a server that streams a run without keeping a log)."""
+    seq = 0
+    try:
+        async for event in stream:
+            frame = event_frame(event)
+            frame["seq"] = seq
+            seq += 1
+            yield frame
+            if is_terminal(frame):
+                return
+        reason = "the run ended without a terminal event"
+    except Exception as exc:
+        reason = f"the run failed to execute: {type(exc).__name__}: {exc}"
+    frame = terminal_frame(reason)
+    frame["seq"] = seq
+    yield frame
+
+
+__all__ = [
+    "Frame",
+    "RunLog",
+    "RunStatus",
+    "drive",
+    "event_frame",
+    "frames_of",
+    "is_terminal",
+    "now",
+    "output_of",
+    "sse",
+    "sse_message",
+    "terminal_frame",
+]
