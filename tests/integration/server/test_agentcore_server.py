@@ -72,7 +72,9 @@ def sse_events(body: str) -> list[dict[str, Any]]:
 
 
 def user_texts(request_messages: tuple[Item, ...]) -> list[str]:
-    return [p.text for m in request_messages if type(m) is UserMessage for p in m.content if type(p) is TextPart]
+    return [
+        p.text for m in request_messages if type(m) is UserMessage for p in m.content if type(p) is TextPart
+    ]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -94,7 +96,12 @@ def test_ping_and_a_json_invocation(backend: str) -> None:
                 assert answer.headers["content-type"] == "application/json"
                 assert answer.json() == {
                     "final_output": "You spent $412 on groceries.",
-                    "usage": {"input_tokens": 30, "output_tokens": 7, "cached_input_tokens": 0, "reasoning_tokens": 0},
+                    "usage": {
+                        "input_tokens": 30,
+                        "output_tokens": 7,
+                        "cached_input_tokens": 0,
+                        "reasoning_tokens": 0,
+                    },
                 }
                 assert user_texts(model.requests[0].messages) == ["Groceries?"]
             group.cancel_scope.cancel()
@@ -201,7 +208,9 @@ def test_the_session_header_maps_to_a_helikon_session() -> None:
                 )
                 assert second.json()["final_output"] == "You are Ada."
                 other = await http.post(
-                    "/invocations", json={"prompt": "Who am I?"}, headers={AGENTCORE_SESSION_HEADER: OTHER_SESSION}
+                    "/invocations",
+                    json={"prompt": "Who am I?"},
+                    headers={AGENTCORE_SESSION_HEADER: OTHER_SESSION},
                 )
                 assert other.status_code == 200
                 anonymous = await http.post("/invocations", json={"prompt": "Who am I?"})
@@ -256,7 +265,9 @@ def test_a_client_that_walks_away_cancels_the_run_and_the_session_keeps_the_turn
 
                             client.start_soon(leave)
                             if mode == "json":
-                                await http.post("/invocations", json={"prompt": "Pay my rent."}, headers=headers)
+                                await http.post(
+                                    "/invocations", json={"prompt": "Pay my rent."}, headers=headers
+                                )
                             else:
                                 async with http.stream(
                                     "POST", "/invocations", json={"prompt": "Pay my rent."}, headers=headers
@@ -284,7 +295,9 @@ def test_a_client_that_walks_away_cancels_the_run_and_the_session_keeps_the_turn
                 assert result.is_error  # closed as interrupted/cancelled, never left open
 
                 again = await http.post(
-                    "/invocations", json={"prompt": "Is it paid?"}, headers={AGENTCORE_SESSION_HEADER: SESSION, **JSON}
+                    "/invocations",
+                    json={"prompt": "Is it paid?"},
+                    headers={AGENTCORE_SESSION_HEADER: SESSION, **JSON},
                 )
                 assert again.status_code == 200 and again.json()["final_output"] == "The bank is back."
             group.cancel_scope.cancel()
@@ -331,8 +344,13 @@ def test_ping_is_busy_while_a_run_is_in_flight(backend: str) -> None:
                 release.set()
                 await wait_until(lambda: _true(bool(answers)))
                 assert answers[0].json()["final_output"] == "Here is your report."
+
+                async def idle() -> bool:  # at once, or as soon as the handler has returned
+                    return (await http.get("/ping")).json()["status"] == "Healthy"
+
+                await wait_until(idle, timeout=2)
                 after = (await http.get("/ping")).json()
-                assert after["status"] == "Healthy" and after["time_of_last_update"] >= busy["time_of_last_update"]
+                assert after["time_of_last_update"] >= busy["time_of_last_update"]
             group.cancel_scope.cancel()
 
     run(main, backend)
@@ -389,6 +407,7 @@ def test_bad_requests_get_clear_4xx_answers_and_the_server_keeps_serving() -> No
                     assert answer.status_code == status, (kwargs, answer.text)
                     assert answer.json()["error"]["code"] == code
                     assert answer.json()["error"]["message"]
+
                 # A chunked body past the limit (no Content-Length to refuse early).
                 async def chunks() -> Any:
                     for _ in range(4):
@@ -469,7 +488,9 @@ def test_the_mcp_protocol_serves_the_agent_as_one_tool(backend: str) -> None:
                 assert listed.name == "budget_assistant" and listed.description == "Answers budget questions."
                 answer = await client.call_tool("budget_assistant", {"input": "Groceries?"})
                 (block,) = answer.content
-                assert isinstance(block, mcp_types.TextContent) and block.text == "You spent $412 on groceries."
+                assert (
+                    isinstance(block, mcp_types.TextContent) and block.text == "You spent $412 on groceries."
+                )
             async with httpx.AsyncClient(base_url=url) as http:
                 # What the platform does: its own Mcp-Session-Id, its own Host, no initialize first.
                 raw = await http.post(
@@ -489,7 +510,11 @@ def test_the_mcp_protocol_serves_the_agent_as_one_tool(backend: str) -> None:
                 )
                 assert raw.status_code == 200, raw.text
                 assert "Second call." in raw.text
-                assert (await http.get("/ping")).json()["status"] == "Healthy"
+
+                async def idle() -> bool:  # busy until the call's handler has returned
+                    return (await http.get("/ping")).json()["status"] == "Healthy"
+
+                await wait_until(idle)
             group.cancel_scope.cancel()
 
     run(main, backend)

@@ -52,7 +52,11 @@ def test_prompt_and_input_are_one_user_message() -> None:
 
 
 def test_messages_are_helikon_items_in_their_tagged_form() -> None:
-    items = (UserMessage((TextPart("hi"),)), AssistantMessage((TextPart("hello"),)), UserMessage((TextPart("?"),)))
+    items = (
+        UserMessage((TextPart("hi"),)),
+        AssistantMessage((TextPart("hello"),)),
+        UserMessage((TextPart("?"),)),
+    )
     body = msgspec.json.encode({"messages": [unstructure(i, Item) for i in items], "stream": True})
     invocation = parse_invocation(body)
     assert invocation.input.items == items and invocation.stream is True
