@@ -25,6 +25,14 @@ SCRIPTS = sorted(path.name for path in EXAMPLES.glob("*.py"))
 #: A phrase each run's output must contain (examples not listed here must just succeed).
 PHRASES: dict[str, tuple[str, ...]] = {
     "budget_assistant.py": ("[done:",),
+    "agentcore_server.py": (
+        "ping: Healthy",
+        "JSON answer: You spent $412",
+        "SSE events: RunStarted",
+        "RunCompleted",
+        "same session: This is question 3 of our conversation; the first was 'How much did I spend",
+        "MCP tool budget_assistant: You spent $180",
+    ),
     "mcp_agent_server.py": ("HTTP answer: You spent $412", "stdio answer: You spent $412"),
     "coding_agent.py": ("FAILED (failures=1)", "OK\n", "denied: ../../etc/passwd", "Both tests pass now."),
     "custom_interpreter.py": ("2 + 3 = 5",),
