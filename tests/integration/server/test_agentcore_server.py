@@ -10,6 +10,7 @@ session still gets the turn, and clear 4xx answers for bad requests.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -551,3 +552,112 @@ def test_messages_bodies_run_as_a_conversation() -> None:
 
     run(main)
     assert user_texts(model.requests[0].messages) == ["I earn $3,000.", "What can I save?"]
+
+
+def test_invocations_of_one_session_run_one_at_a_time() -> None:
+    session = MemorySession()
+    model = MockModel([call_tools(("slow_report", {})), say("First done."), say("Second done.")])
+
+    async def main() -> None:
+        started, release = anyio.Event(), anyio.Event()
+
+        @tool
+        async def slow_report() -> str:
+            """Build the monthly report."""
+            started.set()
+            await release.wait()
+            return "report ready"
+
+        agent = LlmAgent(name="reporter", model=model, tools=[slow_report])
+        server = AgentCoreServer(agent, sessions=lambda sid: session if sid else None)
+        headers = {AGENTCORE_SESSION_HEADER: SESSION, **JSON}
+        answers: dict[str, str] = {}
+        async with anyio.create_task_group() as group:
+            url = await serving(server, group)
+            async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+
+                async def invoke(prompt: str) -> None:
+                    answer = await http.post("/invocations", json={"prompt": prompt})
+                    answers[prompt] = answer.json()["final_output"]
+
+                async with anyio.create_task_group() as calls:
+                    calls.start_soon(invoke, "first")
+                    await started.wait()
+                    calls.start_soon(invoke, "second")
+                    await anyio.sleep(0.3)
+                    assert model.calls == 1  # the second waits for the first's turn
+                    release.set()
+            group.cancel_scope.cancel()
+        assert answers == {"first": "First done.", "second": "Second done."}
+
+    run(main)
+    assert user_texts(model.requests[2].messages) == ["first", "second"]
+
+
+def test_a_quiet_sse_stream_gets_keep_alive_comments(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("helikon.server._agentcore_run.SSE_KEEPALIVE_S", 0.05)
+
+    @tool
+    async def think() -> str:
+        """Think for a while."""
+        await anyio.sleep(0.5)
+        return "thought"
+
+    model = MockModel([call_tools(("think", {})), say("Done thinking.")])
+    server = AgentCoreServer(LlmAgent(name="thinker", model=model, tools=[think]))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            url = await serving(server, group)
+            async with httpx.AsyncClient(base_url=url) as http:
+                answer = await http.post("/invocations", json={"prompt": "Think."})
+                assert ": keep-alive\n\n" in answer.text
+                assert sse_events(answer.text)[-1]["type"] == "RunCompleted"
+            group.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_stopping_the_server_cancels_the_runs_in_flight_and_keeps_their_turns() -> None:
+    session = MemorySession()
+    seen: list[str] = []
+
+    async def main() -> None:
+        started = anyio.Event()
+
+        @tool
+        async def wait_for_bank() -> str:
+            """Wait for the bank's answer (it never comes)."""
+            started.set()
+            try:
+                await anyio.sleep(60)
+            except anyio.get_cancelled_exc_class():
+                seen.append("tool cancelled")
+                raise
+            return "never"
+
+        model = MockModel([call_tools(("wait_for_bank", {}))])
+        agent = LlmAgent(name="banker", model=model, tools=[wait_for_bank])
+        server = AgentCoreServer(agent, sessions=lambda sid: session if sid else None)
+        async with anyio.create_task_group() as outer:
+            async with anyio.create_task_group() as group:
+                url = await serving(server, group)
+
+                async def invoke() -> None:
+                    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+                        with contextlib.suppress(httpx.HTTPError):
+                            await http.post(
+                                "/invocations",
+                                json={"prompt": "Pay my rent."},
+                                headers={AGENTCORE_SESSION_HEADER: SESSION, **JSON},
+                            )
+
+                outer.start_soon(invoke)
+                await started.wait()
+                group.cancel_scope.cancel()  # stop the server
+            # serve() has returned: the run was cancelled and its turn written.
+            assert seen == ["tool cancelled"]
+            kinds = [type(e) for e in await session.events()]
+            assert kinds == [UserMessageEvent, ToolCallRecorded, ToolResultRecorded]
+
+    run(main)
