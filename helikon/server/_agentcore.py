@@ -51,6 +51,8 @@ from helikon.server._agentcore_protocol import (
     PingState,
     check_session_id,
     error_body,
+    foreign_request,
+    is_loopback,
     parse_invocation,
     wants_json,
 )
@@ -152,14 +154,22 @@ class AgentCoreServer(Generic[Ctx]):
 
     # -- the HTTP protocol -------------------------------------------------------
 
-    def app(self) -> Starlette:
-        """The HTTP protocol as an ASGI app: ``GET /ping``, ``POST /invocations``."""
-        return Starlette(
+    def app(self, *, local_only: bool = False) -> Starlette:
+        """The HTTP protocol as an ASGI app: ``GET /ping``, ``POST /invocations``.
+
+        With ``local_only`` it refuses (403) requests whose ``Host`` or
+        ``Origin`` is not this machine: a web page cannot reach a
+        developer's server by DNS rebinding or a cross-site ``POST``.
+        """
+        app = Starlette(
             routes=[
                 Route("/ping", self._ping, methods=["GET"]),
                 Route("/invocations", _Invocations(self), methods=["POST"]),
             ]
         )
+        if local_only:
+            app.add_middleware(_LocalOnly)
+        return app
 
     async def _ping(self, request: Request) -> Response:
         return JSONResponse(self.ping.body())
@@ -185,12 +195,13 @@ class AgentCoreServer(Generic[Ctx]):
 
     # -- the MCP protocol --------------------------------------------------------
 
-    def mcp_app(self) -> Starlette:
+    def mcp_app(self, *, local_only: bool = False) -> Starlette:
         """The MCP protocol as an ASGI app: the agent as one tool at ``/mcp``
         (stateless streamable HTTP, any ``Host``: AgentCore's platform sets
         its own ``Mcp-Session-Id`` and host names), plus ``GET /ping``.
 
         Needs the ``mcp`` extra. Run its lifespan (any ASGI server does).
+        ``local_only`` is :meth:`app`'s.
         """
         from mcp.server.transport_security import TransportSecuritySettings
 
@@ -205,6 +216,8 @@ class AgentCoreServer(Generic[Ctx]):
             custom_starlette_routes=[Route("/ping", self._ping, methods=["GET"])],
         )
         app.add_middleware(_BusyWhilePosting, ping=self.ping, path="/mcp")
+        if local_only:
+            app.add_middleware(_LocalOnly)
         return app
 
     # -- serving -----------------------------------------------------------------
@@ -214,28 +227,33 @@ class AgentCoreServer(Generic[Ctx]):
         host: str = "0.0.0.0",
         port: int = HTTP_PORT,
         *,
+        local_only: bool | None = None,
         task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve the HTTP protocol with Hypercorn until cancelled.
 
         Runs under trio or asyncio. ``port=0`` picks a free port; with
         ``url = await task_group.start(server.serve, "127.0.0.1", 0)`` you
-        learn the base URL once it listens.
+        learn the base URL once it listens. ``local_only`` (see :meth:`app`)
+        is on by default when ``host`` is a loopback address.
 
         Raises:
             AgentCoreError: the address cannot be bound, or serving failed.
         """
-        await _serve(self.app(), host, port, task_status)
+        local = is_loopback(host) if local_only is None else local_only
+        await _serve(self.app(local_only=local), host, port, task_status)
 
     async def serve_mcp(
         self,
         host: str = "0.0.0.0",
         port: int = MCP_PORT,
         *,
+        local_only: bool | None = None,
         task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve the MCP protocol with Hypercorn until cancelled (see :meth:`serve`)."""
-        await _serve(self.mcp_app(), host, port, task_status)
+        local = is_loopback(host) if local_only is None else local_only
+        await _serve(self.mcp_app(local_only=local), host, port, task_status)
 
 
 @final
@@ -278,6 +296,23 @@ class _SessionLocks:
 async def _busy(ping: PingState) -> AsyncIterator[None]:
     with ping.busy():
         yield
+
+
+@final
+class _LocalOnly:
+    """ASGI middleware: refuse requests whose ``Host``/``Origin`` is not this machine."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            connection = HTTPConnection(scope)
+            problem = foreign_request(connection.headers.get("host"), connection.headers.get("origin"))
+            if problem is not None:
+                await _refuse(BadInvocation(403, "forbidden", problem), scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 @final

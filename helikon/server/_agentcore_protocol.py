@@ -24,6 +24,7 @@ with its status and ``{"error": {"code": ..., "message": ...}}``.
 from __future__ import annotations
 
 import enum
+import ipaddress
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -210,6 +211,52 @@ def sse_message(event: AgentEvent) -> bytes:
     return b"data: " + msgspec.json.encode(unstructure(event, AgentEvent)) + b"\n\n"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or address, no port) is this machine.
+
+    >>> [is_loopback(h) for h in ("127.0.0.1", "127.8.0.1", "localhost", "::1", "0.0.0.0", "example.com")]
+    [True, True, True, True, False, False]
+    >>> is_loopback("127.0.0.1.evil.example")  # a name, not an address
+    False
+    """
+    host = host.strip().lower().strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def foreign_request(host: str | None, origin: str | None) -> str | None:
+    """Why a request to a server bound to loopback must be refused, or None.
+
+    A loopback server is a developer's: a web page must not reach it, by a
+    DNS name rebound to 127.0.0.1 (a foreign ``Host``) or by a cross-site
+    ``POST`` (a foreign ``Origin``).
+
+    >>> foreign_request("127.0.0.1:8080", None) is None, foreign_request("[::1]:80", "http://localhost:3000")
+    (True, None)
+    >>> foreign_request("evil.example:8080", None)
+    "the Host 'evil.example:8080' is not this machine"
+    >>> foreign_request("localhost", "https://evil.example")
+    "requests from the origin 'https://evil.example' are not allowed"
+    """
+    if host is None or not is_loopback(_without_port(host)):
+        return f"the Host {host!r} is not this machine"
+    if origin is not None:
+        _, _, rest = origin.partition("://")
+        if not rest or not is_loopback(_without_port(rest.split("/")[0])):
+            return f"requests from the origin {origin!r} are not allowed"
+    return None
+
+
+def _without_port(authority: str) -> str:
+    if authority.startswith("["):
+        return authority[1 : authority.find("]")] if "]" in authority else authority
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
 #: An SSE comment sent while a run is quiet, so proxies keep the stream open.
 SSE_KEEPALIVE: Final = b": keep-alive\n\n"
 
@@ -296,6 +343,8 @@ __all__ = [
     "PingStatus",
     "check_session_id",
     "error_body",
+    "foreign_request",
+    "is_loopback",
     "json_answer",
     "parse_invocation",
     "sse_message",

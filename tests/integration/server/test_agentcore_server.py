@@ -11,6 +11,7 @@ session still gets the turn, and clear 4xx answers for bad requests.
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -48,8 +49,13 @@ def run(main: Callable[[], Awaitable[Any]], backend: str = "trio") -> Any:
     return anyio.run(main, backend=backend)
 
 
-async def serving(server: AgentCoreServer[Any], group: anyio.abc.TaskGroup, mcp: bool = False) -> str:
-    serve = server.serve_mcp if mcp else server.serve
+async def serving(
+    server: AgentCoreServer[Any],
+    group: anyio.abc.TaskGroup,
+    mcp: bool = False,
+    local_only: bool | None = None,
+) -> str:
+    serve = functools.partial(server.serve_mcp if mcp else server.serve, local_only=local_only)
     url: str = await group.start(serve, "127.0.0.1", 0)
     return url
 
@@ -483,7 +489,8 @@ def test_the_mcp_protocol_serves_the_agent_as_one_tool(backend: str) -> None:
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
-            url = await serving(server, group, mcp=True)
+            # As on the platform: not loopback-only (its own Host names).
+            url = await serving(server, group, mcp=True, local_only=False)
             async with Client(f"{url}/mcp") as client:
                 (listed,) = (await client.list_tools()).tools
                 assert listed.name == "budget_assistant" and listed.description == "Answers budget questions."
@@ -661,3 +668,47 @@ def test_stopping_the_server_cancels_the_runs_in_flight_and_keeps_their_turns() 
             assert kinds == [UserMessageEvent, ToolCallRecorded, ToolResultRecorded]
 
     run(main)
+
+
+@pytest.mark.parametrize("mcp", [False, True])
+def test_a_loopback_server_refuses_other_hosts_and_origins(mcp: bool) -> None:
+    """DNS rebinding (a foreign Host) and cross-site POSTs (a foreign Origin)
+    cannot reach a developer's server on 127.0.0.1."""
+    model = MockModel([say("ok")])
+    server = AgentCoreServer(LlmAgent(name="local", model=model))
+    path = "/mcp" if mcp else "/invocations"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"} if mcp else {"prompt": "hi"}
+    refused = [
+        {"host": "evil.example"},
+        {"host": "evil.example:8080"},
+        {"host": "127.0.0.1.evil.example"},
+        {"host": "0.0.0.0"},
+        {"origin": "https://evil.example"},
+        {"origin": "http://127.0.0.1.evil.example:80"},
+        {"origin": "null"},
+    ]
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            url = await serving(server, group, mcp=mcp)  # loopback: local-only by default
+            accept = {"accept": "application/json, text/event-stream"}
+            async with httpx.AsyncClient(base_url=url, headers=accept) as http:
+                for headers in refused:
+                    for method, where in (("POST", path), ("GET", "/ping")):
+                        answer = await http.request(method, where, json=body, headers=headers)
+                        assert answer.status_code == 403, (headers, where, answer.text)
+                        assert answer.json()["error"]["code"] == "forbidden"
+                port = url.rsplit(":", 1)[1]
+                for headers in (
+                    {},
+                    {"host": f"localhost:{port}"},
+                    {"origin": f"http://localhost:{port}"},
+                    {"origin": "http://[::1]:3000"},
+                ):
+                    assert (await http.get("/ping", headers=headers)).status_code == 200, headers
+                ok = await http.post(path, json=body, headers={"origin": f"http://127.0.0.1:{port}"})
+                assert ok.status_code == 200, ok.text
+            group.cancel_scope.cancel()
+
+    run(main)
+    assert model.calls == (0 if mcp else 1)

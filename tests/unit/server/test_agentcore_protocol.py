@@ -14,6 +14,7 @@ from helikon.server import AGENTCORE_SESSION_HEADER, PingState, PingStatus
 from helikon.server._agentcore_protocol import (
     BadInvocation,
     check_session_id,
+    foreign_request,
     json_answer,
     parse_invocation,
     sse_message,
@@ -153,3 +154,39 @@ def test_ping_busy_is_released_when_the_work_raises() -> None:
     with pytest.raises(RuntimeError), ping.busy():
         raise RuntimeError("boom")
     assert ping.status is PingStatus.HEALTHY
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("127.0.0.1:8080", None),
+        ("LOCALHOST:8080", None),
+        ("localhost", "http://localhost:5173"),
+        ("[::1]:8080", "http://[::1]:8080"),
+        ("127.0.0.2:9", "https://127.0.0.1"),
+    ],
+)
+def test_loopback_requests_pass(host: str, origin: str | None) -> None:
+    assert foreign_request(host, origin) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        (None, None),  # no Host at all
+        ("", None),
+        ("evil.example", None),
+        ("localhost.evil.example", None),
+        ("127.0.0.1.evil.example:80", None),
+        ("0.0.0.0:8080", None),
+        ("10.0.0.5:8080", None),
+        ("[::ffff:8.8.8.8]:80", None),
+        ("127.0.0.1:8080", "https://evil.example"),
+        ("127.0.0.1:8080", "http://localhost.evil.example"),
+        ("127.0.0.1:8080", "null"),
+        ("127.0.0.1:8080", "file:///home/me/page.html"),
+        ("127.0.0.1:8080", ""),
+    ],
+)
+def test_requests_from_elsewhere_are_foreign(host: str | None, origin: str | None) -> None:
+    assert foreign_request(host, origin) is not None
