@@ -174,7 +174,7 @@ class AgentCoreServer(Generic[Ctx]):
     async def _ping(self, request: Request) -> Response:
         return JSONResponse(self.ping.body())
 
-    async def invoke(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _invoke(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ``POST /invocations`` (the ASGI endpoint)."""
         try:
             request = Request(scope, receive)
@@ -264,7 +264,7 @@ class _Invocations:
         self.server = server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.server.invoke(scope, receive, send)
+        await self.server._invoke(scope, receive, send)
 
 
 @final
