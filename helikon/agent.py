@@ -24,6 +24,7 @@ from helikon.ids import RunId
 from helikon.interpreters import LiveInterpreter, drive
 from helikon.interpreters._env import Limits, RunEnv, build_env, inherit
 from helikon.interpreters._machine import LoopMachine, TreeMachine
+from helikon.interpreters._recording import tree_of
 from helikon.interpreters._tree_env import compose
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug, resume
@@ -31,6 +32,7 @@ from helikon.model import ModelSettings, ToolDef
 from helikon.protocols import Model, Tool, ToolSource
 from helikon.sessions import SessionRecorder, load_history, now_ms, persist_run
 from helikon.tools import tools, type_schema
+from helikon.trace import fingerprint
 
 Ctx = TypeVar("Ctx")
 
@@ -203,19 +205,32 @@ class LlmAgent(Generic[Ctx]):
         *,
         config: RunConfig | None = None,
         interpreter: Any = None,
+        allow_changed_definition: bool = False,
     ) -> AsyncIterator[AgentEvent]:
         """Continue a run from a saved ``state`` (see :mod:`helikon.snapshots`).
 
         The run picks up at the state's pending effect and emits the events
         that follow it. ``answer`` is the pending effect's result when you
         have it already — the human's ``ApprovalsGiven`` for a run suspended
-        in ``NeedsApproval``. The agent must be the one that produced the state.
+        in ``NeedsApproval``. The agent must be the one that produced the
+        state: a state started through the step API records its agent
+        definition's fingerprint, and another definition is refused unless
+        ``allow_changed_definition`` is true.
 
         Raises:
-            StepError: the state cannot be resumed (a reserved phase), or
-                ``answer`` does not answer its pending effect.
+            StepError: the state cannot be resumed (a reserved phase, a state
+                that does not fit this agent or its conversation, another
+                definition), or ``answer`` does not answer its pending effect.
         """
-        return resume_agent(self, ctx, state, answer, config=config, interpreter=interpreter)
+        return resume_agent(
+            self,
+            ctx,
+            state,
+            answer,
+            config=config,
+            interpreter=interpreter,
+            allow_changed_definition=allow_changed_definition,
+        )
 
     def make_env(
         self,
@@ -281,6 +296,7 @@ def resume_agent(
     *,
     config: RunConfig | None = None,
     interpreter: Any = None,
+    allow_changed_definition: bool = False,
 ) -> AsyncIterator[AgentEvent]:
     """``agent.resume(...)`` for any helikon agent (an LLM agent, a workflow, a swarm)."""
     run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
@@ -289,12 +305,15 @@ def resume_agent(
     # ``agent.run`` and the step API build): an approval answers only the ask
     # step, and the mode and rules still apply after it.
     env = environment(agent, run_ctx, interp, run_id=state.run_id, config=config)
+    check_definition(env, state, allow_changed_definition)
     machine = env.machine if env.machine is not None else LoopMachine(env.spec)
     if answer is not None:
         first = machine.step(state, answer).alt(_raise).unwrap()
     else:
         first = resumed(machine, state)
     return _run(agent, run_ctx, AgentInput(()), interp, config, first)
+
+
 async def _run_resolved(
     agent: LlmAgent[Any],
     ctx: RunContext[Any] | None,
@@ -336,6 +355,27 @@ def environment(agent: Any, ctx: RunContext[Any], interpreter: Any, **kw: Any) -
     entry point: ``agent.run``, ``agent.resume``, the step API)."""
     env: RunEnv = agent.make_env(ctx, interpreter, **kw)
     return compose(agent, env, interpreter)
+
+
+def check_definition(env: RunEnv, state: Any, allow: bool = False) -> None:
+    """Refuse to resume ``state`` with another agent definition than the one
+    its run was started with (when the state says: see
+    :attr:`helikon.loop.RunState.definition`).
+
+    Raises:
+        StepError: the fingerprints differ and ``allow`` is false.
+    """
+    saved = getattr(state, "definition", "")
+    owner = state.root.agent if isinstance(state, TreeState) else getattr(state, "agent", None)
+    if not saved or allow or owner != env.spec.name:  # another agent's state: the loop says so
+        return
+    current = fingerprint(env.spec, tree_of(env))
+    if saved != current:
+        raise StepError(
+            f"the state was saved by a run of another definition of agent {env.spec.name!r} "
+            f"({saved}, now {current}): its instructions, tools, model, output schema, handoffs or "
+            "governance changed. Pass allow_changed_definition=True to resume it anyway"
+        )
 
 
 def resumed(machine: Any, state: Any) -> Any:

@@ -39,6 +39,16 @@ class StateFormatError(HelikonError):
     their signature does not check out."""
 
 
+def _reason(exc: Exception) -> str:
+    """What is wrong, with the field path of every bad value."""
+    import cattrs  # only on this error path: ``import helikon`` stays light
+
+    if not isinstance(exc, cattrs.BaseValidationError):
+        return str(exc)
+    paths = cattrs.transform_error(exc, path="state")
+    return "; ".join(paths[:5]) + (f"; and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
 def _key(key: bytes | str) -> bytes:
     raw = key.encode() if isinstance(key, str) else key
     if len(raw) < 16:
@@ -106,10 +116,12 @@ def load_state(data: bytes | str, *, key: bytes | str | None = None) -> Any:
             f"state snapshot version {version!r} is not supported (this helikon reads {VERSION})"
         )
     kind = TreeState if envelope.get("machine") == "tree" else RunState
+    if "state" not in envelope:
+        raise StateFormatError("malformed state snapshot: it has no state")
     try:
         state: State = codec.structure(envelope["state"], kind)
     except Exception as exc:
-        raise StateFormatError(f"malformed state snapshot: {exc}") from exc
+        raise StateFormatError(f"malformed state snapshot: {_reason(exc)}") from exc
     return state
 
 

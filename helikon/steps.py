@@ -15,21 +15,25 @@ place that assembles it). Pass the same ``ctx`` to ``start``, ``advance`` and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+import attrs
 from returns.result import Failure, Success
 
-from helikon.agent import environment, resumed
+from helikon.agent import check_definition, environment, resumed
+from helikon.agents import TreeState
 from helikon.context import RunContext
 from helikon.effects import Effect, EffectResult
 from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
-from helikon.interpreters import LiveInterpreter, RunEnv
+from helikon.interpreters import LiveInterpreter, RecordingInterpreter, RunEnv
 from helikon.interpreters._drive import is_event, is_result
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
+from helikon.interpreters._recording import tree_of
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec
+from helikon.loop import AgentSpec, RunState
+from helikon.trace import fingerprint
 
 
 def prepare(agent: Any, ctx: RunContext[Any] | None = None, *, run_id: str = "run") -> RunEnv:
@@ -45,25 +49,55 @@ def prepare(agent: Any, ctx: RunContext[Any] | None = None, *, run_id: str = "ru
 
 
 def _machine(agent: Any, ctx: RunContext[Any] | None) -> Machine:
+    return _world(agent, ctx)[0]
+
+
+def _world(agent: Any, ctx: RunContext[Any] | None, run_id: str = "run") -> tuple[Machine, RunEnv | None]:
     if isinstance(agent, AgentSpec):
-        return LoopMachine(agent)
-    env = prepare(agent, ctx)
+        return LoopMachine(agent), None
+    env = prepare(agent, ctx, run_id=run_id)
     machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
-    return machine
+    return machine, env
 
 
 def start(
-    agent: Any, input: AgentInput | str, *, run_id: str, ctx: RunContext[Any] | None = None
+    agent: Any,
+    input: AgentInput | str,
+    *,
+    run_id: str,
+    ctx: RunContext[Any] | None = None,
+    recorder: RecordingInterpreter | None = None,
 ) -> OutcomeLike:
-    """Begin a run of ``agent`` (an agent, or an ``AgentSpec``) on ``input``."""
+    """Begin a run of ``agent`` (an agent, or an ``AgentSpec``) on ``input``.
+
+    The state records the fingerprint of the agent's definition, so that
+    :func:`pending` and ``agent.resume`` refuse to continue it with another.
+    With ``recorder``, the run is recorded as ``agent.run`` would record it:
+    pass the same recorder to :func:`perform` (as its interpreter) and to
+    :func:`advance`, and ``recorder.trace`` is the run's trace.
+    """
     if isinstance(input, str):
         input = AgentInput.from_user_text(input)
     depth = ctx.agent_depth if ctx is not None else 0
-    return _machine(agent, ctx).begin(input, RunId(run_id), depth)
+    machine, env = _world(agent, ctx, run_id)
+    outcome = machine.begin(input, RunId(run_id), depth)
+    state = outcome.state
+    if isinstance(state, RunState | TreeState):  # a bare workflow machine's state records none
+        stamp = fingerprint(agent) if env is None else fingerprint(env.spec, tree_of(env))
+        outcome = attrs.evolve(cast(Any, outcome), state=attrs.evolve(state, definition=stamp))
+    if recorder is not None:
+        recorder.new_run_id()  # a fresh recording
+        _observe(recorder, env, outcome)
+    return outcome
 
 
 def advance(
-    agent: Any, state: Any, result: EffectResult, *, ctx: RunContext[Any] | None = None
+    agent: Any,
+    state: Any,
+    result: EffectResult,
+    *,
+    ctx: RunContext[Any] | None = None,
+    recorder: RecordingInterpreter | None = None,
 ) -> OutcomeLike:
     """Feed ``result`` (the pending effect's result) and get the next outcome.
 
@@ -71,23 +105,51 @@ def advance(
         StepError: ``result`` does not answer the pending effect, or the run
             is already over.
     """
-    match _machine(agent, ctx).step(state, result):
+    machine, env = _world(agent, ctx, state.run_id)
+    match machine.step(state, result):
         case Success(outcome):
             stepped: OutcomeLike = outcome
+            if recorder is not None:
+                _observe(recorder, env, stepped)
             return stepped
         case Failure(error):
             raise error
     raise AssertionError("unreachable")
 
 
-def pending(agent: Any, state: Any, *, ctx: RunContext[Any] | None = None) -> Effect:
-    """The effect a stored ``state`` waits on (what to perform next).
+def _observe(recorder: RecordingInterpreter, env: RunEnv | None, outcome: OutcomeLike) -> None:
+    if env is None:
+        raise TypeError("recording a run needs the agent, not a bare AgentSpec")
+    recorder.observe(env, outcome)
+
+
+def pending(
+    agent: Any,
+    state: Any,
+    *,
+    ctx: RunContext[Any] | None = None,
+    allow_changed_definition: bool = False,
+) -> Effect:
+    """The effect a stored ``state`` waits on: what to perform next.
+
+    This is how a scheduler picks up a run it loaded with
+    :func:`helikon.load_state`; the effect is a function of the state, so
+    nothing else needs saving. The state must fit the agent: its own agent,
+    its conversation consistent, and (for a state begun by :func:`start`)
+    the same definition, unless ``allow_changed_definition``.
 
     Raises:
-        StepError: the state cannot be resumed with this agent.
+        StepError: the state cannot be resumed with this agent, naming why.
     """
-    effect: Effect = resumed(_machine(agent, ctx), state).effect
+    machine, env = _world(agent, ctx)
+    if env is not None:
+        check_definition(env, state, allow_changed_definition)
+    effect: Effect = resumed(machine, state).effect
     return effect
+
+
+#: :func:`pending` by the name the step API's documentation uses.
+pending_effect = pending
 
 
 async def perform(
@@ -118,4 +180,4 @@ async def perform(
     return tuple(events), result
 
 
-__all__ = ["advance", "pending", "perform", "prepare", "start"]
+__all__ = ["advance", "pending", "pending_effect", "perform", "prepare", "start"]

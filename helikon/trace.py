@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
-import cattrs
 import msgspec
-from cattrs import errors as cattrs_errors
 
 from helikon import codec
 from helikon.agents import Member, TreeSpec, WorkflowSpec
@@ -187,7 +185,9 @@ class Trace:
             }
             for step in self.steps
         ]
-        records.append({"kind": "end", "events": [codec.unstructure(e, AgentEvent) for e in self.final_events]})
+        records.append(
+            {"kind": "end", "events": [codec.unstructure(e, AgentEvent) for e in self.final_events]}
+        )
         lines.extend(texts.flush())
         for record in records:
             interned = texts.intern(record)
@@ -221,7 +221,9 @@ class Trace:
             try:
                 records.append((number, msgspec.json.decode(line)))
             except msgspec.DecodeError as exc:
-                raise TraceFormatError(f"{source}:{number}: not JSON ({exc}); is the file truncated?") from None
+                raise TraceFormatError(
+                    f"{source}:{number}: not JSON ({exc}); is the file truncated?"
+                ) from None
         if not records or not isinstance(records[0][1], dict) or records[0][1].get("kind") != "header":
             raise TraceFormatError(f"{source}:1: not a helikon trace (no header line)")
         head = records[0][1]
@@ -258,7 +260,7 @@ class Trace:
         header: TraceHeader | None = None
         number = 1
         try:
-            for number, raw in records:
+            for number, raw in records:  # noqa: B007 (``number`` names the line in the error)
                 if not isinstance(raw, dict):
                     raise ValueError("a line must be a JSON object")
                 kind = raw.get("kind")
@@ -419,7 +421,9 @@ def _resolve(value: Any, texts: dict[int, str]) -> Any:
 
 def _reason(exc: Exception) -> str:
     """A one-line reason, with the field path for a structuring error."""
-    if isinstance(exc, cattrs_errors.BaseValidationError):
+    import cattrs  # only on this error path: ``import helikon`` stays light
+
+    if isinstance(exc, cattrs.BaseValidationError):
         return "; ".join(cattrs.transform_error(exc, path="$")[:5])
     if isinstance(exc, KeyError):
         return f"missing key {exc}"

@@ -303,9 +303,18 @@ class _Workflow:
         *,
         config: RunConfig | None = None,
         interpreter: Any = None,
+        allow_changed_definition: bool = False,
     ) -> AsyncIterator[AgentEvent]:
         """Continue a run from a saved ``state`` (see ``LlmAgent.resume``)."""
-        return resume_agent(self, ctx, state, answer, config=config, interpreter=interpreter)
+        return resume_agent(
+            self,
+            ctx,
+            state,
+            answer,
+            config=config,
+            interpreter=interpreter,
+            allow_changed_definition=allow_changed_definition,
+        )
 
     def make_env(
         self,
@@ -518,9 +527,18 @@ class SwarmAgent:
         *,
         config: RunConfig | None = None,
         interpreter: Any = None,
+        allow_changed_definition: bool = False,
     ) -> AsyncIterator[AgentEvent]:
         """Continue a run from a saved ``state`` (see ``LlmAgent.resume``)."""
-        return resume_agent(self, ctx, state, answer, config=config, interpreter=interpreter)
+        return resume_agent(
+            self,
+            ctx,
+            state,
+            answer,
+            config=config,
+            interpreter=interpreter,
+            allow_changed_definition=allow_changed_definition,
+        )
 
     def make_env(self, ctx: RunContext[Any], interpreter: Any, **kw: Any) -> RunEnv:
         """Runs as its entry member; the agent tree counts the handoffs

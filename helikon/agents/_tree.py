@@ -204,6 +204,8 @@ class TreeState:
     """A tree run between two steps: the root node, children inside."""
 
     root: TreeNode
+    #: The run's definition fingerprint, as :attr:`helikon.loop.RunState.definition`.
+    definition: str = ""
 
     @property
     def run_id(self) -> RunId:
@@ -618,7 +620,7 @@ def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec) -> Step:
         root = _step_root(spec, state, result, events)
     except StepError as error:
         return Failure(error)
-    return Success(_outcome(TreeState(root), events))
+    return Success(_outcome(TreeState(root, state.definition), events))
 
 
 def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: list[AgentEvent]) -> TreeNode:

@@ -221,7 +221,9 @@ class ReplayInterpreter:
         headline = f"{type(effect).__name__} run live gave {_describe_results(recorded, seen, effect)}"
         if where:
             headline += f", in the sub-agent at {where}"
-        differences = diff(codec.unstructure(recorded, EffectResult), codec.unstructure(seen, EffectResult), "result")
+        differences = diff(
+            codec.unstructure(recorded, EffectResult), codec.unstructure(seen, EffectResult), "result"
+        )
         raise self._divergence(index, headline + " than the recording", differences)
 
     def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:

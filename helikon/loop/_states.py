@@ -156,6 +156,10 @@ class RunState:
         instructions: the system instructions of the current turn.
         strikes: consecutive tool rounds with invalid arguments so far.
         depth: how deeply this run is nested in handoffs and sub-agents.
+        definition: the fingerprint of the agent definition the run was
+            started with through the step API (see :mod:`helikon.steps`),
+            so a saved state is not resumed by another definition; empty
+            when unknown (then nothing is checked).
     """
 
     run_id: RunId
@@ -166,6 +170,7 @@ class RunState:
     instructions: str | None = None
     strikes: int = 0
     depth: int = 0
+    definition: str = ""
 
     @property
     def terminal(self) -> bool:

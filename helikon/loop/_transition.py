@@ -85,6 +85,7 @@ from helikon.items import (
 )
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._calls import ToolCallState, open_call, settled
+from helikon.loop._check import state_problems
 from helikon.loop._outcome import Outcome
 from helikon.loop._round import advance_round, round_effect
 from helikon.loop._spec import AgentSpec, HandoffSpec
@@ -161,6 +162,9 @@ def resume(state: RunState, spec: AgentSpec) -> Step:
     >>> resume(out.state, AgentSpec("a")).unwrap().effect == out.effect
     True
     """
+    problems = state_problems(state, spec)
+    if problems:
+        return Failure(StepError(f"the state does not fit agent {spec.name!r}: " + "; ".join(problems)))
     effect: Effect
     match state.phase:
         case CallingModel(turn=turn, rendered=False):

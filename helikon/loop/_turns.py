@@ -30,7 +30,17 @@ from helikon.loop._states import (
 from helikon.model import JsonSchema, ModelRequest, Usage
 
 #: The fields :func:`evolve` carries over; a test checks it is every field.
-EVOLVED_FIELDS = ("run_id", "agent", "phase", "conversation", "usage", "instructions", "strikes", "depth")
+EVOLVED_FIELDS = (
+    "run_id",
+    "agent",
+    "phase",
+    "conversation",
+    "usage",
+    "instructions",
+    "strikes",
+    "depth",
+    "definition",
+)
 
 
 def evolve(
@@ -54,6 +64,7 @@ def evolve(
         instructions=state.instructions,
         strikes=state.strikes if strikes is None else strikes,
         depth=state.depth,
+        definition=state.definition,
     )
 
 

@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--helikon-live-tools",
         action="store_true",
         default=False,
-        help="replay golden traces with tools and dynamic instructions run for real (catches tool regressions)",
+        help="replay goldens with tools and dynamic instructions run for real (catches their regressions)",
     )
 
 

@@ -118,7 +118,8 @@ def test_the_fingerprint_follows_the_definition() -> None:
         (b'{"kind": "header", "format": "helikon-trace", "version": 2}\n', "version 2 is not supported"),
         (
             b'{"kind": "header", "format": "helikon-trace", "version": 3, "agent": "a", "run_id": "r", '
-            b'"fingerprint": "f", "input": []}\n{"kind": "step", "index": 0}\n{"kind": "end", "events": []}\n',
+            b'"fingerprint": "f", "input": []}\n{"kind": "step", "index": 0}\n'
+            b'{"kind": "end", "events": []}\n',
             "<trace>:2: malformed trace line: missing key 'effect'",
         ),
         (
@@ -193,7 +194,9 @@ def test_a_truncated_trace_names_the_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "golden.jsonl"
 
     path.write_bytes(b"".join(lines[:-1]))
-    with pytest.raises(TraceFormatError, match=rf"golden.jsonl:{len(lines) - 1}: the trace ends without its end line"):
+    with pytest.raises(
+        TraceFormatError, match=rf"golden.jsonl:{len(lines) - 1}: the trace ends without its end line"
+    ):
         Trace.load(path)
 
     path.write_bytes(b"".join(lines[:-1]) + lines[-1][:20])

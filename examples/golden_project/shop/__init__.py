@@ -1,0 +1,1 @@
+"""A small shop's agents, tested with golden traces (see ../README.md)."""
