@@ -181,7 +181,7 @@ class AgentCoreServer(Generic[Ctx]):
             session_id = check_session_id(request.headers.get(SESSION_HEADER))
             invocation = parse_invocation(await _read_body(request, self.max_body_bytes))
             json_mode = wants_json(request.headers.get("accept"), invocation.stream)
-            async with self._locks.hold(session_id), _busy(self.ping):
+            async with self._locks.hold(session_id, receive), _busy(self.ping):
                 session = await _provide_session(self.sessions, session_id)
                 ctx = await _provide_context(self.context, request, session)
                 token = ctx.cancel.child()
@@ -192,6 +192,8 @@ class AgentCoreServer(Generic[Ctx]):
                     token.detach()
         except BadInvocation as bad:
             await _refuse(bad, scope, receive, send)
+        except _Abandoned:
+            return  # nobody to answer
 
     # -- the MCP protocol --------------------------------------------------------
 
@@ -267,29 +269,61 @@ class _Invocations:
         await self.server._invoke(scope, receive, send)
 
 
+class _Abandoned(Exception):
+    """The client went away while its invocation waited for its session."""
+
+
 @final
 class _SessionLocks:
-    """One lock per session id in use; forgotten when nobody holds or waits."""
+    """One lock per session id in use; forgotten when nobody holds or waits.
+
+    A client that goes away while its invocation waits for the lock is
+    dropped before its run starts, so its session gets no turn it never saw.
+    """
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[anyio.Lock, int]] = {}
 
     @asynccontextmanager
-    async def hold(self, session_id: str | None) -> AsyncIterator[None]:
+    async def hold(self, session_id: str | None, receive: Receive) -> AsyncIterator[None]:
         if session_id is None:
             yield
             return
         lock, users = self._locks.get(session_id) or (anyio.Lock(), 0)
         self._locks[session_id] = (lock, users + 1)
         try:
-            async with lock:
+            if not await _acquire(lock, receive):
+                raise _Abandoned
+            try:
                 yield
+            finally:
+                lock.release()
         finally:
             lock, users = self._locks[session_id]
             if users == 1:
                 del self._locks[session_id]
             else:
                 self._locks[session_id] = (lock, users - 1)
+
+
+async def _acquire(lock: anyio.Lock, receive: Receive) -> bool:
+    """Take ``lock``; ``False`` when the client disconnects first (the body is read)."""
+    if not lock.locked():
+        await lock.acquire()
+        return True
+    acquired = False
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            while (await receive()).get("type") != "http.disconnect":
+                pass
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        await lock.acquire()
+        acquired = True
+        group.cancel_scope.cancel()
+    return acquired
 
 
 @asynccontextmanager

@@ -712,3 +712,51 @@ def test_a_loopback_server_refuses_other_hosts_and_origins(mcp: bool) -> None:
 
     run(main)
     assert model.calls == (0 if mcp else 1)
+
+
+def test_a_client_gone_while_waiting_for_its_session_never_runs() -> None:
+    session = MemorySession()
+    model = MockModel([call_tools(("slow_report", {})), say("First done."), say("Third done.")])
+
+    async def main() -> None:
+        started, release = anyio.Event(), anyio.Event()
+
+        @tool
+        async def slow_report() -> str:
+            """Build the monthly report."""
+            started.set()
+            await release.wait()
+            return "report ready"
+
+        agent = LlmAgent(name="reporter", model=model, tools=[slow_report])
+        server = AgentCoreServer(agent, sessions=lambda sid: session if sid else None)
+        headers = {AGENTCORE_SESSION_HEADER: SESSION, **JSON}
+        answers: dict[str, str] = {}
+        async with anyio.create_task_group() as group:
+            url = await serving(server, group)
+
+            async def invoke(prompt: str) -> None:
+                async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+                    answer = await http.post("/invocations", json={"prompt": prompt})
+                    answers[prompt] = answer.json()["final_output"]
+
+            async with anyio.create_task_group() as calls:
+                calls.start_soon(invoke, "first")
+                await started.wait()
+                async with anyio.create_task_group() as impatient:
+                    impatient.start_soon(invoke, "second")
+                    await anyio.sleep(0.3)  # queued behind "first"
+                    impatient.cancel_scope.cancel()  # ... and gone
+                await anyio.sleep(0.2)
+                release.set()
+            await invoke("third")
+            group.cancel_scope.cancel()
+        assert answers == {"first": "First done.", "third": "Third done."}
+
+    run(main)
+    assert model.calls == 3  # "second" never reached the model
+    assert user_texts(model.requests[2].messages) == ["first", "third"]
+    assert [e.content[0].text for e in anyio.run(session.events) if isinstance(e, UserMessageEvent)] == [
+        "first",
+        "third",
+    ]
