@@ -184,6 +184,9 @@ class AgentCoreServer(Generic[Ctx]):
             async with self._locks.hold(session_id, receive), _busy(self.ping):
                 session = await _provide_session(self.sessions, session_id)
                 ctx = await _provide_context(self.context, request, session)
+                if session_id is not None and ctx.tracer.session_id is None:
+                    # Spans carry the conversation (session.id, gen_ai.conversation.id).
+                    ctx = ctx.with_tracer(ctx.tracer.with_session_id(session_id))
                 token = ctx.cancel.child()
                 try:
                     run = InvocationRun(self.agent, ctx.with_cancel(token), invocation.input, self.config)

@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp import types as mcp_types
 
-from helikon import LlmAgent, RunContext, tool
+from helikon import LlmAgent, RunContext, TracerHandle, tool
 from helikon.codec import unstructure
 from helikon.items import Item, TextPart, ToolCall, ToolResult, UserMessage
 from helikon.model import Usage
@@ -458,10 +458,19 @@ def test_provider_failures_are_answered_not_crashed() -> None:
 
 def test_the_context_provider_sees_the_request_and_its_session() -> None:
     seen: list[tuple[str | None, bool]] = []
+    traced: list[str | None] = []
+
+    class Tracer:
+        """Records the trace attributes each run is stamped with."""
+
+        def instrument(self, interpreter: Any, handle: TracerHandle) -> Any:
+            traced.append(handle.session_id)
+            return interpreter
 
     def context(request: Any, session: Any) -> RunContext[str]:
         seen.append((request.headers.get("x-tenant"), session is not None))
-        return RunContext.ephemeral(request.headers.get("x-tenant", "")).with_session(session)
+        ctx = RunContext.ephemeral(request.headers.get("x-tenant", "")).with_session(session)
+        return ctx.with_tracer(TracerHandle(tracer=Tracer()))
 
     server = AgentCoreServer(LlmAgent(name="any", model=MockModel([say("ok")])), context=context)
 
@@ -479,6 +488,7 @@ def test_the_context_provider_sees_the_request_and_its_session() -> None:
 
     run(main)
     assert seen == [("acme", True)]
+    assert traced == [SESSION]  # the AgentCore session id names the conversation in spans
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
