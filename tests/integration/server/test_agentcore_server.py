@@ -31,6 +31,7 @@ from helikon.server import AGENTCORE_SESSION_HEADER, AgentCoreError, AgentCoreSe
 from helikon.sessions import (
     MemorySession,
     SessionError,
+    SqliteSession,
     ToolCallRecorded,
     ToolResultRecorded,
     UserMessageEvent,
@@ -770,3 +771,37 @@ def test_a_client_gone_while_waiting_for_its_session_never_runs() -> None:
         "first",
         "third",
     ]
+
+
+def test_a_durable_session_outlives_the_container(tmp_path: Any) -> None:
+    """AgentCore stops containers without warning: with a SQLite provider a
+    new server (a new container) continues the conversation."""
+    database = str(tmp_path / "sessions.db")
+    SqliteSession.migrate(database)
+    models = [MockModel([say("Noted: Ada.")]), MockModel([say("You are Ada.")])]
+
+    opened: list[SqliteSession] = []
+
+    def provide(session_id: str | None) -> SqliteSession | None:
+        if session_id is None:
+            return None
+        opened.append(SqliteSession.open_without_migrate(database, session_id))
+        return opened[-1]
+
+    async def main() -> None:
+        for model, prompt in zip(models, ["I am Ada.", "Who am I?"], strict=True):
+            server = AgentCoreServer(LlmAgent(name="chat", model=model), sessions=provide)
+            async with anyio.create_task_group() as group:
+                url = await serving(server, group)
+                async with httpx.AsyncClient(base_url=url, headers=JSON) as http:
+                    answer = await http.post(
+                        "/invocations", json={"prompt": prompt}, headers={AGENTCORE_SESSION_HEADER: SESSION}
+                    )
+                    assert answer.status_code == 200, answer.text
+                group.cancel_scope.cancel()
+        for session in opened:
+            await session.aclose()
+
+    run(main)
+    assert len(opened) == 2
+    assert user_texts(models[1].requests[0].messages) == ["I am Ada.", "Who am I?"]
