@@ -368,6 +368,12 @@ async def _true(value: bool) -> bool:
     return value
 
 
+def waiting(server: AgentCoreServer[Any]) -> int:
+    """How many invocations of ``SESSION`` hold or wait for its lock (white box)."""
+    entry = server._locks._locks.get(SESSION)
+    return 0 if entry is None else entry[1]
+
+
 def test_bad_requests_get_clear_4xx_answers_and_the_server_keeps_serving() -> None:
     model = MockModel([say("Still here.")])
     server = AgentCoreServer(LlmAgent(name="guarded", model=model), max_body_bytes=1024)
@@ -602,7 +608,8 @@ def test_invocations_of_one_session_run_one_at_a_time() -> None:
                     calls.start_soon(invoke, "first")
                     await started.wait()
                     calls.start_soon(invoke, "second")
-                    await anyio.sleep(0.3)
+                    await wait_until(lambda: _true(waiting(server) == 2))
+                    await anyio.sleep(0.1)
                     assert model.calls == 1  # the second waits for the first's turn
                     release.set()
             group.cancel_scope.cancel()
@@ -756,7 +763,7 @@ def test_a_client_gone_while_waiting_for_its_session_never_runs() -> None:
                 await started.wait()
                 async with anyio.create_task_group() as impatient:
                     impatient.start_soon(invoke, "second")
-                    await anyio.sleep(0.3)  # queued behind "first"
+                    await wait_until(lambda: _true(waiting(server) == 2))  # queued behind "first"
                     impatient.cancel_scope.cancel()  # ... and gone
                 await anyio.sleep(0.2)
                 release.set()
