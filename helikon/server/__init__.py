@@ -1,18 +1,22 @@
-"""Serve helikon agents over HTTP, Server-Sent Events and WebSocket.
+"""Serve helikon agents over the network (the ``server`` extra: Starlette,
+Hypercorn).
 
-:class:`AgentServer` is an ASGI app (Starlette) with replayable runs: every
-run drains into an event log that one-shot, streaming and background
-requests, and later readers, all share. Runs execute in-process
-(:class:`InProcessRuns`) or on Temporal (``helikon.server.temporal``), so
-several replicas share durable runs. Serve it with Hypercorn under trio or
-asyncio (:meth:`AgentServer.serve`), or mount :meth:`AgentServer.app` in a
-Starlette/FastAPI app. The pieces that run an agent into a log and stream its
-frames are in :mod:`helikon.server._runs` (:func:`drive`, :class:`RunLog`,
-:func:`frames_of`, :func:`sse_message`).
+- :class:`AgentServer` is an ASGI app (Starlette) with replayable runs: every
+  run drains into an event log that one-shot, streaming and background
+  requests, and later readers, all share. Runs execute in-process
+  (:class:`InProcessRuns`) or on Temporal (``helikon.server.temporal``), so
+  several replicas share durable runs. Serve it with Hypercorn under trio or
+  asyncio (:meth:`AgentServer.serve`), or mount :meth:`AgentServer.app` in a
+  Starlette/FastAPI app. The pieces that run an agent into a log and stream
+  its frames are in :mod:`helikon.server._runs`. See ``docs/server.md``.
+- :class:`AgentCoreServer`: an agent behind AWS Bedrock AgentCore's Runtime
+  contract, over its HTTP protocol (``GET /ping``, ``POST /invocations``
+  with JSON or SSE answers, on port 8080) or its MCP protocol (``/mcp``,
+  port 8000). See ``docs/agentcore.md``.
 
 Needs the ``server`` extra: ``pip install 'paigasus-helikon[server]'``.
-See ``docs/server.md``.
 """
+
 
 try:
     import hypercorn  # noqa: F401
@@ -22,6 +26,15 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         "helikon.server needs Starlette and Hypercorn: pip install 'paigasus-helikon[server]'"
     ) from exc
 
+from helikon.server._agentcore import (
+    AgentCoreContext,
+    AgentCoreError,
+    AgentCoreServer,
+    AgentCoreSessions,
+    MemorySessions,
+)
+from helikon.server._agentcore_protocol import SESSION_HEADER as AGENTCORE_SESSION_HEADER
+from helikon.server._agentcore_protocol import PingState, PingStatus
 from helikon.server._backend import ApprovalRefused, Decision, RunBackend, RunHandle, RunNotFound, StartRun
 from helikon.server._local import InProcessRuns, LocalRun
 from helikon.server._providers import (
@@ -46,7 +59,12 @@ from helikon.server._runs import (
 from helikon.server._server import MAX_BODY_BYTES, AgentServer, serve_app
 
 __all__ = [
+    "AGENTCORE_SESSION_HEADER",
     "MAX_BODY_BYTES",
+    "AgentCoreContext",
+    "AgentCoreError",
+    "AgentCoreServer",
+    "AgentCoreSessions",
     "AgentServer",
     "ApprovalRefused",
     "Authenticator",
@@ -57,12 +75,15 @@ __all__ = [
     "InMemorySessions",
     "InProcessRuns",
     "LocalRun",
+    "MemorySessions",
     "Retention",
     "RunBackend",
     "RunHandle",
     "RunLog",
     "RunNotFound",
     "RunStatus",
+    "PingState",
+    "PingStatus",
     "SessionProvider",
     "StartRun",
     "drive",
