@@ -116,7 +116,7 @@ def eval_group() -> None:
 
 
 @eval_group.command(name="run")
-@click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("dataset", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @AGENTS_OPTION
 @click.option("--agent", "agent_name", required=True, help="The agent to evaluate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of a table.")
@@ -215,7 +215,7 @@ def trace_group() -> None:
 
 
 @trace_group.command(name="show")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def trace_show(file: Path) -> None:
     """Print FILE as a readable timeline: each effect, its result and the events it brought."""
     out = console()
@@ -224,8 +224,8 @@ def trace_show(file: Path) -> None:
 
 
 @trace_group.command(name="diff")
-@click.argument("expected", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("actual", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("expected", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("actual", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def trace_diff_command(expected: Path, actual: Path) -> None:
     """Compare two traces field by field (the diff replay divergences use). Exit 1 when they differ."""
     lines = trace_diff(Trace.load(expected), Trace.load(actual))
@@ -240,7 +240,7 @@ def trace_diff_command(expected: Path, actual: Path) -> None:
 
 
 @app.command()
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @AGENTS_OPTION
 @click.option("--agent", "agent_name", help="The agent to replay (default: the one the trace recorded).")
 @click.option("--loose", is_flag=True, help="Compare only effect kinds, turns and tool calls.")

@@ -30,6 +30,7 @@ from helikon.cli._render import EventPrinter, console
 from helikon.cli._sidecar import Sidecar, load_sidecar
 from helikon.context import RunContext
 from helikon.errors import HelikonError
+from helikon.events import AgentUpdated
 from helikon.sessions import MemorySession
 
 try:  # line editing and history where the platform has it
@@ -137,6 +138,8 @@ class Repl:
             try:
                 async for event in agent.run(ctx, text):
                     printer(event)
+                    if isinstance(event, AgentUpdated) and event.agent in sidecar.agents:
+                        self._follow(event.agent)
             finally:
                 signal.signal(signal.SIGINT, previous)
 
@@ -150,6 +153,11 @@ class Repl:
         if token.cancelled:
             printer.newline()
             self.err.print("[yellow]turn cancelled[/yellow]")
+
+    def _follow(self, agent: str) -> None:
+        """After a handoff the conversation goes on with the agent it went to."""
+        with self._lock:
+            self.agent = agent
 
     # -- commands ----------------------------------------------------------
 
