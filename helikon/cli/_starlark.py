@@ -93,6 +93,9 @@ class _Budget:
     def explain(self, message: str) -> str:
         if self.tripped:
             return f"the script {self.tripped}"
+        if "serde::serialize" in message:
+            kind = message.rsplit("on type", 1)[-1].strip(" `'\"")
+            return f"run(args) must return JSON values (None, bools, numbers, strings, lists, dicts), not a {kind}"
         return _first_lines(message)
 
 
