@@ -9,56 +9,56 @@ stderr; ``--debug`` (or ``HELIKON_DEBUG=1``) shows the traceback too.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import anyio
 import click
 import trio
 from rich.markup import escape
 
 from helikon.agent import LlmAgent
+from helikon.cli._options import AGENTS_OPTION, Failed, agent_name_of
 from helikon.cli._render import EventPrinter, console
 from helikon.cli._repl import Repl
-from helikon.cli._sidecar import Sidecar, load_sidecar
+from helikon.cli._sidecar import load_sidecar
 from helikon.cli._trace import timeline, trace_diff
 from helikon.context import RunContext
 from helikon.errors import HelikonError
 from helikon.evals import EvalDataset, EvalRun, SqliteTraceSink
 from helikon.interpreters import RecordingInterpreter, ReplayDivergence, ReplayInterpreter
 from helikon.items import AgentInput
-from helikon.mcp import McpAgentServer
 from helikon.trace import Trace
 
 _DEBUG = {"on": False}
 
-AGENTS_OPTION = click.option(
-    "--agents",
-    "agents_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("agents.toml"),
-    show_default=True,
-    help="The agents.toml sidecar.",
-)
+
+def _any(value: object) -> Any:
+    """``EvalRun``'s ``converter=tuple`` fields read as ``Iterable[_T_co]`` to mypy's attrs plugin."""
+    return value
 
 
-class Failed(click.ClickException):
-    """The command ran and its answer is no (exit 1); the message is already shown or given."""
+class _Lazy(click.Group):
+    """A group whose ``mcp`` subcommand is imported only when used: the MCP SDK
+    takes longer to import than everything else, and only ``mcp serve`` needs it."""
 
-    exit_code = 1
+    LAZY: ClassVar[dict[str, tuple[str, str]]] = {"mcp": ("helikon.cli._mcp", "mcp_group")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY:
+            module, attribute = self.LAZY[name]
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
+        return super().get_command(ctx, name)
 
 
-def _agent_name(sidecar: Sidecar, name: str | None) -> str:
-    if name is None:
-        return sidecar.default_agent
-    sidecar.agent(name)
-    return name
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Lazy, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="paigasus-helikon", prog_name="helikon")
 def app(debug: bool) -> None:
@@ -81,7 +81,7 @@ def run(agents_file: Path, agent_name: str | None, as_json: bool, record: Path |
     as they happen. Exit code 1 when the run fails.
     """
     sidecar = load_sidecar(agents_file)
-    agent = sidecar.build(_agent_name(sidecar, agent_name))
+    agent = sidecar.build(agent_name_of(sidecar, agent_name))
     printer = EventPrinter(console(), console(sys.stderr), json=as_json)
     recorder = RecordingInterpreter() if record is not None else None
 
@@ -107,7 +107,7 @@ def repl(agents_file: Path, agent_name: str | None) -> None:
     Ctrl-C cancels the turn in flight (not the session); Ctrl-D quits.
     """
     sidecar = load_sidecar(agents_file)
-    Repl(agents_file, sidecar, _agent_name(sidecar, agent_name)).loop()
+    Repl(agents_file, sidecar, agent_name_of(sidecar, agent_name)).loop()
 
 
 @app.group(name="eval")
@@ -141,7 +141,7 @@ def eval_run(
     score is below --fail-under; 2 on bad input.
     """
     sidecar = load_sidecar(agents_file)
-    name = _agent_name(sidecar, agent_name)
+    name = agent_name_of(sidecar, agent_name)
     sidecar.build(name)  # fail fast: a missing API key before any case runs
     sinks = []
     if trace_target is not None:
@@ -153,9 +153,9 @@ def eval_run(
     evaluation = EvalRun(
         dataset=cases,
         agent_factory=lambda case: sidecar.build(name, case.id),
-        evaluators=sidecar.eval.build(),
+        evaluators=_any(tuple(sidecar.eval.build())),
         concurrency=concurrency,
-        sinks=sinks,
+        sinks=_any(tuple(sinks)),
         name=f"{name} on {dataset.name}",
         progress=not as_json,
     )
@@ -174,39 +174,6 @@ def eval_run(
     if fail_under is not None and report.mean is not None and report.mean < fail_under:
         raise Failed(f"mean score {report.mean:.3f} is below --fail-under {fail_under:g}")
     err.print("[green]eval passed[/green]")
-
-
-@app.group(name="mcp")
-def mcp_group() -> None:
-    """Serve agents over the Model Context Protocol."""
-
-
-@mcp_group.command(name="serve")
-@AGENTS_OPTION
-@click.option("--agent", "agent_name", required=True, help="The agent to serve.")
-@click.option("--http", "http", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp (default: stdio).")
-def mcp_serve(agents_file: Path, agent_name: str, http: str | None) -> None:
-    """Serve one agent as an MCP server: one tool, named after it, taking {"input": text}.
-
-    Over stdio by default (for an MCP client that starts this command), or
-    streamable HTTP with --http.
-    """
-    sidecar = load_sidecar(agents_file)
-    name = _agent_name(sidecar, agent_name)
-    server = McpAgentServer(sidecar.build(name))
-    if http is None:
-        anyio.run(server.serve_stdio)
-        return
-    host, _, port = http.rpartition(":")
-    if not host or not port.isdigit():
-        raise click.BadParameter("must be HOST:PORT, e.g. 127.0.0.1:8000", param_hint="--http")
-
-    async def serve() -> None:
-        async with anyio.create_task_group() as group:
-            url = await group.start(server.serve_streamable_http, host, int(port))
-            console(sys.stderr).print(f"serving {escape(name)} at {url}")
-
-    anyio.run(serve, backend="asyncio")
 
 
 @app.group(name="trace")
@@ -256,7 +223,9 @@ def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool) -
     interpreter = ReplayInterpreter(trace, strict=not loose)
 
     async def go() -> None:
-        async for _ in agent.run(RunContext.ephemeral(None), AgentInput(trace.header.input), interpreter=interpreter):
+        async for _ in agent.run(
+            RunContext.ephemeral(None), AgentInput(trace.header.input), interpreter=interpreter
+        ):
             pass
 
     try:
@@ -295,7 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if _DEBUG["on"]:
             raise
-        err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))} (--debug shows where)")
+        err.print(
+            f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}"
+            " (--debug shows where)"
+        )
         return 2
 
 

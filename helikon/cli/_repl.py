@@ -13,6 +13,7 @@ its cancellation token, not the session.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -92,9 +93,13 @@ class Repl:
             self.sidecar = fresh
             self._watched = _stamps(fresh.files)
             if self.agent not in fresh.agents:
-                self.err.print(f"[yellow]agent {escape(self.agent)} is gone; now {fresh.default_agent}[/yellow]")
+                self.err.print(
+                    f"[yellow]agent {escape(self.agent)} is gone; now {fresh.default_agent}[/yellow]"
+                )
                 self.agent = fresh.default_agent
-        self.err.print(f"[green]reloaded {escape(self.path.name)} ({reason}): {', '.join(fresh.agent_names)}[/green]")
+        self.err.print(
+            f"[green]reloaded {escape(self.path.name)} ({reason}): {', '.join(fresh.agent_names)}[/green]"
+        )
         return True
 
     def _watch(self) -> None:
@@ -175,7 +180,9 @@ class Repl:
                 for name in sidecar.agent_names:
                     mark = "*" if name == current else " "
                     description = sidecar.agents[name].description
-                    self.out.print(f"{mark} {name}" + (f" - {description}" if description else ""), markup=False)
+                    self.out.print(
+                        f"{mark} {name}" + (f" - {description}" if description else ""), markup=False
+                    )
             case "agent":
                 name = rest.strip()
                 with self._lock:
@@ -203,13 +210,13 @@ class Repl:
         """Read, run, repeat, until /quit or end of input."""
         history = Path(os.environ.get("HELIKON_HISTORY", Path.home() / ".helikon_history"))
         if readline is not None:
-            try:
+            with contextlib.suppress(OSError):
                 readline.read_history_file(history)
-            except OSError:
-                pass
         watcher = threading.Thread(target=self._watch, name="helikon-reload", daemon=True)
         watcher.start()
-        self.out.print(f"helikon repl: {', '.join(self.sidecar.agent_names)}; /help for commands", markup=False)
+        self.out.print(
+            f"helikon repl: {', '.join(self.sidecar.agent_names)}; /help for commands", markup=False
+        )
         try:
             while True:
                 try:
@@ -230,10 +237,8 @@ class Repl:
         finally:
             self._stop.set()
             if readline is not None:
-                try:
+                with contextlib.suppress(OSError):
                     readline.write_history_file(history)
-                except OSError:
-                    pass
 
 
 __all__ = ["DEBOUNCE", "HELP", "Repl"]

@@ -21,7 +21,13 @@ import attrs
 import msgspec
 
 from helikon.agent import LlmAgent
-from helikon.cli._starlark import DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT, StarlarkLoadError, StarlarkTool, check_script
+from helikon.cli._starlark import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TIMEOUT,
+    StarlarkLoadError,
+    StarlarkTool,
+    check_script,
+)
 from helikon.errors import ConfigError
 from helikon.evals import (
     EvalCase,
@@ -86,7 +92,7 @@ def _live_model(spec: ModelSpec) -> Model:
     if names and not any(os.environ.get(name) for name in names):
         raise ConfigError(
             f"the {spec.provider} model {spec.id!r} needs an API key: set {' or '.join(names)} "
-            "(or use provider = \"mock\" to run without one)"
+            '(or use provider = "mock" to run without one)'
         )
     match spec.provider:
         case "openai":
@@ -97,7 +103,11 @@ def _live_model(spec: ModelSpec) -> Model:
         case "gemini":
             return GeminiModel.from_env(spec.id)
         case _:
-            return BedrockModel.converse(spec.id, region=spec.region) if spec.region else BedrockModel.converse(spec.id)
+            return (
+                BedrockModel.converse(spec.id, region=spec.region)
+                if spec.region
+                else BedrockModel.converse(spec.id)
+            )
 
 
 @attrs.frozen
@@ -264,7 +274,9 @@ class _Loader:
         except (OSError, UnicodeDecodeError) as exc:
             raise self.error(table, key, f"cannot read {found}: {exc}") from None
 
-    def keys(self, table: str, value: object, required: Sequence[str], optional: Sequence[str]) -> dict[str, Any]:
+    def keys(
+        self, table: str, value: object, required: Sequence[str], optional: Sequence[str]
+    ) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.error(table, None, "must be a table")
         for key in required:
@@ -304,7 +316,9 @@ class _Loader:
                     raise self.error(table, "tools", f"names {tool!r}, but there is no [tools.{tool}] table")
             for target in agent.handoffs:
                 if target not in agents:
-                    raise self.error(table, "handoffs", f"names {target!r}, but there is no [agents.{target}]")
+                    raise self.error(
+                        table, "handoffs", f"names {target!r}, but there is no [agents.{target}]"
+                    )
         self.check_cycles(agents)
         evaluation = self.evaluation(top.get("eval", {}))
         return Sidecar(self.path, agents, tools, evaluation, tuple(dict.fromkeys(self.files)))
@@ -321,7 +335,9 @@ class _Loader:
             filename, source = f"{self.path}[{table}]", self.text(table, "inline", body["inline"])
         params = body.get("params", {"type": "object", "properties": {}})
         if not isinstance(params, dict) or params.get("type") != "object":
-            raise self.error(table, "params", 'must be a JSON Schema object schema ({ type = "object", ... })')
+            raise self.error(
+                table, "params", 'must be a JSON Schema object schema ({ type = "object", ... })'
+            )
         max_steps = body.get("max_steps", DEFAULT_MAX_STEPS)
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
             raise self.error(table, "max_steps", "must be a positive integer")
@@ -333,8 +349,13 @@ class _Loader:
         except StarlarkLoadError as exc:
             raise self.error(table, "script" if "script" in body else "inline", str(exc)) from None
         return ToolDef(
-            name, self.text(table, "description", body["description"]), params, source, filename,
-            max_steps, float(timeout),
+            name,
+            self.text(table, "description", body["description"]),
+            params,
+            source,
+            filename,
+            max_steps,
+            float(timeout),
         )
 
     def agent(self, name: str, raw: object) -> AgentDef:
@@ -360,24 +381,30 @@ class _Loader:
             raise self.error(table, key, 'must be a table such as { provider = "openai", id = "gpt-5-mini" }')
         provider = raw.get("provider")
         if provider not in PROVIDERS:
-            raise self.error(table, f"{key}.provider", f"must be one of {', '.join(PROVIDERS)}, not {provider!r}")
+            raise self.error(
+                table, f"{key}.provider", f"must be one of {', '.join(PROVIDERS)}, not {provider!r}"
+            )
         where = f"{table}.{key}"
         if provider == "mock":
             body = self.keys(where, raw, ("provider",), ("script", "replies", "id"))
             if ("script" in body) == ("replies" in body):
-                raise self.error(table, key, 'a mock model takes exactly one of script = "file.json" or replies = [...]')
+                raise self.error(
+                    table, key, 'a mock model takes exactly one of script = "file.json" or replies = [...]'
+                )
             try:
                 if "script" in body:
                     found = self.relative(table, f"{key}.script", body["script"])
                     scripts = ScriptFile.load(found)
                 else:
-                    scripts = ScriptFile.from_data({"default": body["replies"]}, source=f"{self.path} [{where}]")
+                    scripts = ScriptFile.from_data(
+                        {"default": body["replies"]}, source=f"{self.path} [{where}]"
+                    )
             except ScriptFileError as exc:
                 raise self.error(table, key, str(exc)) from None
             return ModelSpec("mock", self.text(where, "id", body.get("id", "mock-model")), scripts=scripts)
         body = self.keys(where, raw, ("provider", "id"), ("api", "base_url", "region"))
         api = body.get("api", "chat")
-        if provider != "openai" and "api" in body or api not in ("chat", "responses"):
+        if (provider != "openai" and "api" in body) or api not in ("chat", "responses"):
             raise self.error(table, f"{key}.api", 'is "chat" or "responses", for provider = "openai" only')
         return ModelSpec(
             provider,
@@ -392,7 +419,7 @@ class _Loader:
 
         def visit(name: str, path: list[str]) -> None:
             if name in path:
-                cycle = [*path[path.index(name):], name]
+                cycle = [*path[path.index(name) :], name]
                 raise SidecarError(
                     f"{self.path}: handoff cycle detected: {' -> '.join(cycle)} "
                     f"([agents.{path[-1]}] handoffs); declare one-way handoff chains"
@@ -408,10 +435,14 @@ class _Loader:
 
     def evaluation(self, raw: object) -> EvalDef:
         body = self.keys("eval", raw, (), ("evaluators", "json_schema", "llm_judge"))
-        evaluators = self.names("eval", "evaluators", body.get("evaluators", ["exact_match", "tool_trajectory"]))
+        evaluators = self.names(
+            "eval", "evaluators", body.get("evaluators", ["exact_match", "tool_trajectory"])
+        )
         for name in evaluators:
             if name not in EVALUATORS:
-                raise self.error("eval", "evaluators", f"unknown evaluator {name!r} (known: {', '.join(EVALUATORS)})")
+                raise self.error(
+                    "eval", "evaluators", f"unknown evaluator {name!r} (known: {', '.join(EVALUATORS)})"
+                )
         schema: dict[str, Any] | None = None
         if "json_schema" in body or "json_schema" in evaluators:
             block = self.keys("eval.json_schema", body.get("json_schema"), ("schema",), ())
@@ -428,7 +459,11 @@ class _Loader:
             judge = self.model("eval.llm_judge", "model", block["model"])
             rubric = self.text("eval.llm_judge", "rubric", block["rubric"])
             threshold = block.get("threshold", 0.5)
-            if not isinstance(threshold, int | float) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+            if (
+                not isinstance(threshold, int | float)
+                or isinstance(threshold, bool)
+                or not 0 <= threshold <= 1
+            ):
                 raise self.error("eval.llm_judge", "threshold", "must be a number in [0, 1]")
         return EvalDef(evaluators, schema, judge, rubric, float(threshold))
 

@@ -95,7 +95,7 @@ class _Budget:
             return f"the script {self.tripped}"
         if "serde::serialize" in message:
             kind = message.rsplit("on type", 1)[-1].strip(" `'\"")
-            return f"run(args) must return JSON values (None, bools, numbers, strings, lists, dicts), not a {kind}"
+            return f"run(args) must return JSON values (null, bool, number, string, list, dict), not a {kind}"
         return _first_lines(message)
 
 

@@ -66,7 +66,12 @@ def test_the_books_example_loads_and_runs(tmp_path: Path) -> None:
     assert sidecar.agent_names == ("budgeting", "triage")
     assert sidecar.default_agent == "budgeting"  # alphabetically first, not first in the file
     assert sidecar.agents["triage"].instructions == "Classify the question and route it."
-    assert {p.name for p in sidecar.files} == {"agents.toml", "triage.md", "budgeting.json", "lookup_spending.star"}
+    assert {p.name for p in sidecar.files} == {
+        "agents.toml",
+        "triage.md",
+        "budgeting.json",
+        "lookup_spending.star",
+    }
     result = trio.run(collect, sidecar.build("triage").run(None, "How much did I spend?"))
     assert result.final_output == "You spent $412.50."
     outputs = [e.item.content for e in result.events if type(e).__name__ == "ToolOutputItem"]
@@ -127,24 +132,51 @@ def test_a_diamond_is_not_a_cycle(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        (f'[agents.a]\n{MOCK}\ntools = ["nope"]\n', "[agents.a] tools: names 'nope', but there is no [tools.nope]"),
-        (f'[agents.a]\n{MOCK}\nhandoffs = ["ghost"]\n', "[agents.a] handoffs: names 'ghost', but there is no [agents.ghost]"),
+        (
+            f'[agents.a]\n{MOCK}\ntools = ["nope"]\n',
+            "[agents.a] tools: names 'nope', but there is no [tools.nope]",
+        ),
+        (
+            f'[agents.a]\n{MOCK}\nhandoffs = ["ghost"]\n',
+            "[agents.a] handoffs: names 'ghost', but there is no [agents.ghost]",
+        ),
         (f"[agents.a]\n{MOCK}\ncolour = 1\n", "[agents.a] colour: unknown key"),
         ("[agents.a]\ndescription = 'x'\n", "[agents.a] model: is missing"),
-        ('[agents.a]\nmodel = { provider = "acme", id = "x" }\n', "[agents.a] model.provider: must be one of"),
-        ('[agents.a]\nmodel = { provider = "mock" }\n', "[agents.a] model: a mock model takes exactly one of"),
+        (
+            '[agents.a]\nmodel = { provider = "acme", id = "x" }\n',
+            "[agents.a] model.provider: must be one of",
+        ),
+        (
+            '[agents.a]\nmodel = { provider = "mock" }\n',
+            "[agents.a] model: a mock model takes exactly one of",
+        ),
         ('[agents.a]\nmodel = { provider = "mock", replies = [ { sai = "x" } ] }\n', "[agents.a] model:"),
-        (f'[agents.a]\n{MOCK}\ninstructions = {{ file = "missing.md" }}\n', "[agents.a] instructions.file: no such file"),
+        (
+            f'[agents.a]\n{MOCK}\ninstructions = {{ file = "missing.md" }}\n',
+            "[agents.a] instructions.file: no such file",
+        ),
         (f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\n", "[tools.t]: give exactly one of script"),
         (
-            f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\ninline = 'def run(a): return 1'\nscript = 'x.star'\n",
+            f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\ninline = 'x'\nscript = 'x.star'\n",
             "[tools.t]: give exactly one of script",
         ),
         (f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\ninline = 'x = 1'\n", "defines no run(args)"),
-        (f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\ninline = 'def run(:'\n", "[tools.t] inline: error"),
-        (f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\nscript = 'gone.star'\n", "[tools.t] script: no such file"),
-        (f"[agents.a]\n{MOCK}\n[eval]\nevaluators = ['vibes']\n", "[eval] evaluators: unknown evaluator 'vibes'"),
-        (f"[agents.a]\n{MOCK}\n[eval]\nevaluators = ['json_schema']\n", "[eval.json_schema]: must be a table"),
+        (
+            f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\ninline = 'def run(:'\n",
+            "[tools.t] inline: error",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\nscript = 'gone.star'\n",
+            "[tools.t] script: no such file",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[eval]\nevaluators = ['vibes']\n",
+            "[eval] evaluators: unknown evaluator 'vibes'",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[eval]\nevaluators = ['json_schema']\n",
+            "[eval.json_schema]: must be a table",
+        ),
         (f"[agents.a]\n{MOCK}\n[eval]\nevaluators = ['llm_judge']\n", "[eval.llm_judge]: must be a table"),
         ("[agents]\n", "[agents]: must hold at least one"),
         ("[agents.a\n", "not valid TOML"),
@@ -176,7 +208,11 @@ def test_a_missing_api_key_fails_fast_with_the_variable_named(
         """,
     )
     sidecar = load_sidecar(path)  # loading needs no key; building the agent does
-    for agent, variable in [("live", "OPENAI_API_KEY"), ("claude", "ANTHROPIC_API_KEY"), ("gem", "GEMINI_API_KEY")]:
+    for agent, variable in [
+        ("live", "OPENAI_API_KEY"),
+        ("claude", "ANTHROPIC_API_KEY"),
+        ("gem", "GEMINI_API_KEY"),
+    ]:
         with pytest.raises(SidecarError, match=f"\\[agents.{agent}\\] model: .*set {variable}"):
             sidecar.build(agent)
     with pytest.raises(SidecarError, match="OPENAI_API_KEY"):  # a handoff target's key too

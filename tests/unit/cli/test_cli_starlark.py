@@ -62,7 +62,7 @@ def test_deep_recursion_is_stopped() -> None:
 
 def test_the_wall_clock_limit_stops_a_slow_script() -> None:
     source = "def run(args):\n    for i in range(1000000000):\n        pass\n"
-    with pytest.raises(ToolError, match="ran longer than its 0.2 s limit"):
+    with pytest.raises(ToolError, match=r"ran longer than its 0\.2 s limit"):
         tool(source, max_steps=10**12, timeout=0.2).call({})
 
 
@@ -90,7 +90,10 @@ def test_python_internals_are_not_reachable_through_the_arguments() -> None:
     for attribute in ("__class__", "__globals__", "__dict__"):
         with pytest.raises(ToolError, match="not supported on type `dict`"):
             tool(f'def run(args):\n    return str(getattr(args, "{attribute}"))\n').call({"a": 1})
-    assert tool('def run(args):\n    return type(args) + "/" + type(args["a"])\n').call({"a": [1]}) == "dict/list"
+    assert (
+        tool('def run(args):\n    return type(args) + "/" + type(args["a"])\n').call({"a": [1]})
+        == "dict/list"
+    )
 
 
 def test_fail_is_a_tool_error_with_the_message() -> None:
@@ -99,7 +102,7 @@ def test_fail_is_a_tool_error_with_the_message() -> None:
 
 
 def test_a_result_that_is_not_json_is_a_tool_error() -> None:
-    with pytest.raises(ToolError, match="must return JSON values .*not a function"):
+    with pytest.raises(ToolError, match=r"must return JSON values .*not a function"):
         tool("def run(args):\n    return run\n").call({})
     with pytest.raises(ToolError, match="not a string"):
         tool("def run(args):\n    return {1: 2}\n").call({})
