@@ -1,4 +1,4 @@
-"""``helikon eval run``: the report and the exit codes (0 pass; 1 a failure or under --fail-under; 2 bad input)."""
+"""``helikon eval run``: the report and its exit codes (0 pass, 1 fail or under --fail-under, 2 bad input)."""
 
 from __future__ import annotations
 
