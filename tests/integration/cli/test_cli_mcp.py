@@ -39,7 +39,7 @@ def test_mcp_serve_over_stdio(tmp_path: Path) -> None:
                 assert tool.name == "triage" and tool.description == "Routes personal-finance questions"
                 answer = await client.call_tool("triage", {"input": "How much did I spend?"})
                 assert not answer.is_error and text(answer) == "You spent $412 in November."
-                # The scripted model is used up: the next call is an error result, and the server keeps serving.
+                # The scripted model is used up: the next call is an error result; the server goes on.
                 again = await client.call_tool("triage", {"input": "And again?"})
                 assert again.is_error and "no script left" in text(again)
                 bad = await client.call_tool("triage", {})
