@@ -1,4 +1,4 @@
-"""``helikon repl`` through a pseudo-terminal: streaming, slash commands, hot reload, a broken save, Ctrl-C."""
+"""``helikon repl`` in a pseudo-terminal: streaming, slash commands, hot reload, a broken save, Ctrl-C."""
 
 from __future__ import annotations
 
