@@ -39,7 +39,8 @@ def main() -> None:
     assert helikon("trace", "show", "triage.jsonl") == 0
     assert helikon("replay", "triage.jsonl", "--agents", sidecar) == 0
     cases = str(SIDECAR.parent / "cases.jsonl")
-    assert helikon("eval", "run", cases, "--agents", sidecar, "--agent", "budgeting", "--fail-under", "0.9") == 0
+    eval_args = ("eval", "run", cases, "--agents", sidecar, "--agent", "budgeting", "--fail-under", "0.9")
+    assert helikon(*eval_args) == 0
 
 
 if __name__ == "__main__":
