@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import GOLDEN, helikon, project, write
+from cli_support import GOLDEN, HELIKON, helikon, project, write
 
 pytestmark = pytest.mark.integration
 
@@ -122,6 +123,12 @@ def test_every_command_has_help(tmp_path: Path, command: tuple[str, ...]) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: helikon")
     assert "--help" in done.stdout
+
+
+def test_the_paigasus_helikon_alias_is_the_same_command(tmp_path: Path) -> None:
+    alias = HELIKON.with_name("paigasus-helikon")
+    done = subprocess.run([str(alias), "--help"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0 and "mcp" in done.stdout and "replay" in done.stdout
 
 
 def test_usage_errors_exit_2_without_a_traceback(tmp_path: Path) -> None:
