@@ -107,7 +107,9 @@ def repl(agents_file: Path, agent_name: str | None) -> None:
     Ctrl-C cancels the turn in flight (not the session); Ctrl-D quits.
     """
     sidecar = load_sidecar(agents_file)
-    Repl(agents_file, sidecar, agent_name_of(sidecar, agent_name)).loop()
+    name = agent_name_of(sidecar, agent_name)
+    sidecar.build(name)  # fail fast: a missing API key before the first prompt
+    Repl(agents_file, sidecar, name).loop()
 
 
 @app.group(name="eval")
