@@ -87,7 +87,11 @@ def test_a_missing_api_key_fails_fast(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "needs an API key: set OPENAI_API_KEY" in done.stderr
     assert "Traceback" not in done.stderr
-    for command in (("repl",), ("mcp", "serve", "--agent", "a"), ("eval", "run", "agents.toml", "--agent", "a")):
+    for command in (
+        ("repl",),
+        ("mcp", "serve", "--agent", "a"),
+        ("eval", "run", "agents.toml", "--agent", "a"),
+    ):
         early = helikon(*command, cwd=tmp_path)
         assert early.returncode == 2, command
         assert "set OPENAI_API_KEY" in early.stderr and "Traceback" not in early.stderr

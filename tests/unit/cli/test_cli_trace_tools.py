@@ -18,7 +18,9 @@ def test_a_golden_agrees_with_itself_and_has_a_timeline(name: str) -> None:
     trace = Trace.load(GOLDEN / name)
     assert trace_diff(trace, trace) == []
     lines = timeline(trace)
-    assert lines[0].startswith(f"agent {trace.header.agent}, run {trace.header.run_id}, {len(trace.steps)} steps")
+    assert lines[0].startswith(
+        f"agent {trace.header.agent}, run {trace.header.run_id}, {len(trace.steps)} steps"
+    )
     assert sum(line.startswith("#") for line in lines) == len(trace.steps)
 
 
