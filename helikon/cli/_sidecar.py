@@ -23,6 +23,7 @@ import msgspec
 from helikon.agent import LlmAgent
 from helikon.cli._starlark import (
     DEFAULT_MAX_STEPS,
+    DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT,
     StarlarkLoadError,
     StarlarkTool,
@@ -121,10 +122,18 @@ class ToolDef:
     filename: str
     max_steps: int = DEFAULT_MAX_STEPS
     timeout: float = DEFAULT_TIMEOUT
+    memory_mb: int = DEFAULT_MEMORY_MB
 
     def build(self) -> StarlarkTool:
         return StarlarkTool(
-            self.name, self.description, self.params, self.source, self.filename, self.max_steps, self.timeout
+            self.name,
+            self.description,
+            self.params,
+            self.source,
+            self.filename,
+            self.max_steps,
+            self.timeout,
+            self.memory_mb,
         )
 
 
@@ -325,7 +334,9 @@ class _Loader:
 
     def tool(self, name: str, raw: object) -> ToolDef:
         table = f"tools.{name}"
-        body = self.keys(table, raw, ("description",), ("params", "script", "inline", "max_steps", "timeout"))
+        body = self.keys(
+            table, raw, ("description",), ("params", "script", "inline", "max_steps", "timeout", "memory_mb")
+        )
         if ("script" in body) == ("inline" in body):
             raise self.error(table, None, "give exactly one of script = \"file.star\" or inline = '''...'''")
         if "script" in body:
@@ -341,6 +352,9 @@ class _Loader:
         max_steps = body.get("max_steps", DEFAULT_MAX_STEPS)
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
             raise self.error(table, "max_steps", "must be a positive integer")
+        memory_mb = body.get("memory_mb", DEFAULT_MEMORY_MB)
+        if not isinstance(memory_mb, int) or isinstance(memory_mb, bool) or memory_mb < 64:
+            raise self.error(table, "memory_mb", "must be an integer of at least 64 (MiB)")
         timeout = body.get("timeout", DEFAULT_TIMEOUT)
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise self.error(table, "timeout", "must be a positive number of seconds")
@@ -356,6 +370,7 @@ class _Loader:
             filename,
             max_steps,
             float(timeout),
+            memory_mb,
         )
 
     def agent(self, name: str, raw: object) -> AgentDef:

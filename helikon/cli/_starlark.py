@@ -1,20 +1,32 @@
 """Sidecar tools as sandboxed Starlark scripts (``starlark-pyo3``).
 
 A script defines ``run(args)``: ``args`` is the model's JSON arguments as a
-dict, the return value (any JSON value) is the tool's output. The sandbox is
-Starlark's own: no ``open``, no ``load``, no ``print``, no imports, no
-network, no clock; the ``json`` module is there. Every evaluation runs under
-a step cap (the interpreter's cancellation checkpoints, which it passes at
-least once per loop iteration and function call) and a wall-clock limit, so
-a runaway script ends with a :class:`~helikon.errors.ToolError` instead of
-wedging the process.
+dict, the return value (any JSON value) is the tool's output. Two layers
+keep a script in its box:
+
+- the language: Starlark has no ``open``, no ``load`` (disabled here), no
+  imports, no ``print``, no network and no clock; the ``json`` and
+  ``struct`` modules are the only extras;
+- the process: each call runs in a fresh child process
+  (:mod:`helikon.cli._starlark_worker`, which imports nothing of helikon)
+  under a step cap (the interpreter's checkpoints, passed at every loop
+  iteration and function call), a wall-clock limit, an address-space limit
+  and a CPU-time limit; the parent kills it when it overstays, and a
+  cancelled run kills it at once.
+
+A runaway or greedy script therefore ends as a
+:class:`~helikon.errors.ToolError` the model sees, never a wedged or
+exhausted CLI.
 """
 
 from __future__ import annotations
 
-import math
+import json
 import re
-import time
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, final
 
 import anyio
@@ -22,6 +34,7 @@ import attrs
 import starlark as sl
 
 from helikon._json import JsonObject, JsonValue
+from helikon.cli._starlark_worker import dialect, first_lines
 from helikon.context import ToolContext
 from helikon.errors import ToolError
 from helikon.model import ToolEffect
@@ -30,95 +43,82 @@ from helikon.model import ToolEffect
 DEFAULT_MAX_STEPS = 100_000
 #: The default wall-clock limit of one tool call, in seconds.
 DEFAULT_TIMEOUT = 5.0
-
-
-class StarlarkLoadError(Exception):
-    """A script does not parse or does not define ``run(args)``."""
-
-
+#: The default address-space limit of a tool call's process, in MiB.
+DEFAULT_MEMORY_MB = 512
+#: How long past its own limit a worker may take before it is killed (process start-up included).
+_GRACE = 5.0
+_WORKER = Path(__file__).with_name("_starlark_worker.py")
 _DEFINES_RUN = re.compile(r"^def\s+run\s*\(", re.MULTILINE)
 
 
-def _dialect() -> sl.Dialect:
-    dialect = sl.Dialect.standard()
-    dialect.enable_load = False
-    return dialect
+class StarlarkLoadError(Exception):
+    """A script does not parse, fails when evaluated, or does not define ``run(args)``."""
 
 
-def _globals() -> sl.Globals:
-    return sl.Globals.extended_by([sl.LibraryExtension.Json, sl.LibraryExtension.StructType])
+def _command() -> list[str]:
+    # -I: isolated (no user site-packages, no PYTHON* variables, no script directory games).
+    return [sys.executable, "-I", str(_WORKER)]
+
+
+def _request(tool: StarlarkTool | None, filename: str, source: str, args: JsonObject | None) -> bytes:
+    max_steps, timeout, memory = (
+        (tool.max_steps, tool.timeout, tool.memory_mb)
+        if tool
+        else (DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT, DEFAULT_MEMORY_MB)
+    )
+    request = {
+        "filename": filename,
+        "source": source,
+        "call": args is not None,
+        "args": args or {},
+        "max_steps": max_steps,
+        "timeout": timeout,
+        "memory_mb": memory,
+    }
+    return json.dumps(request).encode()
+
+
+def _answer(returncode: int, stdout: bytes, stderr: bytes, memory_mb: int) -> dict[str, Any]:
+    """The worker's answer, or an error saying how its process ended."""
+    if returncode == 0:
+        try:
+            answer: dict[str, Any] = json.loads(stdout)
+            return answer
+        except ValueError:
+            pass
+    if returncode in (-signal.SIGABRT, -signal.SIGSEGV) or b"memory allocation" in stderr:
+        return {"error": f"the script ran out of memory (its limit is {memory_mb} MB)"}
+    if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return {"error": "the script used up its CPU time"}
+    last = stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+    return {"error": f"the script's process failed (exit code {returncode}): {last[0]}"}
 
 
 def check_script(filename: str, source: str) -> None:
-    """Parse ``source`` and check that it defines ``run``; raises :class:`StarlarkLoadError`."""
+    """Check that ``source`` parses, evaluates and defines ``run``; raises :class:`StarlarkLoadError`.
+
+    Parsing happens here; the module's top-level code is evaluated in a
+    worker process under the default limits, like a call.
+    """
     try:
-        ast = sl.parse(filename, source, _dialect())
+        sl.parse(filename, source, dialect())
     except sl.StarlarkError as exc:
-        raise StarlarkLoadError(_first_lines(str(exc))) from None
-    module = sl.Module()
-    budget = _Budget(DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT)
-    try:
-        sl.eval_with(budget.options(), module, ast, _globals())
-    except sl.StarlarkError as exc:
-        raise StarlarkLoadError(budget.explain(str(exc))) from None
+        raise StarlarkLoadError(first_lines(str(exc))) from None
     if not _DEFINES_RUN.search(source):
         raise StarlarkLoadError(f"{filename}: the script defines no run(args) function")
+    done = _run_worker(_request(None, filename, source, None), DEFAULT_TIMEOUT)
+    answer = _answer(done.returncode, done.stdout, done.stderr, DEFAULT_MEMORY_MB)
+    if "error" in answer:
+        raise StarlarkLoadError(str(answer["error"]))
 
 
-@attrs.define
-class _Budget:
-    """The step cap and deadline of one evaluation, checked at each checkpoint."""
-
-    max_steps: int
-    timeout: float
-    steps: int = 0
-    deadline: float = math.inf
-    tripped: str = ""
-    cancelled: Any = None
-
-    def options(self) -> sl.EvalOptions:
-        self.deadline = time.monotonic() + self.timeout
-        return sl.EvalOptions(check_cancelled=self._check, max_callstack_size=200)
-
-    def _check(self) -> bool:
-        self.steps += 1
-        if self.steps > self.max_steps:
-            self.tripped = f"exceeded its step cap of {self.max_steps} steps (a runaway loop?)"
-        elif time.monotonic() > self.deadline:
-            self.tripped = f"ran longer than its {self.timeout:g} s limit"
-        elif self.cancelled is not None and self.cancelled():
-            self.tripped = "was cancelled"
-        return bool(self.tripped)
-
-    def explain(self, message: str) -> str:
-        if self.tripped:
-            return f"the script {self.tripped}"
-        if "serde::serialize" in message:
-            kind = message.rsplit("on type", 1)[-1].strip(" `'\"")
-            return f"run(args) must return JSON values (null, bool, number, string, list, dict), not a {kind}"
-        return _first_lines(message)
-
-
-def _first_lines(message: str) -> str:
-    """Starlark's message without the long traceback: the error lines and the location."""
-    lines = [line for line in message.splitlines() if line.strip()]
-    keep = [line for line in lines if line.startswith(("error:", " -->"))]
-    return " ".join(part.strip() for part in keep) if keep else (lines[-1] if lines else message)
-
-
-def _to_json(value: object, where: str = "the result") -> JsonValue:
-    match value:
-        case None | bool() | int() | str():
-            return value
-        case float() if math.isfinite(value):
-            return value
-        case list() | tuple():
-            return [_to_json(item, where) for item in value]
-        case dict():
-            if not all(isinstance(key, str) for key in value):
-                raise ToolError(f"{where} has a dict key that is not a string")
-            return {key: _to_json(item, where) for key, item in value.items()}
-    raise ToolError(f"{where} is not JSON: a {type(value).__name__}")
+def _run_worker(request: bytes, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(
+            _command(), input=request, capture_output=True, timeout=timeout + _GRACE, env={}
+        )
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(_command(), -signal.SIGKILL, b"", b"")
 
 
 @final
@@ -126,8 +126,8 @@ def _to_json(value: object, where: str = "the result") -> JsonValue:
 class StarlarkTool:
     """A :class:`~helikon.protocols.Tool` whose body is a Starlark script.
 
-    Each call parses and evaluates the script afresh in a worker thread (a
-    script keeps no state between calls), then calls ``run(args)``.
+    Each call evaluates the script afresh in its own process (a script keeps
+    no state between calls), then calls ``run(args)``.
     """
 
     name: str
@@ -137,25 +137,38 @@ class StarlarkTool:
     filename: str
     max_steps: int = DEFAULT_MAX_STEPS
     timeout: float = DEFAULT_TIMEOUT
+    memory_mb: int = DEFAULT_MEMORY_MB
     effect: ToolEffect = ToolEffect.READ_ONLY
     output_schema: JsonObject | None = None
 
     async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue:
-        cancel = ctx.cancel
-        return await anyio.to_thread.run_sync(lambda: self.call(args, lambda: cancel.cancelled))
+        request = _request(self, self.filename, self.source, args)
+        with ctx.cancel.scope() as scope, anyio.move_on_after(self.timeout + _GRACE) as timer:
+            done = await anyio.run_process(_command(), input=request, check=False, env={})
+        if scope.cancelled_caught:
+            raise ToolError(f"tool {self.name!r}: the script was cancelled")
+        if timer.cancelled_caught:
+            return self._result(-signal.SIGKILL, b"", b"")
+        return self._result(done.returncode, done.stdout, done.stderr)
 
-    def call(self, args: JsonObject, cancelled: Any = None) -> JsonValue:
-        """Run the script synchronously (what :meth:`invoke` does in a thread)."""
-        budget = _Budget(self.max_steps, self.timeout, cancelled=cancelled)
-        try:
-            ast = sl.parse(self.filename, self.source, _dialect())
-            module = sl.Module()
-            sl.eval_with(budget.options(), module, ast, _globals())
-            frozen = module.freeze()
-            result = frozen.call_with(budget.options(), "run", dict(args)).value
-        except sl.StarlarkError as exc:
-            raise ToolError(f"tool {self.name!r}: {budget.explain(str(exc))}") from None
-        return _to_json(result, f"tool {self.name!r}: run(args) returned a value that")
+    def call(self, args: JsonObject) -> JsonValue:
+        """Run the script synchronously (what :meth:`invoke` does, without cancellation)."""
+        done = _run_worker(_request(self, self.filename, self.source, args), self.timeout)
+        return self._result(done.returncode, done.stdout, done.stderr)
+
+    def _result(self, returncode: int, stdout: bytes, stderr: bytes) -> JsonValue:
+        answer = _answer(returncode, stdout, stderr, self.memory_mb)
+        if "error" in answer:
+            raise ToolError(f"tool {self.name!r}: {answer['error']}")
+        result: JsonValue = answer["ok"]
+        return result
 
 
-__all__ = ["DEFAULT_MAX_STEPS", "DEFAULT_TIMEOUT", "StarlarkLoadError", "StarlarkTool", "check_script"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "DEFAULT_MEMORY_MB",
+    "DEFAULT_TIMEOUT",
+    "StarlarkLoadError",
+    "StarlarkTool",
+    "check_script",
+]

@@ -5,11 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import anyio
 import pytest
 
+from helikon.cancel import CancellationToken
 from helikon.cli import StarlarkTool
 from helikon.cli._starlark import StarlarkLoadError, check_script
+from helikon.context import Actions, SessionState, ToolContext, TracerHandle
 from helikon.errors import ToolError
+from helikon.ids import CallId, RunId
 
 
 def tool(source: str, **options: Any) -> StarlarkTool:
@@ -108,10 +112,41 @@ def test_a_result_that_is_not_json_is_a_tool_error() -> None:
         tool("def run(args):\n    return {1: 2}\n").call({})
 
 
-def test_a_cancelled_run_stops_the_script() -> None:
+def tool_ctx(cancel: CancellationToken) -> ToolContext[None]:
+    return ToolContext(None, SessionState(), Actions(), cancel, TracerHandle(), CallId("c1"), RunId("r1"), "tester")
+
+
+def test_invoke_runs_the_script_and_a_cancelled_run_kills_it() -> None:
     source = "def run(args):\n    for i in range(1000000000):\n        pass\n"
-    with pytest.raises(ToolError, match="was cancelled"):
-        tool(source, max_steps=10**12).call({}, lambda: True)
+
+    async def main() -> None:
+        assert await tool("def run(args):\n    return args\n").invoke(tool_ctx(CancellationToken()), {"a": 1}) == {
+            "a": 1
+        }
+        token = CancellationToken()
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: anyio.sleep(0.5))
+
+            async def cancel_soon() -> None:
+                await anyio.sleep(0.5)
+                token.cancel()
+
+            group.start_soon(cancel_soon)
+            with pytest.raises(ToolError, match="the script was cancelled"):
+                await tool(source, max_steps=10**12, timeout=60).invoke(tool_ctx(token), {})
+        assert time.monotonic() - started < 10
+
+    anyio.run(main)
+
+
+def test_a_script_that_allocates_without_end_runs_out_of_memory_not_the_cli() -> None:
+    for source in (
+        "def run(args):\n    return len([0] * (1 << 29))\n",
+        'def run(args):\n    return len("x" * (1 << 28))\n',
+    ):
+        with pytest.raises(ToolError, match=r"ran out of memory \(its limit is 256 MB\)"):
+            tool(source, memory_mb=256).call({})
 
 
 def test_scripts_keep_no_state_between_calls() -> None:
