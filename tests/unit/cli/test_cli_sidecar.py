@@ -170,6 +170,14 @@ def test_a_diamond_is_not_a_cycle(tmp_path: Path) -> None:
             "[tools.t] script: no such file",
         ),
         (
+            f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\ninline = 'x'\nmemory_mb = 1\n",
+            "memory_mb: must",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[tools.t]\ndescription = 'd'\ninline = 'x'\nmax_steps = 0\n",
+            "max_steps: must",
+        ),
+        (
             f"[agents.a]\n{MOCK}\n[eval]\nevaluators = ['vibes']\n",
             "[eval] evaluators: unknown evaluator 'vibes'",
         ),

@@ -113,16 +113,18 @@ def test_a_result_that_is_not_json_is_a_tool_error() -> None:
 
 
 def tool_ctx(cancel: CancellationToken) -> ToolContext[None]:
-    return ToolContext(None, SessionState(), Actions(), cancel, TracerHandle(), CallId("c1"), RunId("r1"), "tester")
+    return ToolContext(
+        None, SessionState(), Actions(), cancel, TracerHandle(), CallId("c1"), RunId("r1"), "tester"
+    )
 
 
 def test_invoke_runs_the_script_and_a_cancelled_run_kills_it() -> None:
     source = "def run(args):\n    for i in range(1000000000):\n        pass\n"
 
     async def main() -> None:
-        assert await tool("def run(args):\n    return args\n").invoke(tool_ctx(CancellationToken()), {"a": 1}) == {
-            "a": 1
-        }
+        assert await tool("def run(args):\n    return args\n").invoke(
+            tool_ctx(CancellationToken()), {"a": 1}
+        ) == {"a": 1}
         token = CancellationToken()
         started = time.monotonic()
         async with anyio.create_task_group() as group:
