@@ -86,7 +86,11 @@ def _answer(returncode: int, stdout: bytes, stderr: bytes, memory_mb: int) -> di
             return answer
         except ValueError:
             pass
-    if returncode in (-signal.SIGABRT, -signal.SIGSEGV) or b"memory allocation" in stderr:
+    if (
+        returncode in (-signal.SIGABRT, -signal.SIGSEGV)
+        or b"memory allocation" in stderr
+        or b"out of memory" in stderr
+    ):
         return {"error": f"the script ran out of memory (its limit is {memory_mb} MB)"}
     if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         return {"error": "the script used up its CPU time"}

@@ -151,6 +151,18 @@ def test_a_script_that_allocates_without_end_runs_out_of_memory_not_the_cli() ->
             tool(source, memory_mb=256).call({})
 
 
+def test_a_greedy_or_endless_top_level_is_rejected_when_the_sidecar_loads() -> None:
+    with pytest.raises(StarlarkLoadError, match="ran out of memory"):
+        check_script("t.star", "x = [0] * (1 << 29)\ndef run(args):\n    return 1\n")
+    with pytest.raises(StarlarkLoadError, match="step cap"):
+        check_script(
+            "t.star",
+            "def f():\n    for i in range(1 << 30):\n        pass\nf()\ndef run(args):\n    return 1\n",
+        )
+    with pytest.raises(StarlarkLoadError, match="ran out of memory"):
+        check_script("t.star", "x = [i for i in range(1000000000)]\ndef run(args):\n    return 1\n")
+
+
 def test_scripts_keep_no_state_between_calls() -> None:
     source = "seen = []\ndef run(args):\n    seen.append(1)\n    return len(seen)\n"
     t = tool(source)
