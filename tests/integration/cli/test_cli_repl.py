@@ -177,6 +177,69 @@ def test_ctrl_c_cancels_the_turn_not_the_session(tmp_path: Path) -> None:
             child.terminate(force=True)
 
 
+SPINNER = """
+[agents.spinner]
+model = { provider = "mock", replies = [ { call = [ { name = "spin" } ] }, { say = "never" } ] }
+tools = ["spin"]
+
+[agents.zzz]
+model = { provider = "mock", replies = [ { say = "still here" } ] }
+
+[tools.spin]
+description = "Spins"
+max_steps = 1000000000000
+timeout = 120
+inline = '''
+def run(args):
+    for i in range(1000000000):
+        for j in range(1000000000):
+            pass
+'''
+"""
+
+
+def workers_in(directory: Path) -> list[int]:
+    """The Starlark worker processes running in ``directory``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (
+                b"_starlark_worker.py" in (proc / "cmdline").read_bytes()
+                and (proc / "cwd").resolve() == directory
+            ):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_during_a_starlark_tool_kills_its_worker(tmp_path: Path) -> None:
+    write(tmp_path, "agents.toml", SPINNER)
+    child = pexpect.spawn(
+        str(HELIKON), ["repl"], cwd=str(tmp_path), env=env(tmp_path), encoding="utf-8", timeout=30
+    )
+    try:
+        child.expect_exact("spinner> ")
+        ask(child, "spin")
+        child.expect_exact("→ spin({})")
+        deadline = time.monotonic() + 10
+        while not workers_in(tmp_path):  # the worker is running the loop
+            assert time.monotonic() < deadline, "no Starlark worker started"
+            time.sleep(0.05)
+        started = time.monotonic()
+        child.sendintr()
+        child.expect_exact("turn cancelled")
+        assert time.monotonic() - started < 20
+        child.expect_exact("spinner> ")
+        assert workers_in(tmp_path) == []
+        ask(child, "/agent zzz")
+        ask(child, "hello")
+        child.expect_exact("still here")
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
 def test_history_is_kept_between_sessions(tmp_path: Path) -> None:
     write(tmp_path, "agents.toml", sidecar("first version"))
     for line in ("hello", "/quit"):
