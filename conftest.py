@@ -12,6 +12,8 @@ if importlib.util.find_spec("psycopg") is None:
     collect_ignore_glob.append("helikon/sessions/_postgres.py")
 if importlib.util.find_spec("mcp") is None:
     collect_ignore_glob.append("helikon/mcp/*")
+if importlib.util.find_spec("click") is None or importlib.util.find_spec("starlark") is None:
+    collect_ignore_glob.append("helikon/cli/*")
 if importlib.util.find_spec("redis") is None:
     collect_ignore_glob.append("helikon/sessions/_redis.py")
 

@@ -43,6 +43,12 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "mcp_agent_server.py": ("HTTP answer: You spent $412", "stdio answer: You spent $412"),
     "coding_agent.py": ("FAILED (failures=1)", "OK\n", "denied: ../../etc/passwd", "Both tests pass now."),
     "custom_interpreter.py": ("2 + 3 = 5",),
+    "cli_tour.py": (
+        "⇢ handoff: triage -> budgeting",
+        "#1 ExecuteTools lookup_spending -> ToolsExecuted",
+        "replay matches the recording (4 steps)",
+        "mean 1.00; 0 skipped score(s): PASSED",
+    ),
     "observability.py": (
         "invoke_agent triage  [in=425 out=55]",
         "    invoke_agent investing specialist  [in=330 out=43]",

@@ -1,0 +1,276 @@
+"""The ``helikon`` command tree (click), and :func:`main`, its entry point.
+
+Exit codes: 0 success; 1 the thing checked said no (a failed run, an eval
+that did not pass or missed ``--fail-under``, a replay that diverged, traces
+that differ); 2 bad usage or bad input (a sidecar, dataset or trace that is
+not valid, a missing API key); 130 interrupted. Errors are one line on
+stderr; ``--debug`` (or ``HELIKON_DEBUG=1``) shows the traceback too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import click
+import trio
+from rich.markup import escape
+
+from helikon.agent import LlmAgent
+from helikon.cli._options import AGENTS_OPTION, Failed, agent_name_of
+from helikon.cli._render import EventPrinter, console
+from helikon.cli._repl import Repl
+from helikon.cli._sidecar import load_sidecar
+from helikon.cli._trace import timeline, trace_diff
+from helikon.context import RunContext
+from helikon.errors import HelikonError
+from helikon.evals import EvalDataset, EvalRun, SqliteTraceSink
+from helikon.interpreters import RecordingInterpreter, ReplayDivergence, ReplayInterpreter
+from helikon.items import AgentInput
+from helikon.trace import Trace
+
+_DEBUG = {"on": False}
+
+
+def _any(value: object) -> Any:
+    """``EvalRun``'s ``converter=tuple`` fields read as ``Iterable[_T_co]`` to mypy's attrs plugin."""
+    return value
+
+
+class _Lazy(click.Group):
+    """A group whose ``mcp`` subcommand is imported only when used: the MCP SDK
+    takes longer to import than everything else, and only ``mcp serve`` needs it."""
+
+    LAZY: ClassVar[dict[str, tuple[str, str]]] = {"mcp": ("helikon.cli._mcp", "mcp_group")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY:
+            module, attribute = self.LAZY[name]
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Lazy, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.version_option(package_name="paigasus-helikon", prog_name="helikon")
+def app(debug: bool) -> None:
+    """Run, chat with, evaluate and serve the agents an agents.toml sidecar declares."""
+    _DEBUG["on"] = _DEBUG["on"] or debug
+
+
+@app.command()
+@AGENTS_OPTION
+@click.option("--agent", "agent_name", help="The agent to run (default: the alphabetically first).")
+@click.option("--json", "as_json", is_flag=True, help="Print the event stream as JSON lines.")
+@click.option(
+    "--record", type=click.Path(dir_okay=False, path_type=Path), help="Record the run as a trace file."
+)
+@click.argument("prompt")
+def run(agents_file: Path, agent_name: str | None, as_json: bool, record: Path | None, prompt: str) -> None:
+    """Run one agent once on PROMPT, streaming what it does.
+
+    Text streams as it comes; tool calls, their outputs and handoffs are shown
+    as they happen. Exit code 1 when the run fails.
+    """
+    sidecar = load_sidecar(agents_file)
+    agent = sidecar.build(agent_name_of(sidecar, agent_name))
+    printer = EventPrinter(console(), console(sys.stderr), json=as_json)
+    recorder = RecordingInterpreter() if record is not None else None
+
+    async def go() -> None:
+        async for event in agent.run(RunContext.ephemeral(None), prompt, interpreter=recorder):
+            printer(event)
+
+    trio.run(go)
+    if recorder is not None and record is not None:
+        recorder.trace.dump(record)
+        printer.err.print(f"[dim]recorded {escape(str(record))}[/dim]")
+    if printer.failed:
+        raise Failed("the run failed")
+
+
+@app.command()
+@AGENTS_OPTION
+@click.option("--agent", "agent_name", help="The agent to start with (default: the alphabetically first).")
+def repl(agents_file: Path, agent_name: str | None) -> None:
+    """Chat with the sidecar's agents; saving the sidecar reloads it.
+
+    Slash commands: /agent NAME, /agents, /reload, /reset, /help, /quit.
+    Ctrl-C cancels the turn in flight (not the session); Ctrl-D quits.
+    """
+    sidecar = load_sidecar(agents_file)
+    name = agent_name_of(sidecar, agent_name)
+    sidecar.build(name)  # fail fast: a missing API key before the first prompt
+    Repl(agents_file, sidecar, name).loop()
+
+
+@app.group(name="eval")
+def eval_group() -> None:
+    """Evaluate a sidecar agent on a dataset."""
+
+
+@eval_group.command(name="run")
+@click.argument("dataset", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@AGENTS_OPTION
+@click.option("--agent", "agent_name", required=True, help="The agent to evaluate.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of a table.")
+@click.option("--fail-under", type=click.FloatRange(0, 1), help="Exit 1 when the mean score is below this.")
+@click.option("--trace", "trace_target", metavar="sqlite:PATH", help="Record the run in a SQLite database.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report here.")
+@click.option("--concurrency", type=click.IntRange(1), default=1, show_default=True, help="Cases at once.")
+def eval_run(
+    dataset: Path,
+    agents_file: Path,
+    agent_name: str,
+    as_json: bool,
+    fail_under: float | None,
+    trace_target: str | None,
+    html: Path | None,
+    concurrency: int,
+) -> None:
+    """Run DATASET (JSON Lines) against one agent and score it with [eval]'s evaluators.
+
+    Each case gets a freshly built agent (a mock model plays that case's
+    scripts). Exit code 1 when any case failed or errored, or when the mean
+    score is below --fail-under; 2 on bad input.
+    """
+    sidecar = load_sidecar(agents_file)
+    name = agent_name_of(sidecar, agent_name)
+    sidecar.build(name)  # fail fast: a missing API key before any case runs
+    sinks = []
+    if trace_target is not None:
+        kind, _, target = trace_target.partition(":")
+        if kind != "sqlite" or not target:
+            raise click.BadParameter("must be sqlite:PATH", param_hint="--trace")
+        sinks.append(SqliteTraceSink(target))
+    cases = EvalDataset.from_jsonl_path(dataset)
+    evaluation = EvalRun(
+        dataset=cases,
+        agent_factory=lambda case: sidecar.build(name, case.id),
+        evaluators=_any(tuple(sidecar.eval.build())),
+        concurrency=concurrency,
+        sinks=_any(tuple(sinks)),
+        name=f"{name} on {dataset.name}",
+        progress=not as_json,
+    )
+    report = evaluation.run_sync()
+    out = console()
+    if as_json:
+        out.file.write(report.to_json() + "\n")
+    else:
+        out.print(report.render_table(), markup=False)
+    if html is not None:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(report.to_html(), encoding="utf-8")
+    err = console(sys.stderr)
+    if not report.passed():
+        raise Failed("the eval did not pass: some cases failed or errored")
+    if fail_under is not None and report.mean is not None and report.mean < fail_under:
+        raise Failed(f"mean score {report.mean:.3f} is below --fail-under {fail_under:g}")
+    err.print("[green]eval passed[/green]")
+
+
+@app.group(name="trace")
+def trace_group() -> None:
+    """Look at recorded traces."""
+
+
+@trace_group.command(name="show")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def trace_show(file: Path) -> None:
+    """Print FILE as a readable timeline: each effect, its result and the events it brought."""
+    out = console()
+    for line in timeline(Trace.load(file)):
+        out.print(line, markup=False)
+
+
+@trace_group.command(name="diff")
+@click.argument("expected", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("actual", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def trace_diff_command(expected: Path, actual: Path) -> None:
+    """Compare two traces field by field (the diff replay divergences use). Exit 1 when they differ."""
+    lines = trace_diff(Trace.load(expected), Trace.load(actual))
+    out = console()
+    if not lines:
+        out.print("the traces agree")
+        return
+    out.print(f"differences (expected = {escape(str(expected))}, got = {escape(str(actual))}):")
+    for line in lines:
+        out.print(line, markup=False)
+    raise Failed(f"{len(lines)} difference line(s)")
+
+
+@app.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@AGENTS_OPTION
+@click.option("--agent", "agent_name", help="The agent to replay (default: the one the trace recorded).")
+@click.option("--loose", is_flag=True, help="Compare only effect kinds, turns and tool calls.")
+def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool) -> None:
+    """Replay the trace FILE against a sidecar agent, offline (no model, no tools).
+
+    Exit code 1, with the divergence, when the agent no longer does what was recorded.
+    """
+    trace = Trace.load(file)
+    sidecar = load_sidecar(agents_file)
+    agent: LlmAgent[Any] = sidecar.build(agent_name or trace.header.agent)
+    out = console()
+    interpreter = ReplayInterpreter(trace, strict=not loose)
+
+    async def go() -> None:
+        async for _ in agent.run(
+            RunContext.ephemeral(None), AgentInput(trace.header.input), interpreter=interpreter
+        ):
+            pass
+
+    try:
+        trio.run(go)
+    except ReplayDivergence as exc:
+        console(sys.stderr).print(str(exc), markup=False)
+        raise Failed("the replay diverged from the recording") from None
+    out.print(f"replay matches the recording ({len(trace.steps)} steps)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``helikon`` console script; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    _DEBUG["on"] = os.environ.get("HELIKON_DEBUG", "") not in ("", "0") or "--debug" in args
+    err = console(sys.stderr)
+    try:
+        result = app.main(args, prog_name="helikon", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except click.exceptions.Abort:
+        err.print("aborted")
+        return 130
+    except click.ClickException as exc:
+        if isinstance(exc, Failed):
+            err.print(f"[red]{escape(exc.format_message())}[/red]")
+        else:
+            exc.show()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+    except (HelikonError, OSError, ValueError) as exc:
+        if _DEBUG["on"]:
+            err.print_exception()
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        return 2
+    except Exception as exc:
+        if _DEBUG["on"]:
+            raise
+        err.print(
+            f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}"
+            " (--debug shows where)"
+        )
+        return 2
+
+
+__all__ = ["app", "main"]

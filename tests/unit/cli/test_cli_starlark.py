@@ -1,0 +1,171 @@
+"""Starlark tools: the sandbox (no files, no network, no imports), the step cap, clear errors."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from helikon.cancel import CancellationToken
+from helikon.cli import StarlarkTool
+from helikon.cli._starlark import StarlarkLoadError, check_script
+from helikon.context import Actions, SessionState, ToolContext, TracerHandle
+from helikon.errors import ToolError
+from helikon.ids import CallId, RunId
+
+
+def tool(source: str, **options: Any) -> StarlarkTool:
+    return StarlarkTool("t", "a test tool", {"type": "object", "properties": {}}, source, "t.star", **options)
+
+
+def test_run_gets_the_arguments_and_returns_json() -> None:
+    source = """
+def run(args):
+    items = [{"n": i, "sq": i * i} for i in range(args["n"])]
+    return {"items": items, "label": "x" + args["tag"], "none": None, "ok": True, "ratio": 0.5,
+            "encoded": json.encode({"a": 1})}
+"""
+    result = tool(source).call({"n": 3, "tag": "y"})
+    assert result == {
+        "items": [{"n": 0, "sq": 0}, {"n": 1, "sq": 1}, {"n": 2, "sq": 4}],
+        "label": "xy",
+        "none": None,
+        "ok": True,
+        "ratio": 0.5,
+        "encoded": '{"a":1}',
+    }
+
+
+def test_a_script_that_loops_forever_hits_the_step_cap() -> None:
+    source = """
+def run(args):
+    total = 0
+    for i in range(1000000000):
+        for j in range(1000000000):
+            total += 1
+    return total
+"""
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="tool 't': the script exceeded its step cap of 1000 steps"):
+        tool(source, max_steps=1000).call({})
+    assert time.monotonic() - started < 5
+
+
+def test_the_step_cap_also_covers_top_level_code() -> None:
+    source = "x = [i for i in range(1000000000)]\ndef run(args):\n    return 1\n"
+    with pytest.raises(ToolError, match="step cap"):
+        tool(source, max_steps=100).call({})
+
+
+def test_deep_recursion_is_stopped() -> None:
+    with pytest.raises(ToolError, match="tool 't'"):
+        tool("def run(args):\n    return run(args)\n").call({})
+
+
+def test_the_wall_clock_limit_stops_a_slow_script() -> None:
+    source = "def run(args):\n    for i in range(1000000000):\n        pass\n"
+    with pytest.raises(ToolError, match=r"ran longer than its 0\.2 s limit"):
+        tool(source, max_steps=10**12, timeout=0.2).call({})
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ('def run(args):\n    return open("/etc/passwd").read()\n', "Variable `open` not found"),
+        ('load("os.star", "system")\ndef run(args):\n    return 1\n', "`load` is not allowed"),
+        ('def run(args):\n    return __import__("os").system("true")\n', "Variable `__import__` not found"),
+        ('def run(args):\n    print("leak")\n    return 1\n', "Variable `print` not found"),
+        ('def run(args):\n    return exec("1")\n', "Variable `exec` not found"),
+    ],
+)
+def test_a_script_cannot_reach_files_imports_or_output(source: str, problem: str) -> None:
+    # Rejected when the sidecar loads (an unknown name is a static error in Starlark) ...
+    with pytest.raises(StarlarkLoadError, match=problem):
+        check_script("t.star", source)
+    # ... and again when the tool runs, should a script get past loading.
+    with pytest.raises(ToolError, match=problem):
+        tool(source).call({})
+
+
+def test_python_internals_are_not_reachable_through_the_arguments() -> None:
+    # The arguments arrive as Starlark values, not Python objects: no dunder to climb.
+    for attribute in ("__class__", "__globals__", "__dict__"):
+        with pytest.raises(ToolError, match="not supported on type `dict`"):
+            tool(f'def run(args):\n    return str(getattr(args, "{attribute}"))\n').call({"a": 1})
+    assert (
+        tool('def run(args):\n    return type(args) + "/" + type(args["a"])\n').call({"a": [1]})
+        == "dict/list"
+    )
+
+
+def test_fail_is_a_tool_error_with_the_message() -> None:
+    with pytest.raises(ToolError, match="no such month: 2026-13"):
+        tool('def run(args):\n    fail("no such month: " + args["m"])\n').call({"m": "2026-13"})
+
+
+def test_a_result_that_is_not_json_is_a_tool_error() -> None:
+    with pytest.raises(ToolError, match=r"must return JSON values .*not a function"):
+        tool("def run(args):\n    return run\n").call({})
+    with pytest.raises(ToolError, match="not a string"):
+        tool("def run(args):\n    return {1: 2}\n").call({})
+
+
+def tool_ctx(cancel: CancellationToken) -> ToolContext[None]:
+    return ToolContext(
+        None, SessionState(), Actions(), cancel, TracerHandle(), CallId("c1"), RunId("r1"), "tester"
+    )
+
+
+def test_invoke_runs_the_script_and_a_cancelled_run_kills_it() -> None:
+    source = "def run(args):\n    for i in range(1000000000):\n        pass\n"
+
+    async def main() -> None:
+        assert await tool("def run(args):\n    return args\n").invoke(
+            tool_ctx(CancellationToken()), {"a": 1}
+        ) == {"a": 1}
+        token = CancellationToken()
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: anyio.sleep(0.5))
+
+            async def cancel_soon() -> None:
+                await anyio.sleep(0.5)
+                token.cancel()
+
+            group.start_soon(cancel_soon)
+            with pytest.raises(ToolError, match="the script was cancelled"):
+                await tool(source, max_steps=10**12, timeout=60).invoke(tool_ctx(token), {})
+        assert time.monotonic() - started < 10
+
+    anyio.run(main)
+
+
+def test_a_script_that_allocates_without_end_runs_out_of_memory_not_the_cli() -> None:
+    for source in (
+        "def run(args):\n    return len([0] * (1 << 29))\n",
+        'def run(args):\n    return len("x" * (1 << 28))\n',
+    ):
+        with pytest.raises(ToolError, match=r"ran out of memory \(its limit is 256 MB\)"):
+            tool(source, memory_mb=256).call({})
+
+
+def test_a_greedy_or_endless_top_level_is_rejected_when_the_sidecar_loads() -> None:
+    with pytest.raises(StarlarkLoadError, match="ran out of memory"):
+        check_script("t.star", "x = [0] * (1 << 29)\ndef run(args):\n    return 1\n")
+    with pytest.raises(StarlarkLoadError, match="step cap"):
+        check_script(
+            "t.star",
+            "def f():\n    for i in range(1 << 30):\n        pass\nf()\ndef run(args):\n    return 1\n",
+        )
+    with pytest.raises(StarlarkLoadError, match="ran out of memory"):
+        check_script("t.star", "x = [i for i in range(1000000000)]\ndef run(args):\n    return 1\n")
+
+
+def test_scripts_keep_no_state_between_calls() -> None:
+    source = "seen = []\ndef run(args):\n    seen.append(1)\n    return len(seen)\n"
+    t = tool(source)
+    # A frozen module's list cannot be mutated: the call fails instead of leaking state.
+    with pytest.raises(ToolError):
+        t.call({})
