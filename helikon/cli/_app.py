@@ -213,8 +213,14 @@ def trace_diff_command(expected: Path, actual: Path) -> None:
 @AGENTS_OPTION
 @click.option("--agent", "agent_name", help="The agent to replay (default: the one the trace recorded).")
 @click.option("--loose", is_flag=True, help="Compare only effect kinds, turns and tool calls.")
-def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool) -> None:
-    """Replay the trace FILE against a sidecar agent, offline (no model, no tools).
+@click.option(
+    "--live-tools",
+    is_flag=True,
+    help="Run the tools and dynamic instructions for real (the model is still replayed).",
+)
+def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool, live_tools: bool) -> None:
+    """Replay the trace FILE against a sidecar agent, offline (no model; no tools
+    unless --live-tools).
 
     Exit code 1, with the divergence, when the agent no longer does what was recorded.
     """
@@ -222,7 +228,7 @@ def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool) -
     sidecar = load_sidecar(agents_file)
     agent: LlmAgent[Any] = sidecar.build(agent_name or trace.header.agent)
     out = console()
-    interpreter = ReplayInterpreter(trace, strict=not loose)
+    interpreter = ReplayInterpreter(trace, strict=not loose, live_tools=live_tools)
 
     async def go() -> None:
         async for _ in agent.run(

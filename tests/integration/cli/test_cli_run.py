@@ -217,6 +217,10 @@ def test_record_then_replay_and_a_changed_sidecar_diverges(tmp_path: Path) -> No
     shutil.copy(tmp_path / "tools" / "lookup_spending.star", tmp_path / "spare.star")
     (tmp_path / "tools" / "lookup_spending.star").write_text("def run(args):\n    return 0\n")
     assert helikon("replay", str(trace), cwd=tmp_path).returncode == 0
+    # ... but a live-tools replay runs it, and the changed result diverges.
+    live = helikon("replay", str(trace), "--live-tools", cwd=tmp_path)
+    assert live.returncode == 1, live.stdout
+    assert "run live gave another result from lookup_spending(" in live.stderr
 
     sidecar.write_text(sidecar.read_text().replace("route it to the right specialist", "route it"))
     changed = helikon("replay", str(trace), "--agent", "triage", cwd=tmp_path)
