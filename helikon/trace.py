@@ -373,28 +373,34 @@ class _Texts:
     ``text`` line just before the first line that refers to it."""
 
     def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
+        self.refs: dict[str, dict[str, int]] = {}  # text -> its (shared) reference
         self.fresh: list[tuple[int, str]] = []
 
     def intern(self, value: Any) -> Any:
-        if isinstance(value, str):
-            if len(value) < TEXT_MIN:
-                return value
-            number = self.ids.get(value)
-            if number is None:
-                number = self.ids[value] = len(self.ids)
-                self.fresh.append((number, value))
-            return {_TEXT_KEY: number}
-        if isinstance(value, list):
-            return [self.intern(v) for v in value]
-        if isinstance(value, dict):
-            # Sorted, as written: numbers follow the order a reader meets texts in.
-            # Class tags (``"type"``) stay in place, readable.
-            inner = {k: value[k] if k == "type" else self.intern(value[k]) for k in sorted(value)}
-            if _TEXT_KEY in value or _LITERAL_KEY in value:
-                return {_LITERAL_KEY: inner}
-            return inner
-        return value
+        refs, fresh = self.refs, self.fresh
+
+        def walk(item: Any) -> Any:
+            kind = type(item)
+            if kind is str:
+                if len(item) < TEXT_MIN:
+                    return item
+                ref = refs.get(item)
+                if ref is None:
+                    ref = refs[item] = {_TEXT_KEY: len(refs)}
+                    fresh.append((ref[_TEXT_KEY], item))
+                return ref
+            if kind is dict:
+                # Sorted, as written: numbers follow the order a reader meets
+                # texts in. Class tags (``"type"``) stay in place, readable.
+                inner = {k: item[k] if k == "type" else walk(item[k]) for k in sorted(item)}
+                if _TEXT_KEY in item or _LITERAL_KEY in item:
+                    return {_LITERAL_KEY: inner}
+                return inner
+            if kind is list:
+                return [walk(v) for v in item]
+            return item
+
+        return walk(value)
 
     def flush(self) -> list[bytes]:
         lines = [_encode({"kind": "text", "id": n, "text": t}) for n, t in self.fresh]
@@ -404,19 +410,24 @@ class _Texts:
 
 def _resolve(value: Any, texts: dict[int, str]) -> Any:
     """A record read back: text references replaced by their texts."""
-    if isinstance(value, list):
-        return [_resolve(v, texts) for v in value]
-    if isinstance(value, dict):
-        if len(value) == 1:
-            if _TEXT_KEY in value:
-                number = value[_TEXT_KEY]
-                if number not in texts:
-                    raise ValueError(f"it refers to text {number!r}, which no text line defines")
-                return texts[number]
-            if _LITERAL_KEY in value:
-                return {k: _resolve(v, texts) for k, v in value[_LITERAL_KEY].items()}
-        return {k: _resolve(v, texts) for k, v in value.items()}
-    return value
+
+    def walk(item: Any) -> Any:
+        kind = type(item)
+        if kind is dict:
+            if len(item) == 1:
+                if _TEXT_KEY in item:
+                    number = item[_TEXT_KEY]
+                    if number not in texts:
+                        raise ValueError(f"it refers to text {number!r}, which no text line defines")
+                    return texts[number]
+                if _LITERAL_KEY in item:
+                    return {k: walk(v) for k, v in item[_LITERAL_KEY].items()}
+            return {k: walk(v) for k, v in item.items()}
+        if kind is list:
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)
 
 
 def _reason(exc: Exception) -> str:

@@ -184,7 +184,7 @@ def test_objects_that_look_like_text_references_survive() -> None:
     texts = _Texts()
     value = {"$text": 3, "nested": [{"$object": "x" * 30}], "plain": "short"}
     interned = texts.intern(value)
-    table = {n: t for n, t in enumerate(texts.ids)}
+    table = {n: t for n, t in enumerate(texts.refs)}
 
     assert _resolve(msgspec.json.decode(msgspec.json.encode(interned)), table) == value
 
