@@ -19,8 +19,10 @@ The two kinds differ in how a compound call matches, and each errs safe:
 
 Which arguments carry paths and commands is data, :class:`ToolArguments`.
 :data:`DEFAULT_TOOL_ARGUMENTS` names the sandboxed tools: ``Read`` reads
-``path``/``file_path``; ``Write`` and ``Edit`` write ``path``/``file_path``;
-``Bash`` runs ``command``. A tool missing from the mapping is never matched by
+``path``/``file_path``; ``Glob`` and ``Grep`` read the directory ``path``
+(and leave out, themselves, the files below it that read rules protect);
+``Write`` and ``Edit`` write ``path``/``file_path``; ``Bash`` runs
+``command``. A tool missing from the mapping is never matched by
 the path and Bash forms (only by ``.tool``), and path rules do not look inside
 Bash commands.
 
@@ -130,6 +132,8 @@ DEFAULT_TOOL_ARGUMENTS: Final = ToolArguments(
         ToolArgument("Write", ArgumentRole.WRITE_PATH, _PATH_NAMES),
         ToolArgument("Edit", ArgumentRole.WRITE_PATH, _PATH_NAMES),
         ToolArgument("Bash", ArgumentRole.COMMAND, ("command",)),
+        ToolArgument("Glob", ArgumentRole.READ_PATH, ("path",)),
+        ToolArgument("Grep", ArgumentRole.READ_PATH, ("path",)),
     )
 )
 

@@ -46,6 +46,7 @@ from helikon.errors import GuardrailTripped, OtherError
 from helikon.governance import InputPolicy, OnRunStart, OutputPolicy
 from helikon.items import text_of
 from helikon.testing import MockModel, call_tools, say
+from helikon.tools import GrepTool, Sandbox
 
 BACKENDS = ["trio", "asyncio"]
 
@@ -400,3 +401,26 @@ def test_the_hook_registry_grows_by_copies() -> None:
 
     assert empty == HookRegistry()
     assert full == HookRegistry(hooks=[hook], input_guardrails=[guard], output_guardrails=[guard])
+
+
+def test_a_read_rule_covers_searches_through_a_whole_run(tmp_path: Any) -> None:
+    (tmp_path / ".env").write_text("API_KEY=from-the-env-file\n")
+    (tmp_path / "app.py").write_text("API_KEY = os.environ['API_KEY']\n")
+    with Sandbox.open(tmp_path) as box:
+        agent = LlmAgent(
+            name="coder",
+            model=MockModel(
+                [
+                    call_tools(("Grep", {"pattern": "API_KEY", "output_mode": "content"})),
+                    call_tools(("Grep", {"pattern": "API_KEY", "path": ".env"})),
+                    say("done"),
+                ]
+            ),
+            tools=[GrepTool(box)],
+        )
+        ctx = RunContext.ephemeral(None).with_deny_rules([DenyRule.read(".env")])
+        searched, direct = outputs(events_of(agent, ctx))
+
+    assert "app.py:1:API_KEY = os.environ" in searched
+    assert "from-the-env-file" not in searched and "1 file(s) left out" in searched
+    assert direct.startswith("denied:")  # the pipeline refuses the search of the file itself

@@ -6,6 +6,12 @@ skipped, symlinked directories not entered). They go beyond the book, which
 ships only Read/Write/Edit/Bash, because that is what users of coding agents
 expect next to them. Output is plain text, sorted by path, capped, and says
 when it was cut.
+
+A search reads many files in one call, so the permission pipeline, which
+sees only the directory searched, cannot stop it from reading a file that a
+read rule protects: both tools leave out every file matched by the run's
+read rules (``DenyRule.read``, and ``GuardRule.read`` of either action, as a
+search cannot ask about each file), and say how many they left out.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final, final
 
 import anyio.to_thread
@@ -21,6 +27,7 @@ import anyio.to_thread
 from helikon._json import JsonObject, JsonValue
 from helikon.context import ToolContext
 from helikon.errors import ToolError
+from helikon.governance import ReadPath, path_matches
 from helikon.model import ToolEffect
 from helikon.tools.sandbox._files import SNIFF_BYTES, is_binary
 from helikon.tools.sandbox._sandbox import Sandbox
@@ -46,6 +53,24 @@ def _prefix(path: str) -> str:
         cleaned = cleaned[2:]
     cleaned = cleaned.rstrip("/")
     return "" if cleaned in ("", ".") else cleaned + "/"
+
+
+def _protected(ctx: ToolContext[Any], sandbox: Sandbox) -> Callable[[str], bool]:
+    """Whether a path (as shown) is one the run's read rules protect; paths
+    are matched relative to the sandbox root, as the rules match a Read's."""
+    governed = ctx.governed
+    patterns = tuple(
+        rule.matcher.pattern
+        for rule in (*governed.deny_rules, *governed.guard_rules)
+        if isinstance(getattr(rule, "matcher", None), ReadPath)
+    )
+    if not patterns:
+        return lambda path: False
+    return lambda path: any(path_matches(p, sandbox.relative(path)) for p in patterns)
+
+
+def _left_out(count: int) -> str:
+    return f"\n[{count} file(s) left out: the run's read rules protect them]" if count else ""
 
 
 def _check_pattern(pattern: str) -> None:
@@ -124,20 +149,22 @@ class GlobTool(_SearchTool):
             raise ToolError.invalid_args("'pattern' must be a non-empty string")
         path = _optional_string(args, "path", ".")
         _check_pattern(pattern)
-        return await anyio.to_thread.run_sync(self._glob, pattern, path)
+        return await anyio.to_thread.run_sync(self._glob, pattern, path, _protected(ctx, self.sandbox))
 
-    def _glob(self, pattern: str, path: str) -> str:
+    def _glob(self, pattern: str, path: str, protected: Callable[[str], bool]) -> str:
         regex = glob_regex(pattern)
         prefix = _prefix(path)
         try:
-            found = [
+            matched = [
                 prefix + e.path for e in walk(self.sandbox, path) if not e.is_dir and regex.fullmatch(e.path)
             ]
         except OSError as exc:
             raise ToolError(f"{path}: {exc.strerror or exc}") from None
+        found = [shown for shown in matched if not protected(shown)]
+        hidden = _left_out(len(matched) - len(found))
         if not found:
-            return f"No files match {pattern!r} in {path}"
-        return self._capped(found, len(found), "paths")
+            return f"No files match {pattern!r} in {path}" + hidden
+        return self._capped(found, len(found), "paths") + hidden
 
 
 @final
@@ -208,12 +235,22 @@ class GrepTool(_SearchTool):
             raise ToolError.invalid_args(f"invalid regular expression {pattern!r}: {exc}") from None
         if glob:
             _check_pattern(glob)
-        return await anyio.to_thread.run_sync(self._grep, regex, path, glob, mode, context)
+        protected = _protected(ctx, self.sandbox)
+        return await anyio.to_thread.run_sync(self._grep, regex, path, glob, mode, context, protected)
 
-    def _grep(self, regex: re.Pattern[str], path: str, glob: str, mode: str, context: int) -> str:
+    def _grep(
+        self,
+        regex: re.Pattern[str],
+        path: str,
+        glob: str,
+        mode: str,
+        context: int,
+        protected: Callable[[str], bool],
+    ) -> str:
         out: list[str] = []
         total = 0
-        for shown, lines in self._files(path, glob):
+        skipped = [0]
+        for shown, lines in self._files(path, glob, protected, skipped):
             hits = [index for index, line in enumerate(lines) if regex.search(line)]
             if not hits:
                 continue
@@ -228,13 +265,17 @@ class GrepTool(_SearchTool):
                 total += len(block)
                 if len(out) < self.max_results:
                     out.extend(block)
+        hidden = _left_out(skipped[0])
         if not out:
-            return f"No matches for {regex.pattern!r} in {path}"
+            return f"No matches for {regex.pattern!r} in {path}" + hidden
         noun = "lines" if mode == "content" else "files"
-        return self._capped(out, max(total, len(out)), noun)
+        return self._capped(out, max(total, len(out)), noun) + hidden
 
-    def _files(self, path: str, glob: str) -> Iterator[tuple[str, list[str]]]:
-        """``(shown path, lines)`` of every text file to search."""
+    def _files(
+        self, path: str, glob: str, protected: Callable[[str], bool], skipped: list[int]
+    ) -> Iterator[tuple[str, list[str]]]:
+        """``(shown path, lines)`` of every text file to search (``skipped[0]``
+        counts the files left out for the read rules)."""
         try:
             fd = self.sandbox.open_file(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
@@ -244,6 +285,9 @@ class GrepTool(_SearchTool):
         finally:
             os.close(fd)
         if not is_dir:
+            if protected(path):
+                skipped[0] += 1
+                return
             lines = self._lines(path)
             if lines is not None:
                 yield path, lines
@@ -257,6 +301,9 @@ class GrepTool(_SearchTool):
                 subject = entry.path if "/" in glob else entry.path.rsplit("/", 1)[-1]
                 if not regex.fullmatch(subject):
                     continue
+            if protected(prefix + entry.path):
+                skipped[0] += 1
+                continue
             lines = self._lines(prefix + entry.path)
             if lines is not None:
                 yield prefix + entry.path, lines

@@ -150,6 +150,8 @@ def test_default_mapping_names_the_sandboxed_tools() -> None:
         ("Write", ArgumentRole.WRITE_PATH): ("path", "file_path"),
         ("Edit", ArgumentRole.WRITE_PATH): ("path", "file_path"),
         ("Bash", ArgumentRole.COMMAND): ("command",),
+        ("Glob", ArgumentRole.READ_PATH): ("path",),
+        ("Grep", ArgumentRole.READ_PATH): ("path",),
     }
 
 

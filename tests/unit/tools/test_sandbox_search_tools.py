@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+import attrs
 import pytest
-from sandbox_support import invoke, refused
+from sandbox_support import invoke, refused, tool_context
 
+from helikon.context import Governed, ToolContext
 from helikon.errors import InvalidArgs, ToolError
+from helikon.governance import AllowRule, DenyRule, GuardAction, GuardRule
+from helikon.protocols import Tool
 from helikon.tools import GlobTool, GrepTool, Sandbox
 from helikon.tools.sandbox._walk import expand_braces, glob_regex
 
@@ -110,3 +115,61 @@ def test_glob_syntax() -> None:
     assert not glob_regex("*.py").fullmatch("a/b.py")
     assert glob_regex("[!a]*.txt").fullmatch("b.txt") and not glob_regex("[!a]*.txt").fullmatch("a.txt")
     assert glob_regex("a+b(c).txt").fullmatch("a+b(c).txt")
+
+
+# -- read rules: a search must not read what a Read may not ------------------------------
+
+
+def governed_context(*, deny: tuple[object, ...] = (), guard: tuple[object, ...] = ()) -> ToolContext[None]:
+    return attrs.evolve(tool_context(), governed=Governed(deny_rules=deny, guard_rules=guard))
+
+
+def governed(tool: Tool, ctx: ToolContext[None], **args: object) -> str:
+    result: str = anyio.run(tool.invoke, ctx, args)
+    return result
+
+
+@pytest.fixture
+def secrets(project: Path) -> Path:
+    (project / ".env").write_text("API_KEY=add-me-secretly\n")
+    (project / "config").mkdir()
+    (project / "config" / ".env").write_text("DB_PASSWORD=add-this\n")
+    (project / "keys").mkdir()
+    (project / "keys" / "deploy.pem").write_text("add PRIVATE KEY\n")
+    return project
+
+
+def test_grep_leaves_out_files_a_deny_read_rule_protects(secrets: Path) -> None:
+    ctx = governed_context(deny=(DenyRule.read(".env"), DenyRule.read("keys/**")))
+    with Sandbox.open(secrets) as box:
+        for mode in ("files_with_matches", "content", "count"):
+            out = governed(GrepTool(box), ctx, pattern="add|KEY|PASSWORD", output_mode=mode)
+            assert "secretly" not in out and "PASSWORD" not in out and "PRIVATE" not in out
+            assert ".env" not in out.replace("file(s) left out", "") and "deploy.pem" not in out
+            assert "[3 file(s) left out: the run's read rules protect them]" in out
+            assert "src/calc.py" in out
+        # naming the file itself, or going at it through an absolute path, changes nothing
+        direct = governed(GrepTool(box), ctx, pattern="KEY", path=".env")
+        assert "secretly" not in direct and "1 file(s) left out" in direct
+        absolute = governed(GrepTool(box), ctx, pattern="PASSWORD", path=str(secrets / "config"))
+        assert "add-this" not in absolute and "1 file(s) left out" in absolute
+        assert "add-this" not in governed(GrepTool(box), ctx, pattern="PASSWORD", glob="*.env")
+        # without the rules the same searches find them (the test can fail)
+        assert "secretly" in governed(GrepTool(box), tool_context(), pattern="KEY", output_mode="content")
+
+
+def test_glob_does_not_list_protected_files(secrets: Path) -> None:
+    ctx = governed_context(guard=(GuardRule.read("keys/", GuardAction.ASK),), deny=(DenyRule.read("*.env"),))
+    with Sandbox.open(secrets) as box:
+        out = governed(GlobTool(box), ctx, pattern="**/*")
+        assert ".env" not in out.replace("file(s) left out", "") and "deploy.pem" not in out
+        assert "README.md" in out and "[3 file(s) left out" in out
+        assert "deploy.pem" in governed(GlobTool(box), tool_context(), pattern="**/*")
+
+
+def test_the_permission_pipeline_sees_the_searched_directory() -> None:
+    rule = DenyRule.read("keys")
+    assert rule.matches("Grep", {"pattern": "x", "path": "keys"})
+    assert rule.matches("Glob", {"pattern": "*", "path": "./keys/sub"})
+    assert not rule.matches("Grep", {"pattern": "x", "path": "src"})
+    assert AllowRule.read("src/**").matches("Grep", {"pattern": "x", "path": "src/deep"})
