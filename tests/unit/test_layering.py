@@ -71,6 +71,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon.testing",
             "helikon.server",
             "helikon.cli",
+            "helikon._console",
         ),
     ),
     ("facade", ("helikon",)),
