@@ -222,6 +222,10 @@ class LlmAgent(Generic[Ctx]):
                 that does not fit this agent or its conversation, another
                 definition), or ``answer`` does not answer its pending effect.
         """
+        if self.tool_sources or self.mcp_servers:  # resolve them first, as ``run`` does
+            return _resume_resolved(
+                self, ctx, state, answer, config, interpreter, allow_changed_definition
+            )
         return resume_agent(
             self,
             ctx,
@@ -324,6 +328,28 @@ async def _run_resolved(
     """``agent.run`` for an agent with tool sources: resolve them, then run."""
     resolved = await agent.resolved()
     async for event in resolved.run(ctx, input, config=config, interpreter=interpreter):
+        yield event
+
+
+async def _resume_resolved(
+    agent: LlmAgent[Any],
+    ctx: RunContext[Any] | None,
+    state: Any,
+    answer: EffectResult | None,
+    config: RunConfig | None,
+    interpreter: Any,
+    allow_changed_definition: bool,
+) -> AsyncIterator[AgentEvent]:
+    """``agent.resume`` for an agent with tool sources: resolve them, then resume."""
+    resolved = await agent.resolved()
+    async for event in resolved.resume(
+        ctx,
+        state,
+        answer,
+        config=config,
+        interpreter=interpreter,
+        allow_changed_definition=allow_changed_definition,
+    ):
         yield event
 
 

@@ -14,7 +14,20 @@ import anyio
 import attrs
 import pytest
 
-from helikon import ConfigError, LlmAgent, ToolOutputItem, ToolSource, collect, tool
+from helikon import (
+    ConfigError,
+    LlmAgent,
+    ToolOutputItem,
+    ToolSource,
+    advance,
+    collect,
+    dump_state,
+    load_state,
+    perform,
+    start,
+    tool,
+)
+from helikon.effects import ExecuteTools
 from helikon.protocols import Tool
 from helikon.testing import MockModel, call_tools, say
 
@@ -142,3 +155,22 @@ def test_with_tool_sources_replaces_the_sources() -> None:
     agent = LlmAgent(name="budget", model=MockModel()).with_tool_sources(ListSource("x", [balance]))
     assert [repr(s) for s in agent.tool_sources] == ["ListSource(x)"]
     assert [t.name for t in resolve(agent).tools] == ["balance"]
+
+
+def test_resume_resolves_the_sources_first() -> None:
+    def agent() -> LlmAgent[None]:
+        model = MockModel([call_tools(("spending", {"month": "May"})), say("done")])
+        return LlmAgent(name="a", model=model, tool_sources=[ListSource("s", [spending])])
+
+    async def go() -> list[object]:
+        first = await agent().resolved()
+        outcome = start(first, "May?", run_id="r")
+        while not isinstance(outcome.effect, ExecuteTools):
+            _, result = await perform(first, outcome.effect, run_id="r")
+            outcome = advance(first, outcome.state, result)
+        state = load_state(dump_state(outcome.state))
+        later = agent()  # a fresh process: the sources are not resolved yet
+        return [event async for event in later.resume(None, state)]
+
+    events = anyio.run(go)
+    assert [e.item.content for e in events if isinstance(e, ToolOutputItem)] == ["$300 in May"]
