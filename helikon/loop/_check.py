@@ -24,27 +24,24 @@ def state_problems(state: RunState, spec: AgentSpec) -> tuple[str, ...]:
     problems: list[str] = []
     if state.agent != spec.name:
         problems.append(f"the state belongs to agent {state.agent!r}, not {spec.name!r}")
-    calls: set[CallId] = set()
-    answered: set[CallId] = set()
-    for index, item in enumerate(state.conversation):
+    # Unanswered calls by id, counted: a model may reuse an id in a later
+    # turn. (Results without their call are let be: a compacted history may
+    # hold some.)
+    open_calls: dict[CallId, int] = {}
+    for item in state.conversation:
         if isinstance(item, ToolCall):
-            calls.add(item.call_id)
-        elif isinstance(item, ToolResult):
-            if item.call_id not in calls:
-                problems.append(
-                    f"conversation[{index}] is the result of tool call {item.call_id!r}, "
-                    "which the conversation does not hold before it"
-                )
-            answered.add(item.call_id)
+            open_calls[item.call_id] = open_calls.get(item.call_id, 0) + 1
+        elif isinstance(item, ToolResult) and open_calls.get(item.call_id, 0) > 0:
+            open_calls[item.call_id] -= 1
     match state.phase:
         case ExecutingTools(calls=round) | NeedsApproval(calls=round):
             known = {t.name for t in spec.model_tools}
             for index, pending in enumerate(round):
                 call_id, name = pending.call.call_id, pending.call.name
                 where = f"phase.calls[{index}]"
-                if call_id not in calls:
+                if call_id not in open_calls:
                     problems.append(f"{where}: tool call {call_id!r} is not in the conversation")
-                elif call_id in answered:
+                elif open_calls[call_id] == 0:
                     problems.append(
                         f"{where}: tool call {call_id!r} already has its result in the conversation"
                     )

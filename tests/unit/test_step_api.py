@@ -24,7 +24,11 @@ from helikon import (
     tool,
 )
 from helikon.effects import ExecuteTools, Terminate
+from helikon.ids import CallId, RunId
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
+from helikon.items import ToolCall, ToolResult, user_text
+from helikon.loop import ExecutingTools, Running, RunState, ToolCallState
+from helikon.loop._check import state_problems
 from helikon.snapshots import StateFormatError
 from helikon.steps import pending_effect
 from helikon.testing import MockModel, call_tools, say
@@ -143,3 +147,20 @@ def test_a_run_driven_step_by_step_can_be_recorded_as_agent_run_records_it() -> 
     assert by_steps.to_bytes() == whole.trace.to_bytes()
     replayed = trio.run(_drain, make_agent().run(None, "1+2?", interpreter=ReplayInterpreter(by_steps)))
     assert tuple(replayed) == Trace.from_bytes(by_steps.to_bytes()).events
+
+
+def test_a_call_id_reused_in_a_later_turn_still_fits() -> None:
+    call = ToolCall(CallId("c1"), "add", '{"a":1,"b":2}')
+    pending_round = ExecutingTools(2, (ToolCallState(call, {"a": 1, "b": 2}, Running()),))
+    spec = make_agent().spec
+    history = (user_text("hi"), call, ToolResult(CallId("c1"), "add", "3"))
+
+    fits = RunState(RunId("r"), "calc", pending_round, (*history, call))
+    answered = RunState(
+        RunId("r"), "calc", pending_round, (*history, call, ToolResult(CallId("c1"), "add", "3"))
+    )
+
+    assert state_problems(fits, spec) == ()
+    assert state_problems(answered, spec) == (
+        "phase.calls[0]: tool call 'c1' already has its result in the conversation",
+    )
