@@ -125,4 +125,25 @@ def from_json(data: bytes | str, as_type: Any) -> Any:
     return structure(msgspec.json.decode(data), as_type)
 
 
-__all__ = ["converter", "from_json", "structure", "to_json", "unstructure"]
+def structure_error(exc: Exception, root: str = "$", most: int = 5) -> str:
+    """Why :func:`structure` failed, in one line: every bad value with its
+    field path from ``root`` (``expected int @ state.usage.input_tokens``),
+    at most ``most`` of them; other errors as their message.
+
+    >>> try:
+    ...     structure({"input_tokens": "x"}, __import__("helikon.model").model.Usage)
+    ... except Exception as exc:
+    ...     print(structure_error(exc, "usage"))
+    invalid value for type, expected int @ usage.input_tokens
+    """
+    from cattrs import BaseValidationError, transform_error
+
+    if isinstance(exc, KeyError):
+        return f"missing key {exc}"
+    if not isinstance(exc, BaseValidationError):
+        return str(exc)
+    paths = transform_error(exc, path=root)
+    return "; ".join(paths[:most]) + (f"; and {len(paths) - most} more" if len(paths) > most else "")
+
+
+__all__ = ["converter", "from_json", "structure", "structure_error", "to_json", "unstructure"]

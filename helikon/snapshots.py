@@ -39,16 +39,6 @@ class StateFormatError(HelikonError):
     their signature does not check out."""
 
 
-def _reason(exc: Exception) -> str:
-    """What is wrong, with the field path of every bad value."""
-    import cattrs  # only on this error path: ``import helikon`` stays light
-
-    if not isinstance(exc, cattrs.BaseValidationError):
-        return str(exc)
-    paths = cattrs.transform_error(exc, path="state")
-    return "; ".join(paths[:5]) + (f"; and {len(paths) - 5} more" if len(paths) > 5 else "")
-
-
 def _key(key: bytes | str) -> bytes:
     raw = key.encode() if isinstance(key, str) else key
     if len(raw) < 16:
@@ -121,7 +111,7 @@ def load_state(data: bytes | str, *, key: bytes | str | None = None) -> Any:
     try:
         state: State = codec.structure(envelope["state"], kind)
     except Exception as exc:
-        raise StateFormatError(f"malformed state snapshot: {_reason(exc)}") from exc
+        raise StateFormatError(f"malformed state snapshot: {codec.structure_error(exc, 'state')}") from exc
     return state
 
 

@@ -48,10 +48,6 @@ def prepare(agent: Any, ctx: RunContext[Any] | None = None, *, run_id: str = "ru
     return environment(agent, ctx or RunContext.ephemeral(None), LiveInterpreter(run_id), run_id=run_id)
 
 
-def _machine(agent: Any, ctx: RunContext[Any] | None) -> Machine:
-    return _world(agent, ctx)[0]
-
-
 def _world(agent: Any, ctx: RunContext[Any] | None, run_id: str = "run") -> tuple[Machine, RunEnv | None]:
     if isinstance(agent, AgentSpec):
         return LoopMachine(agent), None

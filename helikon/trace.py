@@ -289,7 +289,9 @@ class Trace:
         except TraceFormatError:
             raise
         except Exception as exc:
-            raise TraceFormatError(f"{source}:{number}: malformed trace line: {_reason(exc)}") from exc
+            raise TraceFormatError(
+                f"{source}:{number}: malformed trace line: {codec.structure_error(exc)}"
+            ) from exc
         assert header is not None
         return cls(header, tuple(steps), final)
 
@@ -428,17 +430,6 @@ def _resolve(value: Any, texts: dict[int, str]) -> Any:
         return item
 
     return walk(value)
-
-
-def _reason(exc: Exception) -> str:
-    """A one-line reason, with the field path for a structuring error."""
-    import cattrs  # only on this error path: ``import helikon`` stays light
-
-    if isinstance(exc, cattrs.BaseValidationError):
-        return "; ".join(cattrs.transform_error(exc, path="$")[:5])
-    if isinstance(exc, KeyError):
-        return f"missing key {exc}"
-    return str(exc)
 
 
 __all__ = [

@@ -27,14 +27,14 @@ from __future__ import annotations
 import inspect
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, final
 
 import anyio
 import anyio.abc
 import attrs
-import sniffio
+from hypercorn.config import Config
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
@@ -58,6 +58,7 @@ from helikon.server._agentcore_protocol import (
 )
 from helikon.server._agentcore_run import WIND_DOWN_S, InvocationRun
 from helikon.server._providers import ContextProvider, SessionProvider, default_context
+from helikon.server._server import serve_app
 from helikon.sessions import MemorySession, SessionError, SessionErrorKind
 
 if TYPE_CHECKING:
@@ -439,16 +440,6 @@ def _bind(host: str, port: int) -> socket.socket:
 
 async def _serve(app: Any, host: str, port: int, task_status: anyio.abc.TaskStatus[str]) -> None:
     """Serve ``app`` with Hypercorn on a socket bound here (so ``port=0`` works)."""
-    from hypercorn.config import Config
-
-    if sniffio.current_async_library() == "trio":
-        from hypercorn.trio import serve as serve_trio
-
-        serve: Callable[..., Awaitable[None]] = serve_trio
-    else:
-        from hypercorn.asyncio import serve as serve_asyncio
-
-        serve = serve_asyncio
     sock = _bind(host, port)
     config = Config()
     # Hypercorn takes its own descriptor of the listening socket.
@@ -466,7 +457,7 @@ async def _serve(app: Any, host: str, port: int, task_status: anyio.abc.TaskStat
     async def run() -> None:
         try:
             with shield:
-                await serve(app, config, shutdown_trigger=stop.wait)
+                await serve_app(app, config, shutdown=stop.wait)
         except BaseException as exc:  # reported below, in the caller's task
             failure.append(exc)
         finally:
