@@ -9,10 +9,8 @@ A screenshot is taken and checked to be a real picture.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "evals"))
 from evals_support import agent_for, dataset
 
 pytestmark = pytest.mark.integration
-
-CHROMIUM = shutil.which("chromium")
-
-
-def _require_browser() -> Any:
-    """Playwright's sync API, or a skip (a failure under CI, which must have both)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None
-    if CHROMIUM is None or sync_playwright is None:
-        missing = "the chromium package" if CHROMIUM is None else "playwright"
-        if os.environ.get("CI"):
-            pytest.fail(f"{missing} is missing; .ci/run installs it")
-        pytest.skip(f"{missing} is not installed")
-    return sync_playwright
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +47,11 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalReport, Path]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_playwright = _require_browser()
+def browser(launch_chromium: Callable[[Any], Any]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        chromium = launch_chromium(playwright)
         try:
             yield chromium
         finally:

@@ -5,8 +5,7 @@ tool call, its result and an approval show up as they happen."""
 
 from __future__ import annotations
 
-import os
-import shutil
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,31 +16,19 @@ from helikon.server import AgentServer, BearerAuth
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = shutil.which("chromium")
 TOKEN = "page-token-1234"
 
 
-def _require_browser() -> Any:
-    """Playwright's sync API, or a skip (a failure under CI, which must have both)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None
-    if CHROMIUM is None or sync_playwright is None:
-        missing = "the chromium package" if CHROMIUM is None else "playwright"
-        if os.environ.get("CI"):
-            pytest.fail(f"{missing} is missing; .ci/run installs it")
-        pytest.skip(f"{missing} is not installed")
-    return sync_playwright
+def test_the_page_streams_an_answer_a_tool_call_and_an_approval(
+    launch_chromium: Callable[[Any], Any],
+) -> None:
+    from playwright.sync_api import sync_playwright
 
-
-def test_the_page_streams_an_answer_a_tool_call_and_an_approval() -> None:
-    sync_playwright = _require_browser()
     desk = assistant(name="desk").with_handoffs(Handoff.to(assistant(name="billing")))
     server = AgentServer(agents=[assistant(), desk], context=approving_context(), auth=BearerAuth([TOKEN]))
     errors: list[str] = []
     with serving(server.app()) as base, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = launch_chromium(playwright)
         try:
             page = browser.new_page()
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
