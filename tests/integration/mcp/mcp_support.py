@@ -153,8 +153,11 @@ def pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:  # reaped between the two looks
+        return False
 
 
 __all__ = ["HttpServer", "Servers", "everything_http", "installed_servers", "pid_alive", "run", "tool_ctx"]
