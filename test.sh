@@ -11,5 +11,5 @@ venv="${HELIKON_VENV:-.venv}"
 "$venv/bin/python" -m pip install -q -e ".[dev]"
 echo "== ruff";   "$venv/bin/ruff" check .
 echo "== mypy";   "$venv/bin/mypy" --strict helikon
-echo "== purity"; "$venv/bin/python" ../shared/tools/check_purity.py
+echo "== purity"; "$venv/bin/python" scripts/check_purity.py
 echo "== pytest"; "$venv/bin/python" -m pytest --doctest-modules helikon tests "$@"
