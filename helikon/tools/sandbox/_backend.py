@@ -44,6 +44,10 @@ class SandboxGuarantees:
     syscalls: Isolation
     #: A short human-readable name, shown to the model in the tool description.
     label: str
+    #: What the backend found to hold on this system, one name each (for
+    #: :class:`~helikon.tools.OsSandboxBackend`, e.g. ``"network-namespace"``,
+    #: ``"unprivileged-uid"``, ``"process-tree-kill"``; see ``docs/tools.md``).
+    confinement: tuple[str, ...] = attrs.field(default=(), converter=tuple, kw_only=True)
 
     def describe(self) -> str:
         """One line: the label and each axis's tier."""

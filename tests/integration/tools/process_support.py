@@ -4,6 +4,8 @@ OS sandbox or, where the kernel cannot host it, the fail-closed check."""
 from __future__ import annotations
 
 import http.server
+import os
+import secrets
 import socket
 import threading
 import time
@@ -26,6 +28,31 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def running_with(token: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains ``token``, by their pid here.
+
+    A command in a PID namespace reports its own pids (``$!``), which mean
+    nothing outside; a unique word in its command line finds it from here.
+    """
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        if token.encode() in cmdline and alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+def unique_seconds() -> str:
+    """A sleep duration no other test uses (``300.<random digits>``): a token for :func:`running_with`."""
+    return f"300.{secrets.randbelow(10**9):09d}"
 
 
 def written(path: Path) -> bool:
