@@ -10,6 +10,7 @@ label the tool shows the model. :class:`ResourceLimits` are the
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from typing import Protocol, final, runtime_checkable
 
 import attrs
@@ -26,6 +27,10 @@ class Isolation(enum.Enum):
     VIRTUALIZED = "virtualized"
     #: Egress goes through the :class:`~helikon.tools.EgressProxy`'s domain policy.
     PROXIED = "proxied"
+
+
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(names)
 
 
 @final
@@ -47,7 +52,7 @@ class SandboxGuarantees:
     #: What the backend found to hold on this system, one name each (for
     #: :class:`~helikon.tools.OsSandboxBackend`, e.g. ``"network-namespace"``,
     #: ``"unprivileged-uid"``, ``"process-tree-kill"``; see ``docs/tools.md``).
-    confinement: tuple[str, ...] = attrs.field(default=(), converter=tuple, kw_only=True)
+    confinement: tuple[str, ...] = attrs.field(default=(), converter=_names, kw_only=True)
 
     def describe(self) -> str:
         """One line: the label and each axis's tier."""
