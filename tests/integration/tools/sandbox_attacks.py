@@ -143,19 +143,25 @@ def proc_attacks(pid: int, token: str) -> list[tuple[str, str]]:
 
 def escape_commands(token: str) -> list[tuple[str, str]]:
     """Commands that try to outlive their timeout (each leaves a ``sleep <token>`` behind if it can)."""
+    # Six processes that keep moving: each forks, the child takes a new process group, the parent
+    # exits, so a kill by a list of pids comes too late. They give up by themselves after 20 s.
     regroup = (
         "import os, time\n"
-        "while True:\n"
+        "start = time.monotonic()\n"
+        "for _ in range(6):\n"
         "    if os.fork() == 0:\n"
-        "        os.setpgid(0, 0)\n"
-        "        if os.fork() == 0:\n"
-        f'            os.execvp("sleep", ["sleep", "{token}"])\n'
+        "        break\n"
+        "else:\n"
+        "    os._exit(0)\n"
+        "while time.monotonic() - start < 20:\n"
+        "    if os.fork() != 0:\n"
         "        os._exit(0)\n"
-        "    time.sleep(0.01)\n"
+        "    os.setpgid(0, 0)\n"
+        f'    token = "{token}"\n'
     )
     return [
         # the issue's example: keep forking into new process groups
-        ("fork into new groups", py(regroup)),
+        ("fork into new groups", py(regroup) + "; sleep 300"),
         ("double fork", f"( ( sleep {token} & ) & ); sleep 300"),
         ("nohup and disown", f"nohup sleep {token} >/dev/null 2>&1 & disown; sleep 300"),
         ("ignore signals", f"( trap '' TERM HUP INT; sleep {token} ) & sleep 300"),
