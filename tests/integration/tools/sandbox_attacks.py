@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from typing import Any
 
 import anyio
 
@@ -170,25 +171,24 @@ def escape_commands(token: str) -> list[tuple[str, str]]:
     ]
 
 
-def run_all(spec: dict[str, object]) -> dict[str, dict[str, object]]:
+def run_all(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Run ``spec["attacks"]`` through an OsSandboxBackend built from ``spec`` (in this process)."""
     from helikon.tools import EgressPolicy, EgressProxy, OsSandboxBackend, Sandbox
     from helikon.tools.sandbox import DEFAULT_READ_PATHS
 
     backend = OsSandboxBackend(
         Sandbox.open(str(spec["root"])),
-        read_paths=(*DEFAULT_READ_PATHS, *spec.get("read_paths", [])),  # type: ignore[misc]
-        timeout=float(spec.get("timeout", 20)),  # type: ignore[arg-type]
+        read_paths=(*DEFAULT_READ_PATHS, *spec.get("read_paths", [])),
+        timeout=float(spec.get("timeout", 20)),
     )
     proxy = None
     if spec.get("proxy_port"):
-        proxy = EgressProxy(EgressPolicy.allow_all(), port=int(spec["proxy_port"])).start()  # type: ignore[call-overload]
+        proxy = EgressProxy(EgressPolicy.allow_all(), port=int(spec["proxy_port"])).start()
         backend = backend.allow_network(True, proxy=proxy)
-    out: dict[str, dict[str, object]] = {
-        "_": {"confinement": list(getattr(backend.guarantees(), "confinement", ()))}
-    }
+    confinement = list(getattr(backend.guarantees(), "confinement", ()))
+    out: dict[str, dict[str, Any]] = {"_": {"confinement": confinement}}
     try:
-        for name, command in spec["attacks"]:  # type: ignore[attr-defined]
+        for name, command in spec["attacks"]:
             result = anyio.run(backend.run, command)
             out[name] = {
                 "exit": result.exit_code,

@@ -21,7 +21,6 @@ from process_support import confined, http_server
 
 from helikon.tools import EgressPolicy, EgressProxy, Isolation, Sandbox
 from helikon.tools._web_guard import address_refusal
-from helikon.tools.sandbox import _egress
 from helikon.tools.sandbox._egress import EgressDenied, address_refusal_text
 
 pytestmark = pytest.mark.integration
@@ -153,7 +152,7 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
             raise OSError(f"test guard: no connect to non-loopback {host}")
         return real(address, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_egress.socket, "create_connection", guarded)
+    monkeypatch.setattr(socket, "create_connection", guarded)  # the proxy calls socket.create_connection
     return attempted
 
 

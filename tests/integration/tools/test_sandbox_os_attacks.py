@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -156,7 +157,7 @@ def arena() -> Iterator[Arena]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def run_spec(spec: dict[str, object], *, as_nobody: bool) -> dict[str, dict[str, object]]:
+def run_spec(spec: dict[str, Any], *, as_nobody: bool) -> dict[str, dict[str, Any]]:
     """Run the attacks in ``spec`` in this process, or as ``nobody`` through ``setpriv``."""
     if not as_nobody:
         return attacks.run_all(spec)
@@ -172,11 +173,11 @@ def run_spec(spec: dict[str, object], *, as_nobody: bool) -> dict[str, dict[str,
         cwd="/",
     )
     assert ran.returncode == 0, ran.stderr
-    result: dict[str, dict[str, object]] = json.loads(ran.stdout)
+    result: dict[str, dict[str, Any]] = json.loads(ran.stdout)
     return result
 
 
-def assert_all_failed(results: dict[str, dict[str, object]], *, secret: bytes | str = "") -> None:
+def assert_all_failed(results: dict[str, dict[str, Any]], *, secret: bytes | str = "") -> None:
     for name, result in results.items():
         if name == "_":
             continue
@@ -200,7 +201,7 @@ WHO = [
 
 def spec_for(
     arena: Arena, attack_list: list[tuple[str, str]], as_nobody: bool, **extra: object
-) -> dict[str, object]:
+) -> dict[str, Any]:
     if as_nobody:
         os.chown(arena.root, NOBODY, NOBODY)
     return {"root": str(arena.root), "attacks": attack_list, "read_paths": [str(arena.outside)], **extra}
@@ -238,7 +239,7 @@ def test_work_on_the_root_s_own_files_still_works(arena: Arena) -> None:
     assert str(results["work"]["output"]).startswith("hi\n") and "done" in str(results["work"]["output"])
     if ROOT:
         confinement = results["_"]["confinement"]
-        assert "unprivileged-uid" in confinement, confinement  # type: ignore[operator]
+        assert "unprivileged-uid" in confinement, confinement
         assert f" {NOBODY} {NOBODY} " in str(results["work"]["output"]), "the command owns its root's files"
     assert list(arena.root.iterdir()) == []
 
@@ -313,7 +314,7 @@ def test_proxied_network_reaches_only_the_proxy_and_nothing_listens(arena: Arena
         assert_all_failed(results)
         assert net.seen == [], f"a sandboxed command went around the proxy: {net.seen}"
     confinement = results["_"]["confinement"]
-    assert {"tcp-only", "no-listen", "network-namespace"} <= set(confinement), confinement  # type: ignore[arg-type]
+    assert {"tcp-only", "no-listen", "network-namespace"} <= set(confinement), confinement
 
 
 # -- SysV IPC ----------------------------------------------------------------------------------------
@@ -406,7 +407,23 @@ def test_nothing_a_command_starts_outlives_its_timeout(arena: Arena, as_nobody: 
         for name, result in results.items():
             if name not in ("_", "exits at once, leaves a daemon"):
                 assert result["timed_out"], name
-        assert "process-tree-kill" in results["_"]["confinement"]  # type: ignore[operator]
+        assert "process-tree-kill" in results["_"]["confinement"]
     finally:
         for token in tokens.values():
             _kill_leftovers(token)
+
+
+# -- the threat model in the docs names what the backend reports ------------------------------------
+
+
+def test_the_threat_model_names_every_confinement_the_backend_reports(arena: Arena) -> None:
+    from helikon.tools import OsSandboxBackend, Sandbox
+
+    docs = (Path(__file__).parents[3] / "docs" / "tools.md").read_text()
+    model = docs.split("### Threat model: the OS sandbox and the egress proxy", 1)[1].split("\n### ", 1)[0]
+    for name in ("test_sandbox_os_attacks.py", "test_sandbox_egress_proxy.py", "WebFetch"):
+        assert name in model
+    backend = OsSandboxBackend(Sandbox.open(arena.root))
+    for name in backend.guarantees().confinement:
+        if not name.startswith("landlock-abi-"):
+            assert f'"{name}"' in docs, f"docs/tools.md does not explain {name!r}"
