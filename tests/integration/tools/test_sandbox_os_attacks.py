@@ -423,3 +423,17 @@ def test_the_threat_model_names_every_confinement_the_backend_reports(arena: Are
     for name in backend.guarantees().confinement:
         if not name.startswith("landlock-abi-"):
             assert f'"{name}"' in docs, f"docs/tools.md does not explain {name!r}"
+
+
+@pytest.mark.skipif(not ROOT, reason="the uid drop applies only when the agent runs as root")
+def test_a_root_nobody_cannot_reach_keeps_root_without_capabilities_and_says_why(arena: Arena) -> None:
+    from helikon.tools import OsSandboxBackend, Sandbox
+
+    hidden = arena.base / "hidden"
+    hidden.mkdir(mode=0o700)
+    (hidden / "root").mkdir()
+    backend = OsSandboxBackend(Sandbox.open(hidden / "root"))
+    confinement = backend.guarantees().confinement
+    assert "root-uid-without-capabilities" in confinement and "unprivileged-uid" not in confinement
+    assert f"cannot search {hidden}," in backend.isolation_unavailable
+    assert "pid-namespace" in confinement, "the namespaces still hold"
