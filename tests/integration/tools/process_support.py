@@ -31,22 +31,33 @@ def alive(pid: int) -> bool:
 
 
 def running_with(token: str) -> list[int]:
-    """Live (not zombie) processes whose command line contains ``token``, by their pid here.
+    """Live processes (other than this one) with a live thread whose command line contains ``token``.
 
     A command in a PID namespace reports its own pids (``$!``), which mean
     nothing outside; a unique word in its command line finds it from here.
+    Threads are looked at one by one: a process whose first thread has
+    exited shows as a zombie at ``/proc/<pid>`` while its other threads run.
     """
     found = []
     for name in os.listdir("/proc"):
-        if not name.isdigit():
+        if not name.isdigit() or int(name) == os.getpid():
             continue
         try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                cmdline = handle.read()
+            tasks = os.listdir(f"/proc/{name}/task")
         except OSError:
             continue
-        if token.encode() in cmdline and alive(int(name)):
-            found.append(int(name))
+        for task in tasks:
+            base = f"/proc/{name}/task/{task}"
+            try:
+                with open(f"{base}/cmdline", "rb") as handle:
+                    cmdline = handle.read()
+                with open(f"{base}/stat") as handle:
+                    state = handle.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if token.encode() in cmdline and state not in ("Z", "X"):
+                found.append(int(name))
+                break
     return found
 
 

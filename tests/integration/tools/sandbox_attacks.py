@@ -163,6 +163,16 @@ def escape_commands(token: str) -> list[tuple[str, str]]:
     return [
         # the example: keep forking into new process groups
         ("fork into new groups", py(regroup) + "; sleep 300"),
+        # a process whose first thread exits: /proc/<pid> shows a zombie while its other thread runs
+        (
+            "leader-less process",
+            py(
+                "import os, threading, time, ctypes; os.setpgid(0, 0); "
+                "threading.Thread(target=time.sleep, args=(20,)).start(); "
+                "ctypes.CDLL(None).pthread_exit(None)"
+            )
+            + f" {token} & sleep 300",
+        ),
         ("double fork", f"( ( sleep {token} & ) & ); sleep 300"),
         ("nohup and disown", f"nohup sleep {token} >/dev/null 2>&1 & disown; sleep 300"),
         ("ignore signals", f"( trap '' TERM HUP INT; sleep {token} ) & sleep 300"),
