@@ -42,7 +42,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
 from typing import Any, Final, final
 
 import attrs
@@ -51,7 +50,13 @@ from helikon.errors import HelikonError, ToolError
 from helikon.tools.sandbox import _landlock, _seccomp
 from helikon.tools.sandbox._backend import ExecResult, Isolation, ResourceLimits, SandboxGuarantees
 from helikon.tools.sandbox._egress import EgressPolicy, EgressProxy
-from helikon.tools.sandbox._host import DEFAULT_ENV_ALLOWLIST, _frozen_env, check_common, default_shell
+from helikon.tools.sandbox._host import (
+    DEFAULT_ENV_ALLOWLIST,
+    _frozen_env,
+    check_common,
+    default_shell,
+    strings,
+)
 from helikon.tools.sandbox._launch import FAILED, MARKER
 from helikon.tools.sandbox._process import LAUNCHER, execute, scrub_env
 from helikon.tools.sandbox._sandbox import Sandbox
@@ -243,10 +248,6 @@ def _isolation(arch: str, abi: int, user: tuple[int, int] | None) -> tuple[bool,
     return True, ""
 
 
-def _strings(values: Iterable[str]) -> tuple[str, ...]:
-    return tuple(values)
-
-
 @final
 @attrs.frozen
 class OsSandboxBackend:
@@ -271,14 +272,14 @@ class OsSandboxBackend:
     sandbox: Sandbox
     timeout: float = attrs.field(default=120.0, kw_only=True)
     env_allowlist: tuple[str, ...] = attrs.field(
-        default=DEFAULT_ENV_ALLOWLIST, converter=_strings, kw_only=True
+        default=DEFAULT_ENV_ALLOWLIST, converter=strings, kw_only=True
     )
     env: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_frozen_env, kw_only=True)
     output_limit: int = attrs.field(default=64 * 1024, kw_only=True)
     limits: ResourceLimits = attrs.field(factory=ResourceLimits, kw_only=True)
-    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=_strings, kw_only=True)
-    read_paths: tuple[str, ...] = attrs.field(default=DEFAULT_READ_PATHS, converter=_strings, kw_only=True)
-    write_paths: tuple[str, ...] = attrs.field(default=(), converter=_strings, kw_only=True)
+    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=strings, kw_only=True)
+    read_paths: tuple[str, ...] = attrs.field(default=DEFAULT_READ_PATHS, converter=strings, kw_only=True)
+    write_paths: tuple[str, ...] = attrs.field(default=(), converter=strings, kw_only=True)
     #: When this process is root: the uid and gid commands run as (``None``: stay root, which
     #: leaves every root-owned file's metadata open to the command; see ``docs/tools.md``).
     user: int | None = attrs.field(default=NOBODY, kw_only=True)
