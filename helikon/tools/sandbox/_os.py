@@ -167,10 +167,12 @@ def _confine_plan(
     }
 
 
-# The isolation check: PID 1 of its own namespace, a /proc listing only itself, and (as root) not root.
+# The isolation check: PID 1 of its own namespace, a /proc listing only itself, (as root) not root,
+# and a network namespace with one interface (loopback).
 _TRIAL_ISOLATION: Final = (
     '[ "$$" = 1 ] || exit 6; [ "$(ls -d /proc/[0-9]* | wc -l)" -le 5 ] || exit 7; '
-    '[ "$(id -u)" = "$HELIKON_TRIAL_UID" ] || exit 8; exit 0'
+    '[ "$(id -u)" = "$HELIKON_TRIAL_UID" ] || exit 8; '
+    '[ "$(grep -c : /proc/net/dev)" = 1 ] || exit 9; exit 0'
 )
 
 
@@ -202,6 +204,7 @@ def _run_trial(arch: str, abi: int, script: str, *, namespaces: bool, user: tupl
             6: "the command was not alone in a PID namespace",
             7: "/proc showed other processes",
             8: "the command did not run as the expected uid",
+            9: "the network namespace held more than loopback",
         }
         reason = what.get(ran.returncode, f"exit status {ran.returncode}: {ran.stderr.strip()}")
         raise OsSandboxError(f"the sandbox does not hold on this system ({reason})")

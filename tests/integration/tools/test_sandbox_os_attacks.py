@@ -437,3 +437,43 @@ def test_a_root_nobody_cannot_reach_keeps_root_without_capabilities_and_says_why
     assert "root-uid-without-capabilities" in confinement and "unprivileged-uid" not in confinement
     assert f"cannot search {hidden}," in backend.isolation_unavailable
     assert "pid-namespace" in confinement, "the namespaces still hold"
+
+
+HIDE_NAMESPACES = """
+import errno, json, sys
+import anyio
+from helikon.tools.sandbox import _seccomp
+from helikon.tools.sandbox._seccomp import _JEQ_K, RET_ALLOW, RET_ERRNO, _Program
+p = _Program()
+p.load(0)
+p.jump(_JEQ_K, _seccomp.SYSCALLS[_seccomp.machine()]["unshare"], "eperm")
+p.ret(RET_ALLOW)
+p.label("eperm")
+p.ret(RET_ERRNO | errno.EPERM)
+_seccomp.install(p.assemble())
+from helikon.tools import OsSandboxBackend, Sandbox
+backend = OsSandboxBackend(Sandbox.open(sys.argv[1]))
+result = anyio.run(backend.run, "echo ran")
+print(json.dumps([backend.guarantees().confinement, backend.isolation_unavailable, result.stdout]))
+"""
+
+
+def test_a_kernel_that_refuses_namespaces_is_reported_not_assumed(arena: Arena) -> None:
+    """Refuse ``unshare`` to a child (as some container profiles do): the backend still runs
+    commands under Landlock and seccomp, and its guarantees leave out what the namespaces give."""
+    ran = subprocess.run(
+        [sys.executable, "-c", HIDE_NAMESPACES, str(arena.root)], capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr
+    confinement, why_not, stdout = json.loads(ran.stdout)
+    assert stdout == "ran\n"
+    assert "Operation not permitted" in why_not or "unshare" in why_not, why_not
+    for name in (
+        "network-namespace",
+        "pid-namespace",
+        "private-proc",
+        "process-tree-kill",
+        "unprivileged-uid",
+    ):
+        assert name not in confinement
+    assert "seccomp" in confinement and ("root-uid-without-capabilities" in confinement or not ROOT)
