@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import os
 import signal
 import socket
 import struct
 import threading
+import time
 from typing import Any, Final
 
 CLONE_NEWNS: Final = 0x00020000
@@ -175,8 +177,13 @@ def _serve_relay(channel: socket.socket, proxy: tuple[str, int]) -> None:
     while True:
         try:
             client, _ = listener.accept()
-        except OSError:
+        except (InterruptedError, ConnectionAbortedError):
             continue
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                time.sleep(0.05)  # out of descriptors or memory for now: let connections finish
+                continue
+            os._exit(0)  # the listener is gone: nothing left to relay
         threading.Thread(target=_carry, args=(client, proxy), daemon=True).start()
 
 
@@ -192,6 +199,8 @@ def start_relay(proxy: tuple[str, int]) -> socket.socket:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
+            os.closerange(3, theirs.fileno())  # the sandbox root's descriptor among them
+            os.closerange(theirs.fileno() + 1, 1024)
             _serve_relay(theirs, proxy)
         finally:
             os._exit(0)

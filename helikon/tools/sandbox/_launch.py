@@ -10,17 +10,20 @@ order it:
 
 1. moves into the sandbox root through the inherited directory descriptor
    (``fchdir``: the capability the parent holds, not a path that could be
-   swapped), then closes it;
+   swapped);
 2. restores ``SIGPIPE`` and ``SIGXFSZ`` to their defaults (Python ignores
    both, and ignored signals survive ``exec``);
 3. applies the ``setrlimit`` caps;
-4. with confinement asked for: drops every capability when it runs as root,
-   sets ``no_new_privs``, applies Landlock, installs the seccomp filter;
-5. execs the command.
+4. with confinement asked for: isolates the command (``_isolate.py``: the
+   relay to the egress proxy, new network, IPC, mount and PID namespaces, a
+   fresh ``/proc``, and, as root, an idmapped root and an unprivileged uid),
+   then drops every capability it still holds, sets ``no_new_privs``,
+   applies Landlock and installs the seccomp filter;
+5. closes the root's descriptor and execs the command.
 
 Any failure before the exec prints ``helikon-sandbox: <reason>`` on stderr
 and exits with :data:`FAILED`: the command never runs half-confined. It
-imports only the standard library, and loads its two siblings by file path.
+imports only the standard library, and loads its three siblings by file path.
 """
 
 from __future__ import annotations
