@@ -10,6 +10,7 @@ label the tool shows the model. :class:`ResourceLimits` are the
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from typing import Protocol, final, runtime_checkable
 
 import attrs
@@ -28,6 +29,10 @@ class Isolation(enum.Enum):
     PROXIED = "proxied"
 
 
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(names)
+
+
 @final
 @attrs.frozen
 class SandboxGuarantees:
@@ -44,6 +49,10 @@ class SandboxGuarantees:
     syscalls: Isolation
     #: A short human-readable name, shown to the model in the tool description.
     label: str
+    #: What the backend found to hold on this system, one name each (for
+    #: :class:`~helikon.tools.OsSandboxBackend`, e.g. ``"network-namespace"``,
+    #: ``"unprivileged-uid"``, ``"process-tree-kill"``; see ``docs/tools.md``).
+    confinement: tuple[str, ...] = attrs.field(default=(), converter=_names, kw_only=True)
 
     def describe(self) -> str:
         """One line: the label and each axis's tier."""

@@ -12,11 +12,18 @@ Rules of the proxy:
   requests (``GET http://host/...``, plain HTTP) are the only requests
   served; anything else is ``400``.
 - A host the policy does not permit gets ``403`` and never a connection.
-- A permitted host is resolved by the proxy; an address that is loopback,
-  private, link-local, reserved or multicast is refused (``403``), so a
-  permitted name cannot be pointed at this machine or the local network,
-  unless it is mapped explicitly with ``hosts=`` or ``allow_private=True``.
-  The proxy connects to the address it checked (no second lookup).
+- A permitted host is resolved by the proxy, and every address it resolves
+  to is judged by the same classifier as WebFetch's SSRF guard
+  (:func:`helikon.tools._web_guard.address_refusal`: loopback, private,
+  CGNAT, link-local, site-local, reserved, multicast, and the IPv6 forms
+  that embed one of those, such as 6to4, NAT64, IPv4-mapped and Teredo);
+  any non-public answer is refused (``403``), so a permitted name cannot be
+  pointed at this machine or the local network, unless it is mapped
+  explicitly with ``hosts=`` or ``allow_private=True``. The proxy connects
+  to the address it checked (no second lookup).
+- A forwarded request carries the host the proxy checked: the client's
+  ``Host`` headers are dropped and ``Host: <checked host>`` is sent instead,
+  so a request checked for one name cannot ask the upstream for another.
 - It runs in its own daemon threads, independent of the event loop, from
   :meth:`EgressProxy.start` to :meth:`EgressProxy.close`.
 """
@@ -35,8 +42,20 @@ from typing import Final, final
 
 import attrs
 
+from helikon.tools._web_guard import address_refusal
+
 _MAX_HEAD: Final = 64 * 1024
 _HOP_HEADERS: Final = frozenset({b"connection", b"keep-alive", b"proxy-authorization", b"proxy-connection"})
+#: Headers never forwarded: the hop-by-hop ones, and ``Host`` (replaced by the host the proxy checked).
+_DROPPED_HEADERS: Final = _HOP_HEADERS | {b"host"}
+
+
+def _host_header(host: str, port: int) -> bytes:
+    """``Host: <host>[:port]`` for the checked host (IPv6 literals bracketed)."""
+    if not host.isascii():
+        host = host.encode("idna").decode("ascii")
+    name = f"[{host}]" if ":" in host else host
+    return f"Host: {name}{'' if port == 80 else f':{port}'}".encode("ascii")
 
 
 def normalize_host(host: str) -> str:
@@ -137,16 +156,23 @@ class EgressDenied(Exception):
         self.reason = reason
 
 
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    return not (
-        ip.is_private
-        or ip.is_loopback
-        or ip.is_link_local
-        or ip.is_reserved
-        or ip.is_multicast
-        or ip.is_unspecified
-    )
+def address_refusal_text(address: str) -> str | None:
+    """Why the proxy must not connect to ``address`` (an IP literal), or ``None`` when it is public.
+
+    The one classifier WebFetch's SSRF guard uses, so both refuse the same ranges.
+
+    >>> address_refusal_text("100.100.100.200")
+    'carrier-grade NAT (shared) address 100.100.100.200'
+    >>> address_refusal_text("2002:7f00:1::1")
+    '6to4 loopback address 127.0.0.1 (2002:7f00:1::1)'
+    >>> address_refusal_text("93.184.216.34") is None
+    True
+    """
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return f"{address!r} is not an IP address"
+    return address_refusal(ip)
 
 
 def _split_host_port(target: str, default_port: int) -> tuple[str, int]:
@@ -193,10 +219,20 @@ class _Handler(socketserver.BaseRequestHandler):
                 host, port = url.hostname, url.port or 80
                 upstream = proxy.open_upstream(host, port)
                 path = urllib.parse.urlunsplit(("", "", url.path or "/", url.query, ""))
-                kept = [h for h in headers if h and h.split(b":", 1)[0].strip().lower() not in _HOP_HEADERS]
+                kept = [
+                    h for h in headers if h and h.split(b":", 1)[0].strip().lower() not in _DROPPED_HEADERS
+                ]
+                checked = _host_header(normalize_host(host), port)
                 first = (
                     b"\r\n".join(
-                        [f"{method} {path} HTTP/1.1".encode("latin-1"), *kept, b"Connection: close", b"", b""]
+                        [
+                            f"{method} {path} HTTP/1.1".encode("latin-1"),
+                            checked,
+                            *kept,
+                            b"Connection: close",
+                            b"",
+                            b"",
+                        ]
                     )
                     + rest
                 )
@@ -380,12 +416,24 @@ class EgressProxy:
         except OSError as exc:
             raise EgressDenied(502, f"cannot resolve {name}: {exc.strerror or exc}") from None
         addresses = [str(info[4][0]) for info in infos]
-        if not self.allow_private and not all(_public(a) for a in addresses):
-            raise EgressDenied(403, f"{name} resolves to a private or local address")
+        if not addresses:
+            raise EgressDenied(502, f"cannot resolve {name}: no addresses")
+        if not self.allow_private:
+            for address in addresses:
+                reason = address_refusal_text(address)
+                if reason is not None:
+                    raise EgressDenied(403, f"{name} resolves to a non-public address ({reason})")
         return addresses[0]
 
     def _note(self, host: str, port: int, allowed: bool, reason: str = "") -> None:
         self.decisions.append(EgressDecision(host, port, allowed, reason))
 
 
-__all__ = ["EgressDecision", "EgressPolicy", "EgressProxy", "host_matches", "normalize_host"]
+__all__ = [
+    "EgressDecision",
+    "EgressPolicy",
+    "EgressProxy",
+    "address_refusal_text",
+    "host_matches",
+    "normalize_host",
+]

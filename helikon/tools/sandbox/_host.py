@@ -12,7 +12,7 @@ whatever this process can, and reach the network. Gate it with approval
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final, final
 
 import attrs
@@ -58,6 +58,11 @@ def check_common(timeout: float, output_limit: int) -> None:
         raise ConfigError(f"output_limit must be at least 1 byte, got {output_limit!r}")
 
 
+def strings(values: Iterable[str]) -> tuple[str, ...]:
+    """A tuple of the given strings (a typed attrs converter)."""
+    return tuple(values)
+
+
 @final
 @attrs.frozen
 class HostBackend:
@@ -81,11 +86,13 @@ class HostBackend:
 
     sandbox: Sandbox
     timeout: float = attrs.field(default=120.0, kw_only=True)
-    env_allowlist: tuple[str, ...] = attrs.field(default=DEFAULT_ENV_ALLOWLIST, converter=tuple, kw_only=True)
+    env_allowlist: tuple[str, ...] = attrs.field(
+        default=DEFAULT_ENV_ALLOWLIST, converter=strings, kw_only=True
+    )
     env: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_frozen_env, kw_only=True)
     output_limit: int = attrs.field(default=64 * 1024, kw_only=True)
     limits: ResourceLimits = attrs.field(factory=ResourceLimits, kw_only=True)
-    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=tuple, kw_only=True)
+    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=strings, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         check_common(self.timeout, self.output_limit)

@@ -10,17 +10,20 @@ order it:
 
 1. moves into the sandbox root through the inherited directory descriptor
    (``fchdir``: the capability the parent holds, not a path that could be
-   swapped), then closes it;
+   swapped);
 2. restores ``SIGPIPE`` and ``SIGXFSZ`` to their defaults (Python ignores
    both, and ignored signals survive ``exec``);
 3. applies the ``setrlimit`` caps;
-4. with confinement asked for: drops every capability when it runs as root,
-   sets ``no_new_privs``, applies Landlock, installs the seccomp filter;
-5. execs the command.
+4. with confinement asked for: isolates the command (``_isolate.py``: the
+   relay to the egress proxy, new network, IPC, mount and PID namespaces, a
+   fresh ``/proc``, and, as root, an idmapped root and an unprivileged uid),
+   then drops every capability it still holds, sets ``no_new_privs``,
+   applies Landlock and installs the seccomp filter;
+5. closes the root's descriptor and execs the command.
 
 Any failure before the exec prints ``helikon-sandbox: <reason>`` on stderr
 and exits with :data:`FAILED`: the command never runs half-confined. It
-imports only the standard library, and loads its two siblings by file path.
+imports only the standard library, and loads its three siblings by file path.
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ _RLIMITS: Final = {
     "nproc": resource.RLIMIT_NPROC,
     "core": resource.RLIMIT_CORE,
 }
-PR_CAPBSET_DROP: Final = 24
 _CAPABILITY_VERSION_3: Final = 0x20080522
 
 
@@ -85,23 +87,24 @@ class _CapData(ctypes.Structure):
     )
 
 
-def drop_capabilities() -> None:
-    """As root: empty the bounding set and this process's capability sets.
+def _effective_capabilities() -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return 0
+
+
+def drop_capabilities(isolate: ModuleType) -> None:
+    """Holding any capability (root, or a user namespace's owner): empty the bounding set and every set.
 
     Without this, a root parent's command would keep ``CAP_DAC_OVERRIDE``,
     ``CAP_SYS_ADMIN`` and friends, and a root ``exec`` regains whatever the
     bounding set holds.
     """
     libc = ctypes.CDLL(None, use_errno=True)
-    try:
-        with open("/proc/sys/kernel/cap_last_cap") as handle:
-            last = int(handle.read())
-    except OSError:
-        last = 40
-    for cap in range(last + 1):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, f"PR_CAPBSET_DROP({cap}): {os.strerror(code)}")
+    if _effective_capabilities():
+        isolate.drop_bounding_set()
     header = _CapHeader(_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
     if libc.capset(ctypes.byref(header), data) != 0:
@@ -109,15 +112,17 @@ def drop_capabilities() -> None:
         raise OSError(code, f"capset: {os.strerror(code)}")
 
 
-def confine(plan: dict[str, Any]) -> None:
-    """Apply Landlock and seccomp as ``plan`` says (see ``_os.py``)."""
+def confine(plan: dict[str, Any], root_fd: int | None) -> None:
+    """Isolate (``_isolate.py``), then apply Landlock and seccomp as ``plan`` says (see ``_os.py``)."""
     landlock = _sibling("_landlock")
     seccomp = _sibling("_seccomp")
+    isolate = _sibling("_isolate")
+    if plan.get("isolate") is not None:
+        isolate.isolate(plan["isolate"], root_fd)
     program = seccomp.build_filter(
         plan["arch"], network=plan["network"], deny_truncate=plan["abi"] < 3, deny_chmod=os.geteuid() == 0
     )
-    if os.geteuid() == 0:
-        drop_capabilities()
+    drop_capabilities(isolate)
     seccomp.no_new_privs()
     landlock.restrict(
         plan["abi"],
@@ -134,14 +139,16 @@ def main(argv: list[str]) -> None:
         command = argv[split + 1 :]
         if not command:
             raise ValueError("no command given")
-        if plan.get("root_fd") is not None:
-            os.fchdir(plan["root_fd"])
-            os.close(plan["root_fd"])
+        root_fd = plan.get("root_fd")
+        if root_fd is not None:
+            os.fchdir(root_fd)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         set_limits(plan.get("limits", {}))
         if plan.get("confine") is not None:
-            confine(plan["confine"])
+            confine(plan["confine"], root_fd)
+        if root_fd is not None:
+            os.close(root_fd)
     except Exception as exc:
         sys.stderr.write(f"{MARKER}{type(exc).__name__}: {exc}\n")
         sys.stderr.flush()

@@ -2,12 +2,23 @@
 
 The launcher (``_launch.py``) applies, in the child and before ``exec``:
 
+- **namespaces** (``_isolate.py``), where the kernel allows them (probed
+  once): a PID namespace whose first process is the command, so every
+  process it starts dies with it or at the timeout, with a fresh ``/proc``
+  listing only those; an empty IPC namespace; a network namespace holding
+  only loopback, plus, with network proxied, a relay to the egress proxy on
+  the proxy's own address and port; not root, a user namespace makes these
+  possible;
+- **an unprivileged uid**: when this process is root, the command runs as
+  ``user``/``group`` (65534, ``nobody``, by default) and sees the sandbox
+  root, through an idmapped mount, as its own;
 - **Landlock**: read and write beneath the sandbox root and a private
   temporary directory (``HOME`` and ``TMPDIR``), read and execute the system
   paths programs need (:data:`DEFAULT_READ_PATHS`), nothing else; with
   network allowed, TCP ``connect`` only to the egress proxy's port and no
   ``bind``;
 - **seccomp**: no ``socket()`` (or, with network allowed, TCP only), no
+  ``listen``, no SysV IPC, no ``chown`` or extended attribute changes, no
   kernel administration, no namespaces, no ``setsid`` (``_seccomp.py``);
 - **no privileges**: ``no_new_privs``, and every capability dropped when
   this process is root;
@@ -39,7 +50,13 @@ from helikon.errors import HelikonError, ToolError
 from helikon.tools.sandbox import _landlock, _seccomp
 from helikon.tools.sandbox._backend import ExecResult, Isolation, ResourceLimits, SandboxGuarantees
 from helikon.tools.sandbox._egress import EgressPolicy, EgressProxy
-from helikon.tools.sandbox._host import DEFAULT_ENV_ALLOWLIST, _frozen_env, check_common, default_shell
+from helikon.tools.sandbox._host import (
+    DEFAULT_ENV_ALLOWLIST,
+    _frozen_env,
+    check_common,
+    default_shell,
+    strings,
+)
 from helikon.tools.sandbox._launch import FAILED, MARKER
 from helikon.tools.sandbox._process import LAUNCHER, execute, scrub_env
 from helikon.tools.sandbox._sandbox import Sandbox
@@ -91,6 +108,8 @@ SANDBOX_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 
 LABEL: Final = "os-sandbox (landlock+seccomp)"
 LABEL_PROXIED: Final = "os-sandbox (landlock+seccomp, egress through a proxy)"
+#: The uid and gid a root process's commands run as by default (``nobody``).
+NOBODY: Final = 65534
 
 _ALL: Final = -1  # "every right the ABI knows": masked by the launcher's Landlock layer
 _READ: Final = _landlock.READ_RIGHTS
@@ -124,19 +143,40 @@ def _kernel() -> tuple[str, int]:
     return arch, abi
 
 
-def _confine_plan(arch: str, abi: int, paths: list[tuple[str, int]], port: int | None) -> dict[str, Any]:
+def _confine_plan(
+    arch: str,
+    abi: int,
+    paths: list[tuple[str, int]],
+    proxy: tuple[str, int] | None,
+    *,
+    namespaces: bool,
+    user: tuple[int, int] | None,
+) -> dict[str, Any]:
     return {
         "arch": arch,
         "abi": abi,
-        "network": "deny" if port is None else "proxied",
+        "network": "deny" if proxy is None else "proxied",
         "paths": paths,
-        "connect_ports": None if port is None else [port],
+        "connect_ports": None if proxy is None else [proxy[1]],
+        "isolate": {
+            "namespaces": namespaces,
+            "proxy": None if proxy is None else list(proxy),
+            "user": None if user is None else user[0],
+            "group": None if user is None else user[1],
+        },
     }
 
 
-@functools.cache
-def _trial(arch: str, abi: int, proxied: bool) -> None:
-    """Run a confined ``sh`` once and check the confinement holds (cached per kind)."""
+# The isolation check: PID 1 of its own namespace, a /proc listing only itself, (as root) not root,
+# and a network namespace with one interface (loopback).
+_TRIAL_ISOLATION: Final = (
+    '[ "$$" = 1 ] || exit 6; [ "$(ls -d /proc/[0-9]* | wc -l)" -le 5 ] || exit 7; '
+    '[ "$(id -u)" = "$HELIKON_TRIAL_UID" ] || exit 8; '
+    '[ "$(grep -c : /proc/net/dev)" = 1 ] || exit 9; exit 0'
+)
+
+
+def _run_trial(arch: str, abi: int, script: str, *, namespaces: bool, user: tuple[int, int] | None) -> None:
     work = tempfile.mkdtemp(prefix="helikon-sbx-trial-")
     fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -144,12 +184,12 @@ def _trial(arch: str, abi: int, proxied: bool) -> None:
         plan = {
             "root_fd": fd,
             "limits": {},
-            "confine": _confine_plan(arch, abi, paths, 9 if proxied else None),
+            "confine": _confine_plan(arch, abi, paths, None, namespaces=namespaces, user=user),
         }
-        argv = [sys.executable, "-I", "-S", "-B", LAUNCHER, json.dumps(plan), "--", "/bin/sh", "-c", _TRIAL]
-        ran = subprocess.run(
-            argv, capture_output=True, text=True, pass_fds=(fd,), timeout=60, env={"PATH": SANDBOX_PATH}
-        )
+        argv = [sys.executable, "-I", "-S", "-B", LAUNCHER, json.dumps(plan), "--", "/bin/sh", "-c", script]
+        uid = os.geteuid() if user is None else user[0]
+        env = {"PATH": SANDBOX_PATH, "HELIKON_TRIAL_UID": str(uid)}
+        ran = subprocess.run(argv, capture_output=True, text=True, pass_fds=(fd,), timeout=60, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         raise OsSandboxError(f"the trial run of the sandbox failed: {exc}") from None
     finally:
@@ -158,9 +198,57 @@ def _trial(arch: str, abi: int, proxied: bool) -> None:
     if ran.returncode == FAILED and ran.stderr.startswith(MARKER):
         raise OsSandboxError(f"the kernel refused the sandbox: {ran.stderr[len(MARKER) :].strip()}")
     if ran.returncode != 0:
-        what = {3: "Landlock did not confine the filesystem", 4: "seccomp was not applied"}
+        what = {
+            3: "Landlock did not confine the filesystem",
+            4: "seccomp was not applied",
+            6: "the command was not alone in a PID namespace",
+            7: "/proc showed other processes",
+            8: "the command did not run as the expected uid",
+            9: "the network namespace held more than loopback",
+        }
         reason = what.get(ran.returncode, f"exit status {ran.returncode}: {ran.stderr.strip()}")
         raise OsSandboxError(f"the sandbox does not hold on this system ({reason})")
+
+
+@functools.cache
+def _trial(arch: str, abi: int) -> None:
+    """Run a confined ``sh`` once and check the Landlock and seccomp confinement holds (cached)."""
+    _run_trial(arch, abi, _TRIAL, namespaces=False, user=None)
+
+
+def _blocking_ancestor(root: str, uid: int, gid: int) -> str | None:
+    """The first ancestor of ``root`` that ``uid``/``gid`` may not search (by its mode bits), or ``None``."""
+    path = os.path.dirname(os.path.abspath(root))
+    chain = []
+    while True:
+        chain.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for directory in reversed(chain):
+        try:
+            info = os.stat(directory)
+        except OSError:
+            return directory
+        bit = 0o100 if info.st_uid == uid else 0o010 if info.st_gid == gid else 0o001
+        if not info.st_mode & bit:
+            return directory
+    return None
+
+
+@functools.cache
+def _isolation(arch: str, abi: int, user: tuple[int, int] | None) -> tuple[bool, str]:
+    """Whether namespaces (and, as root, the uid drop to ``user``) hold here: ``(ok, why not)``.
+
+    Probed, not assumed: a confined ``sh`` must find itself PID 1 with a
+    private ``/proc`` and running as the expected uid.
+    """
+    try:
+        _run_trial(arch, abi, _TRIAL_ISOLATION, namespaces=True, user=user)
+    except OsSandboxError as exc:
+        return False, str(exc)
+    return True, ""
 
 
 @final
@@ -186,30 +274,64 @@ class OsSandboxBackend:
 
     sandbox: Sandbox
     timeout: float = attrs.field(default=120.0, kw_only=True)
-    env_allowlist: tuple[str, ...] = attrs.field(default=DEFAULT_ENV_ALLOWLIST, converter=tuple, kw_only=True)
+    env_allowlist: tuple[str, ...] = attrs.field(
+        default=DEFAULT_ENV_ALLOWLIST, converter=strings, kw_only=True
+    )
     env: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_frozen_env, kw_only=True)
     output_limit: int = attrs.field(default=64 * 1024, kw_only=True)
     limits: ResourceLimits = attrs.field(factory=ResourceLimits, kw_only=True)
-    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=tuple, kw_only=True)
-    read_paths: tuple[str, ...] = attrs.field(default=DEFAULT_READ_PATHS, converter=tuple, kw_only=True)
-    write_paths: tuple[str, ...] = attrs.field(default=(), converter=tuple, kw_only=True)
+    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=strings, kw_only=True)
+    read_paths: tuple[str, ...] = attrs.field(default=DEFAULT_READ_PATHS, converter=strings, kw_only=True)
+    write_paths: tuple[str, ...] = attrs.field(default=(), converter=strings, kw_only=True)
+    #: When this process is root: the uid and gid commands run as (``None``: stay root, which
+    #: leaves every root-owned file's metadata open to the command; see ``docs/tools.md``).
+    user: int | None = attrs.field(default=NOBODY, kw_only=True)
+    group: int | None = attrs.field(default=NOBODY, kw_only=True)
     #: The proxy network goes through; ``None``: no network.
     proxy: EgressProxy | None = attrs.field(default=None, kw_only=True, eq=False)
     _owns_proxy: bool = attrs.field(default=False, kw_only=True, eq=False, repr=False)
     _arch: str = attrs.field(init=False, eq=False, repr=False)
     _abi: int = attrs.field(init=False, eq=False, repr=False)
+    _namespaces: bool = attrs.field(init=False, eq=False, repr=False)
+    _why_not: str = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         check_common(self.timeout, self.output_limit)
+        if (self.user is None) != (self.group is None):
+            raise ValueError("give both user and group, or neither")
         arch, abi = _kernel()
         if self.proxy is not None and abi < 4:
             raise OsSandboxError(
                 f"Landlock ABI {abi} cannot restrict TCP ports (ABI 4, Linux 6.7, is needed to force "
                 "the network through the egress proxy)"
             )
-        _trial(arch, abi, self.proxy is not None)
+        _trial(arch, abi)
+        namespaces, why_not = _isolation(arch, abi, self._run_as())
+        if namespaces and os.geteuid() == 0 and self.user is not None and self.group is not None:
+            blocking = _blocking_ancestor(self.sandbox.root, self.user, self.group)
+            if blocking is not None:
+                why_not = (
+                    f"commands run as root without capabilities: uid {self.user} cannot search {blocking}, "
+                    "an ancestor of the sandbox root (make it searchable, e.g. mode 0711, to run them "
+                    "unprivileged)"
+                )
         object.__setattr__(self, "_arch", arch)
         object.__setattr__(self, "_abi", abi)
+        object.__setattr__(self, "_namespaces", namespaces)
+        object.__setattr__(self, "_why_not", why_not)
+
+    def _run_as(self) -> tuple[int, int] | None:
+        """The uid and gid to drop to: only when root, and only with the namespaces (idmapped root)."""
+        if os.geteuid() != 0 or self.user is None or self.group is None:
+            return None
+        if _blocking_ancestor(self.sandbox.root, self.user, self.group) is not None:
+            return None
+        return self.user, self.group
+
+    @property
+    def isolation_unavailable(self) -> str:
+        """Why the namespaces (and the uid drop) do not hold here; ``""`` when they do."""
+        return self._why_not
 
     def allow_network(
         self, enabled: bool = True, *, policy: EgressPolicy | None = None, proxy: EgressProxy | None = None
@@ -256,11 +378,41 @@ class OsSandboxBackend:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def confinement(self) -> tuple[str, ...]:
+        """What holds for this backend's commands on this system, one name each (probed at construction)."""
+        held = [f"landlock-abi-{self._abi}", "seccomp", "no-new-privs", "no-capabilities"]
+        held += ["no-sysv-ipc", "no-xattr-or-chown", "no-listen"]
+        if self.proxy is not None:
+            held.append("tcp-only")
+        if self._namespaces:
+            held += [
+                "network-namespace",
+                "pid-namespace",
+                "private-proc",
+                "ipc-namespace",
+                "process-tree-kill",
+            ]
+        if os.geteuid() != 0:
+            held.append("caller-uid")
+        elif self._namespaces and self._run_as() is not None:
+            held.append("unprivileged-uid")
+        else:
+            held.append("root-uid-without-capabilities")
+        return tuple(held)
+
     def guarantees(self) -> SandboxGuarantees:
-        """Kernel-enforced filesystem and syscalls; network denied (kernel) or proxied."""
+        """Kernel-enforced filesystem and syscalls; network denied (kernel) or proxied.
+
+        ``confinement`` names what was found to hold on this kernel (see :meth:`confinement`).
+        """
+        held = self.confinement()
         if self.proxy is None:
-            return SandboxGuarantees(Isolation.OS_KERNEL, Isolation.OS_KERNEL, Isolation.OS_KERNEL, LABEL)
-        return SandboxGuarantees(Isolation.OS_KERNEL, Isolation.PROXIED, Isolation.OS_KERNEL, LABEL_PROXIED)
+            return SandboxGuarantees(
+                Isolation.OS_KERNEL, Isolation.OS_KERNEL, Isolation.OS_KERNEL, LABEL, confinement=held
+            )
+        return SandboxGuarantees(
+            Isolation.OS_KERNEL, Isolation.PROXIED, Isolation.OS_KERNEL, LABEL_PROXIED, confinement=held
+        )
 
     def _environment(self, home: str) -> dict[str, str]:
         env = scrub_env(self.env_allowlist, {"PATH": SANDBOX_PATH})
@@ -280,17 +432,21 @@ class OsSandboxBackend:
             ToolError: the egress proxy stopped, or the sandbox could not be
                 applied (the command did not run).
         """
-        port = None
+        proxy = None
         if self.proxy is not None:
             if not self.proxy.running:
                 raise ToolError("the egress proxy is not running; the command was not started")
-            port = self.proxy.address[1]
+            proxy = self.proxy.address
+        run_as = self._run_as() if self._namespaces else None
         home = tempfile.mkdtemp(prefix="helikon-sbx-")
+        if run_as is not None:
+            os.chown(home, *run_as)
         paths: list[tuple[str, int]] = [(".", _ALL), (home, _ALL)]
         paths += [(p, _READ) for p in self.read_paths]
         paths += [(p, _WRITE_DEV) for p in DEFAULT_WRITE_PATHS]
         paths += [(p, _ALL) for p in self.write_paths]
-        plan = {"limits": self.limits.as_plan(), "confine": _confine_plan(self._arch, self._abi, paths, port)}
+        confine = _confine_plan(self._arch, self._abi, paths, proxy, namespaces=self._namespaces, user=run_as)
+        plan = {"limits": self.limits.as_plan(), "confine": confine}
         try:
             return await execute(
                 [*self.shell, command],
@@ -308,7 +464,7 @@ class OsSandboxBackend:
 def kernel_support() -> str | None:
     """Why :class:`OsSandboxBackend` cannot run here, or ``None`` when it can."""
     try:
-        _trial(*_kernel(), False)
+        _trial(*_kernel())
     except OsSandboxError as exc:
         return str(exc)
     return None

@@ -12,7 +12,11 @@ This module owns the process lifecycle both backends share:
 - When the command ends, times out, or the awaiting task is cancelled, the
   whole session is killed: ``SIGKILL`` to the process group, then to every
   process ``/proc`` still lists in the session (a child that moved itself to
-  another group with ``setpgid``). Only ``setsid`` leaves a session; the OS
+  another group with ``setpgid``, or whose first thread exited while others
+  run). A process that keeps forking can still outrun such a sweep: the OS
+  sandbox, where namespaces are available, runs the command as the first
+  process of its own PID namespace, and the kernel kills every process in it
+  when that one dies. Only ``setsid`` leaves a session; the OS
   sandbox's seccomp filter denies it, the host backend cannot.
 """
 
@@ -81,9 +85,29 @@ def _session_members(sid: int) -> list[int]:
                 fields = handle.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if len(fields) > 3 and fields[0] not in (b"Z", b"X") and int(fields[3]) == sid:
+        if (
+            len(fields) > 3
+            and int(fields[3]) == sid
+            and (fields[0] not in (b"Z", b"X") or _threads_live(pid))
+        ):
             members.append(pid)
     return members
+
+
+def _threads_live(pid: int) -> bool:
+    """Whether a process whose first thread has exited (a zombie at ``/proc/<pid>``) still runs others."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as handle:
+                if handle.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+                    return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 def kill_session(sid: int) -> None:

@@ -20,10 +20,19 @@ What the filter does, in order:
    can see.
 3. ``socket()`` fails with ``EACCES`` for every family (``socketpair`` still
    works). With network allowed through the egress proxy, only TCP over IPv4
-   and IPv6 is allowed (no UDP, no raw sockets, no TCP Fast Open, whose
-   implicit connect a filter cannot see); Landlock then limits ``connect`` to
-   the proxy's port.
-4. ``ioctl(TIOCSTI)`` and ``TIOCLINUX`` (typing into a terminal) fail.
+   and IPv6 is allowed: ``SOCK_STREAM`` with protocol ``0`` or
+   ``IPPROTO_TCP`` (no UDP, no raw sockets, no MPTCP, which Landlock's TCP
+   port rules do not cover, no SCTP; no TCP Fast Open, whose implicit
+   connect a filter cannot see); Landlock then limits ``connect`` to the
+   proxy's port, and the network namespace (``_isolate.py``) holds nothing
+   but a relay to the proxy. ``listen()`` fails (:data:`NO_SERVER`): a
+   command never serves a port, not even the one ``listen`` binds by itself.
+4. No SysV IPC or POSIX message queues (:data:`NO_IPC`), no extended
+   attribute changes and no ``chown`` (:data:`NO_METADATA`): Landlock does
+   not govern file metadata, so an ACL written through ``setxattr`` could
+   otherwise widen a file's mode, and a no-op ``chown`` clears set-user-ID
+   bits.
+5. ``ioctl(TIOCSTI)`` and ``TIOCLINUX`` (typing into a terminal) fail.
 """
 
 from __future__ import annotations
@@ -96,6 +105,45 @@ DENIED: Final = (
     "vhangup",
 )
 
+#: SysV IPC and POSIX message queues: a command shares nothing with processes outside.
+NO_IPC: Final = (
+    "msgctl",
+    "msgget",
+    "msgrcv",
+    "msgsnd",
+    "semctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "shmget",
+    "mq_getsetattr",
+    "mq_notify",
+    "mq_open",
+    "mq_timedreceive",
+    "mq_timedsend",
+    "mq_unlink",
+)
+#: File metadata Landlock does not govern: extended attributes (ACLs among them) and ownership.
+NO_METADATA: Final = (
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "setxattrat",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "removexattrat",
+    "chown",
+    "fchown",
+    "lchown",
+    "fchownat",
+)
+#: Serving a port.
+NO_SERVER: Final = ("listen",)
+
 #: Syscall numbers per architecture (x86_64 from ``asm/unistd_64.h``,
 #: aarch64 from ``asm-generic/unistd.h``) as "name number" pairs; a name
 #: missing on one architecture is skipped there.
@@ -111,6 +159,11 @@ _X86_64: Final = """
     request_key 249 sendmmsg 307 sendmsg 46 sendto 44 setdomainname 171 sethostname 170 setns 308
     setsid 112 settimeofday 164 socket 41 swapoff 168 swapon 167 syslog 103 truncate 76 umount2 166
     unshare 272 uselib 134 userfaultfd 323 vhangup 153
+    listen 50 shmget 29 shmat 30 shmctl 31 shmdt 67 semget 64 semop 65 semctl 66 msgget 68 msgsnd 69
+    msgrcv 70 msgctl 71 semtimedop 220 mq_open 240 mq_unlink 241 mq_timedsend 242 mq_timedreceive 243
+    mq_notify 244 mq_getsetattr 245 setxattr 188 lsetxattr 189 fsetxattr 190 removexattr 197
+    lremovexattr 198 fremovexattr 199 setxattrat 463 removexattrat 466 chown 92 fchown 93 lchown 94
+    fchownat 260
 """
 _AARCH64: Final = """
     fchmod 52 fchmodat 53 fchmodat2 452
@@ -124,6 +177,11 @@ _AARCH64: Final = """
     request_key 218 sendmmsg 269 sendmsg 211 sendto 206 setdomainname 162 sethostname 161 setns 268
     setsid 157 settimeofday 170 socket 198 swapoff 225 swapon 224 syslog 116 truncate 45 umount2 39
     unshare 97 userfaultfd 282 vhangup 58
+    listen 201 shmget 194 shmat 196 shmctl 195 shmdt 197 semget 190 semop 193 semctl 191 msgget 186
+    msgsnd 189 msgrcv 188 msgctl 187 semtimedop 192 mq_open 180 mq_unlink 181 mq_timedsend 182
+    mq_timedreceive 183 mq_notify 184 mq_getsetattr 185 setxattr 5 lsetxattr 6 fsetxattr 7
+    removexattr 14 lremovexattr 15 fremovexattr 16 setxattrat 463 removexattrat 466 fchown 55
+    fchownat 54
 """
 
 
@@ -138,6 +196,7 @@ AF_INET: Final = 2
 AF_INET6: Final = 10
 SOCK_STREAM: Final = 1
 SOCK_TYPE_MASK: Final = 0xF
+IPPROTO_TCP: Final = 6
 MSG_FASTOPEN: Final = 0x20000000
 TIOCSTI: Final = 0x5412
 TIOCLINUX: Final = 0x541C
@@ -237,7 +296,7 @@ def build_filter(
     p.load(_NR)
     if arch == "x86_64":
         p.jump(_JGE_K, X32_SYSCALL_BIT, "kill", None)
-    denied: list[str] = [name for name in DENIED if name in numbers]
+    denied: list[str] = [name for name in (*DENIED, *NO_IPC, *NO_METADATA, *NO_SERVER) if name in numbers]
     if deny_truncate:
         denied.append("truncate")
     if deny_chmod:
@@ -262,7 +321,11 @@ def build_filter(
         p.label("socket_type")
         p.load(_arg(1))
         p.insns.append((_AND_K, SOCK_TYPE_MASK, None, None))
-        p.jump(_JEQ_K, SOCK_STREAM, "allow", "eacces")
+        p.jump(_JEQ_K, SOCK_STREAM, "socket_protocol", "eacces")
+        p.label("socket_protocol")
+        p.load(_arg(2))
+        p.jump(_JEQ_K, 0, "allow", None)
+        p.jump(_JEQ_K, IPPROTO_TCP, "allow", "eacces")
         p.label("send_flags3")
         p.load(_arg(3))
         p.jump(_JSET_K, MSG_FASTOPEN, "eperm", "allow")
@@ -345,4 +408,15 @@ def install(program: bytes) -> None:
     _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.cast(ctypes.pointer(prog), ctypes.c_void_p), 0, 0)
 
 
-__all__ = ["DENIED", "SYSCALLS", "available", "build_filter", "install", "machine", "no_new_privs"]
+__all__ = [
+    "DENIED",
+    "NO_IPC",
+    "NO_METADATA",
+    "NO_SERVER",
+    "SYSCALLS",
+    "available",
+    "build_filter",
+    "install",
+    "machine",
+    "no_new_privs",
+]

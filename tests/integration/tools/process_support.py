@@ -4,6 +4,8 @@ OS sandbox or, where the kernel cannot host it, the fail-closed check."""
 from __future__ import annotations
 
 import http.server
+import os
+import secrets
 import socket
 import threading
 import time
@@ -26,6 +28,42 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def running_with(token: str) -> list[int]:
+    """Live processes (other than this one) with a live thread whose command line contains ``token``.
+
+    A command in a PID namespace reports its own pids (``$!``), which mean
+    nothing outside; a unique word in its command line finds it from here.
+    Threads are looked at one by one: a process whose first thread has
+    exited shows as a zombie at ``/proc/<pid>`` while its other threads run.
+    """
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            tasks = os.listdir(f"/proc/{name}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            base = f"/proc/{name}/task/{task}"
+            try:
+                with open(f"{base}/cmdline", "rb") as handle:
+                    cmdline = handle.read()
+                with open(f"{base}/stat") as handle:
+                    state = handle.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if token.encode() in cmdline and state not in ("Z", "X"):
+                found.append(int(name))
+                break
+    return found
+
+
+def unique_seconds() -> str:
+    """A sleep duration no other test uses (``300.<random digits>``): a token for :func:`running_with`."""
+    return f"300.{secrets.randbelow(10**9):09d}"
 
 
 def written(path: Path) -> bool:

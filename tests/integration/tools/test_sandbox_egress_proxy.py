@@ -7,7 +7,9 @@ loopback; an unmapped one may not).
 
 from __future__ import annotations
 
+import ipaddress
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +20,8 @@ import pytest
 from process_support import confined, http_server
 
 from helikon.tools import EgressPolicy, EgressProxy, Isolation, Sandbox
+from helikon.tools._web_guard import address_refusal
+from helikon.tools.sandbox._egress import EgressDenied, address_refusal_text
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +95,7 @@ def test_connect_tunnels_to_a_listed_domain_and_refuses_another(net: Net) -> Non
 def test_a_permitted_name_that_resolves_to_loopback_is_refused(net: Net) -> None:
     with EgressProxy(EgressPolicy.allow_all()) as open_proxy, httpx.Client(proxy=open_proxy.url) as client:
         response = client.get(f"http://localhost:{net.allowed_port}/")
-        assert response.status_code == 403 and "private or local address" in response.text
+        assert response.status_code == 403 and "non-public address" in response.text
         assert client.get(f"http://127.0.0.1:{net.allowed_port}/").status_code == 403
     assert net.allowed_hits == []
 
@@ -130,3 +134,129 @@ def test_the_sandboxed_command_is_forced_through_the_proxy(tmp_path: Path, net: 
     assert code != 0
     assert net.other_hits == [], "a sandboxed command reached the unlisted server"
     assert net.allowed_hits == ["/from-sandbox"]
+
+
+# -- issue 30: one address classifier for WebFetch and the proxy; the proxy forwards what it checked --
+
+
+@pytest.fixture
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Refuse, in-process, any upstream connect the proxy makes to a non-loopback address (and record it)."""
+    attempted: list[tuple[str, int]] = []
+    real = socket.create_connection
+
+    def guarded(address: tuple[str, int], *args: object, **kwargs: object) -> socket.socket:
+        host = address[0]
+        if not (host.startswith("127.") or host == "::1"):
+            attempted.append((host, address[1]))
+            raise OSError(f"test guard: no connect to non-loopback {host}")
+        return real(address, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "create_connection", guarded)  # the proxy calls socket.create_connection
+    return attempted
+
+
+NON_PUBLIC = [
+    # the issue's examples
+    "100.100.100.200",  # CGNAT (Tailscale's resolver address)
+    "2002:7f00:1::1",  # 6to4 embedding 127.0.0.1
+    "2002:a9fe:a9fe::1",  # 6to4 embedding 169.254.169.254
+    "fec0::1",  # site-local
+    # other spellings of each class
+    "100.64.0.1",
+    "100.127.255.254",
+    "2002:c0a8:101::1",  # 6to4 embedding 192.168.1.1
+    "2002:a00:1::",  # 6to4 embedding 10.0.0.1
+    "fec0:1234::5",
+    "feff::1",  # site-local, top of the range
+    "64:ff9b::7f00:1",  # NAT64 embedding 127.0.0.1
+    "64:ff9b::a9fe:a9fe",  # NAT64 embedding 169.254.169.254
+    "::ffff:100.64.0.1",  # IPv4-mapped CGNAT
+    "::127.0.0.1",  # IPv4-compatible loopback
+    "192.0.0.8",  # IETF protocol assignments
+    "198.18.0.1",  # benchmarking
+]
+
+
+@pytest.mark.parametrize("address", NON_PUBLIC)
+def test_the_proxy_refuses_every_address_webfetch_refuses(
+    address: str, loopback_only: list[tuple[str, int]]
+) -> None:
+    assert address_refusal(ipaddress.ip_address(address)) is not None, "WebFetch's guard refuses it"
+    with EgressProxy(EgressPolicy.allow_all()) as proxy:
+        with pytest.raises(EgressDenied) as refused:
+            proxy.open_upstream(address, 443)
+        assert refused.value.status == 403 and "non-public address" in refused.value.reason
+        head, sock = _connect(proxy, f"[{address}]:443" if ":" in address else f"{address}:443")
+        sock.close()
+        assert head.startswith(b"HTTP/1.1 403"), head
+    assert loopback_only == [], "the proxy tried to connect to a non-public address"
+
+
+def test_the_proxy_and_webfetch_share_one_classifier() -> None:
+    for address in (*NON_PUBLIC, "127.0.0.1", "10.1.2.3", "::1", "93.184.216.34", "2606:4700::1111"):
+        assert address_refusal_text(address) == address_refusal(ipaddress.ip_address(address)), address
+
+
+@attrs.frozen
+class Seen:
+    port: int
+    heads: list[bytes]
+
+
+@pytest.fixture
+def host_echo() -> Iterator[Seen]:
+    """A loopback server that records each request head it gets and answers 200."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    heads: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                data = b""
+                while b"\r\n\r\n" not in data and (chunk := conn.recv(4096)):
+                    data += chunk
+                heads.append(data)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield Seen(listener.getsockname()[1], heads)
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    "host_lines",
+    [
+        [b"Host: other.test"],  # the issue's example
+        [b"host:   other.test"],
+        [b"Host: allowed.test", b"Host: other.test"],  # two Host headers
+        [b"HOST: 127.0.0.1:1"],
+        [],  # none at all: the checked one is added
+    ],
+)
+def test_a_forwarded_request_carries_only_the_checked_host(host_echo: Seen, host_lines: list[bytes]) -> None:
+    policy = EgressPolicy.deny_all().allow_domains(["allowed.test"])
+    with EgressProxy(policy, hosts={"allowed.test": "127.0.0.1"}) as proxy:
+        sock = socket.create_connection(proxy.address, timeout=5)
+        request = [f"GET http://allowed.test:{host_echo.port}/p HTTP/1.1".encode(), *host_lines, b"", b""]
+        sock.sendall(b"\r\n".join(request))
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+        sock.close()
+    assert reply.startswith(b"HTTP/1.1 200"), reply
+    [head] = host_echo.heads
+    hosts = [line for line in head.split(b"\r\n") if line.lower().startswith(b"host:")]
+    assert hosts == [f"Host: allowed.test:{host_echo.port}".encode()], head

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
 
 import anyio
 import pytest
-from process_support import alive, wait_for_file, written
+from process_support import alive, running_with, unique_seconds, wait_for_file, written
 
 from helikon.errors import ToolError
 from helikon.tools import ExecResult, HostBackend, Isolation, ResourceLimits, Sandbox
@@ -131,3 +132,22 @@ def test_a_command_that_cannot_start_is_a_tool_error(tmp_path: Path) -> None:
     backend = HostBackend(Sandbox.open(tmp_path), shell=("/nonexistent/shell", "-c"))
     with pytest.raises(ToolError, match="could not start the command: cannot run '/nonexistent/shell'"):
         run(backend, "true")
+
+
+def test_the_kill_reaches_a_process_whose_first_thread_exited(tmp_path: Path) -> None:
+    """/proc/<pid> shows such a process as a zombie while its other thread runs (issue 30)."""
+    token = unique_seconds()
+    code = (
+        "import os, threading, time, ctypes; os.setpgid(0, 0); "
+        "threading.Thread(target=time.sleep, args=(30,)).start(); ctypes.CDLL(None).pthread_exit(None)"
+    )
+    try:
+        result = run(
+            HostBackend(Sandbox.open(tmp_path), timeout=1.0), f'python3 -c "{code}" {token} & sleep 300'
+        )
+        assert result.timed_out
+        time.sleep(0.3)
+        assert running_with(token) == [], "a leader-less process survived the timeout"
+    finally:
+        for pid in running_with(token):
+            os.kill(pid, signal.SIGKILL)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from process_support import alive, confined, tcp_listener, wait_for_file, written
+from process_support import confined, running_with, tcp_listener, unique_seconds, wait_for_file, written
 
 from helikon.errors import ToolError
 from helikon.tools import (
@@ -180,15 +180,17 @@ def test_timeout_kills_grandchildren_that_tried_to_leave(dirs: tuple[Path, Path]
     backend = confined(Sandbox.open(root), timeout=1.0)
     if backend is None:
         return
+    token = unique_seconds()
     result = run(
         backend,
-        "sleep 300 & echo $! > bg.pid; (setsid sleep 300 || sleep 300) & echo $! > sid.pid; "
+        f"sleep {token} & echo $! > bg.pid; (setsid sleep {token} || sleep {token}) & echo $! > sid.pid; "
         'python3 -c \'import os, time; os.setpgid(0, 0); open("pg.pid", "w").write(str(os.getpid())); '
-        "time.sleep(300)' & sleep 300",
+        f"time.sleep(300)' {token} & sleep {token}",
     )
     assert result.timed_out and result.signal == signal.SIGKILL
     for name in ("bg.pid", "sid.pid", "pg.pid"):
-        assert not alive(int(wait_for_file(root / name))), f"{name} survived the timeout"
+        wait_for_file(root / name)
+    assert running_with(token) == [], "a process survived the timeout"
 
 
 def test_cancellation_kills_grandchildren(dirs: tuple[Path, Path]) -> None:
@@ -199,14 +201,15 @@ def test_cancellation_kills_grandchildren(dirs: tuple[Path, Path]) -> None:
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
-            group.start_soon(backend.run, "sleep 300 & echo $! > bg.pid; wait")
+            group.start_soon(backend.run, f"sleep {token} & echo $! > bg.pid; wait")
             with anyio.fail_after(10):
                 while not written(root / "bg.pid"):  # the pid, not just the redirect's empty file
                     await anyio.sleep(0.02)
             group.cancel_scope.cancel()
 
+    token = unique_seconds()
     anyio.run(main, backend="trio")
-    assert not alive(int(wait_for_file(root / "bg.pid")))
+    assert running_with(token) == []
 
 
 def test_the_network_through_a_stopped_proxy_fails_closed(dirs: tuple[Path, Path]) -> None:

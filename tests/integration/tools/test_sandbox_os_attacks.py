@@ -1,0 +1,479 @@
+"""Issue 30: the OS sandbox confines the process, not a list of syscalls.
+
+Each class of the issue's "OS sandbox" list is one test, run as root (the
+way the tools are used here) and again as an unprivileged user (the same
+attacks, through ``setpriv`` and ``sandbox_attacks.py``). Every target is
+a sentinel this module makes: files in its own directory under ``/tmp``
+(modes, owners, times and xattrs it set), SysV IPC objects it created,
+a process it started, and TCP listeners on 127.0.0.x; nothing else is
+touched, and no address outside loopback is ever dialled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import sandbox_attacks as attacks
+from process_support import running_with, unique_seconds
+
+from helikon.tools.sandbox import kernel_support
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(kernel_support() is not None, reason=f"no OS sandbox here: {kernel_support()}"),
+]
+
+ROOT = os.geteuid() == 0
+NOBODY = 65534
+SECRET = b"TOP SECRET sentinel\n"
+OLD_TIME = 1_000_000_000
+
+
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+@functools.cache
+def _nobody_python() -> tuple[str, dict[str, str]] | None:
+    """A Python ``nobody`` may run that imports this helikon (this venv's, or the system one with
+    this venv's packages on the path), and its environment; ``None`` if there is none."""
+    here = str(Path(__file__).parent)
+    root = str(Path(__file__).parents[3])
+    paths = [here, root, *sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(paths), "HOME": "/"}
+    wanted = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    for exe in (sys.executable, f"/usr/bin/python{wanted}", f"/usr/local/bin/python{wanted}"):
+        probe = subprocess.run(
+            [
+                *AS_NOBODY,
+                exe,
+                "-c",
+                'import helikon.tools, subprocess, sys; subprocess.run([sys.executable, "-V"], check=True)',
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd="/",
+            timeout=60,
+        )
+        if probe.returncode == 0:
+            return exe, env
+    return None
+
+
+@functools.cache
+def _unprivileged_namespaces() -> str | None:
+    """Why the sandbox cannot be tried as an unprivileged user here, or ``None``."""
+    if not ROOT:
+        return "the tests do not run as root (they are the non-root run)"
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed"
+    ran = subprocess.run(
+        [*AS_NOBODY, "unshare", "-U", "-n", "-p", "-f", "true"], capture_output=True, timeout=30
+    )
+    if ran.returncode != 0:
+        return "this kernel refuses user namespaces to unprivileged users"
+    if _nobody_python() is None:
+        return "no Python interpreter that nobody may run imports this helikon"
+    return None
+
+
+# -- sentinels ----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Arena:
+    base: Path
+    root: Path
+    outside: Path
+
+    @property
+    def secret(self) -> str:
+        return str(self.outside / "secret.txt")
+
+    @property
+    def suid(self) -> str:
+        return str(self.outside / "suid.bin")
+
+    @property
+    def plain(self) -> str:
+        return str(self.outside / "plain.txt")
+
+    @property
+    def tagged(self) -> str:
+        return str(self.outside / "tagged.txt")
+
+    def metadata_attacks(self) -> list[tuple[str, str]]:
+        return attacks.metadata_attacks(self.secret, self.suid, self.plain, self.tagged, str(self.outside))
+
+    def snapshot(self) -> dict[str, object]:
+        """Everything the metadata attacks could change."""
+        state: dict[str, object] = {}
+        for path in (self.outside, *sorted(self.outside.iterdir())):
+            info = os.lstat(path)
+            xattrs = {name: os.getxattr(path, name) for name in sorted(os.listxattr(path))}
+            content = path.read_bytes() if path.is_file() else None
+            state[path.name] = (info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, xattrs, content)
+        return state
+
+
+@pytest.fixture
+def arena() -> Iterator[Arena]:
+    """A searchable directory of its own (mode 0755) with the sandbox root and root-owned sentinels."""
+    base = Path(tempfile.mkdtemp(prefix="helikon-i30-"))
+    try:
+        base.chmod(0o755)
+        root, outside = base / "root", base / "outside"
+        root.mkdir(mode=0o755)
+        outside.mkdir(mode=0o755)
+        files = {"secret.txt": 0o600, "suid.bin": 0o4755, "plain.txt": 0o644, "tagged.txt": 0o644}
+        for name, mode in files.items():
+            path = outside / name
+            path.write_bytes(SECRET)
+            path.chmod(mode)
+            os.utime(path, (OLD_TIME, OLD_TIME))
+        os.setxattr(outside / "tagged.txt", "user.keep", b"kept")
+        os.utime(outside, (OLD_TIME, OLD_TIME))
+        yield Arena(base, root, outside)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def run_spec(spec: dict[str, Any], *, as_nobody: bool) -> dict[str, dict[str, Any]]:
+    """Run the attacks in ``spec`` in this process, or as ``nobody`` through ``setpriv``."""
+    if not as_nobody:
+        return attacks.run_all(spec)
+    found = _nobody_python()
+    assert found is not None
+    exe, env = found
+    ran = subprocess.run(
+        [*AS_NOBODY, exe, str(Path(__file__).with_name("sandbox_attacks.py")), json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd="/",
+    )
+    assert ran.returncode == 0, ran.stderr
+    result: dict[str, dict[str, Any]] = json.loads(ran.stdout)
+    return result
+
+
+def assert_all_failed(results: dict[str, dict[str, Any]], *, secret: bytes | str = "") -> None:
+    for name, result in results.items():
+        if name == "_":
+            continue
+        assert result["exit"] != 0, f"attack {name!r} succeeded: {result['output']!r}"
+        if secret:
+            text = secret.decode() if isinstance(secret, bytes) else secret
+            assert text not in str(result["output"]), f"attack {name!r} saw the secret"
+
+
+WHO = [
+    pytest.param(False, id="as-root" if ROOT else "as-caller"),
+    pytest.param(
+        True,
+        id="as-nobody",
+        marks=pytest.mark.skipif(
+            _unprivileged_namespaces() is not None, reason=str(_unprivileged_namespaces())
+        ),
+    ),
+]
+
+
+def spec_for(
+    arena: Arena, attack_list: list[tuple[str, str]], as_nobody: bool, **extra: object
+) -> dict[str, Any]:
+    if as_nobody:
+        os.chown(arena.root, NOBODY, NOBODY)
+    return {"root": str(arena.root), "attacks": attack_list, "read_paths": [str(arena.outside)], **extra}
+
+
+# -- metadata outside the root ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("as_nobody", WHO)
+def test_metadata_outside_the_root_does_not_change(arena: Arena, as_nobody: bool) -> None:
+    before = arena.snapshot()
+    results = run_spec(spec_for(arena, arena.metadata_attacks(), as_nobody), as_nobody=as_nobody)
+    assert_all_failed(results)
+    assert arena.snapshot() == before
+    secret_mode = os.stat(arena.secret).st_mode & 0o7777
+    assert secret_mode == 0o600 and os.stat(arena.suid).st_mode & 0o7777 == 0o4755
+
+
+def test_work_on_the_root_s_own_files_still_works(arena: Arena) -> None:
+    """The uid drop is invisible inside the root: create, change times, chmod, rename, remove."""
+    results = attacks.run_all(
+        spec_for(
+            arena,
+            [
+                (
+                    "work",
+                    "mkdir -p d && echo hi > d/f && touch -d 2001-01-01 d/f && chmod 700 d/f && "
+                    "mv d/f d/g && cat d/g && ls -ln d/g && rm -r d && echo done",
+                )
+            ],
+            False,
+        )
+    )
+    assert results["work"]["exit"] == 0, results["work"]
+    assert str(results["work"]["output"]).startswith("hi\n") and "done" in str(results["work"]["output"])
+    if ROOT:
+        confinement = results["_"]["confinement"]
+        assert "unprivileged-uid" in confinement, confinement
+        assert f" {NOBODY} {NOBODY} " in str(results["work"]["output"]), "the command owns its root's files"
+    assert list(arena.root.iterdir()) == []
+
+
+# -- the network, proxied --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Listeners:
+    proxy_port: int
+    direct_port: int
+    seen: list[str]
+
+
+@contextlib.contextmanager
+def listeners() -> Iterator[Listeners]:
+    """TCP listeners on 127.0.0.2, .3, 127.1.2.3 and ::1 at port P (free on 127.0.0.1 for the proxy),
+    and one on 127.0.0.1 at another port; each records whoever connects."""
+    for _ in range(20):
+        first = socket.create_server(("127.0.0.2", 0))
+        port = first.getsockname()[1]
+        try:
+            with socket.create_server(("127.0.0.1", port)):
+                pass
+            break
+        except OSError:
+            first.close()
+    else:
+        pytest.skip("no port free on both 127.0.0.1 and 127.0.0.2")
+    sockets = [first, socket.create_server(("127.0.0.3", port)), socket.create_server(("127.1.2.3", port))]
+    with contextlib.suppress(OSError):
+        sockets.append(socket.create_server(("::1", port), family=socket.AF_INET6))
+    direct = socket.create_server(("127.0.0.1", 0))
+    sockets.append(direct)
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def accept(listener: socket.socket) -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, peer = listener.accept()
+            except OSError:
+                continue
+            seen.append(f"{listener.getsockname()[0]} from {peer[0]}")
+            conn.close()
+
+    threads = [threading.Thread(target=accept, args=(s,), daemon=True) for s in sockets]
+    for thread in threads:
+        thread.start()
+    try:
+        yield Listeners(port, direct.getsockname()[1], seen)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        for s in sockets:
+            s.close()
+
+
+@pytest.mark.parametrize("as_nobody", WHO)
+def test_proxied_network_reaches_only_the_proxy_and_nothing_listens(arena: Arena, as_nobody: bool) -> None:
+    with listeners() as net:
+        attack_list = attacks.network_attacks(net.proxy_port, net.direct_port)
+        check = 'import socket; s = socket.create_connection(("127.0.0.1", %d), timeout=5); print("proxy ok")'
+        attack_list.append(("the proxy itself", attacks.py(check % net.proxy_port)))
+        spec = spec_for(arena, attack_list, as_nobody, proxy_port=net.proxy_port)
+        results = run_spec(spec, as_nobody=as_nobody)
+        time.sleep(0.2)
+        proxy_ok = results.pop("the proxy itself")
+        assert proxy_ok["exit"] == 0 and "proxy ok" in str(proxy_ok["output"]), proxy_ok
+        assert_all_failed(results)
+        assert net.seen == [], f"a sandboxed command went around the proxy: {net.seen}"
+    confinement = results["_"]["confinement"]
+    assert {"tcp-only", "no-listen", "network-namespace"} <= set(confinement), confinement
+
+
+# -- SysV IPC ----------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Ipc:
+    shm_key: int
+    msg_key: int
+    sem_key: int
+    shm_id: int
+    address: int
+
+
+@pytest.fixture
+def ipc() -> Iterator[Ipc]:
+    """A SysV shared memory segment (holding the secret), a message queue and a semaphore set, mode 0600."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    keys = [secrets.randbelow(2**30) + 1 for _ in range(3)]
+    shm = libc.shmget(keys[0], 4096, 0o1000 | 0o600)
+    msg = libc.msgget(keys[1], 0o1000 | 0o600)
+    sem = libc.semget(keys[2], 1, 0o1000 | 0o600)
+    if min(shm, msg, sem) < 0:
+        pytest.skip(f"SysV IPC is unavailable here: {os.strerror(ctypes.get_errno())}")
+    address = libc.shmat(shm, None, 0)
+    ctypes.memmove(address, SECRET, len(SECRET))
+    try:
+        yield Ipc(keys[0], keys[1], keys[2], shm, address)
+    finally:
+        libc.shmdt(ctypes.c_void_p(address))
+        libc.shmctl(shm, 0, None)  # IPC_RMID
+        libc.msgctl(msg, 0, None)
+        libc.semctl(sem, 0, 0)
+
+
+@pytest.mark.parametrize("as_nobody", WHO)
+def test_sysv_ipc_of_other_processes_is_out_of_reach(arena: Arena, ipc: Ipc, as_nobody: bool) -> None:
+    attack_list = attacks.ipc_attacks(ipc.shm_key, ipc.msg_key, ipc.sem_key, ipc.shm_id)
+    results = run_spec(spec_for(arena, attack_list, as_nobody), as_nobody=as_nobody)
+    assert_all_failed(results, secret="TOP SECRET")
+    assert ctypes.string_at(ipc.address, len(SECRET)) == SECRET, "the segment was written"
+
+
+# -- /proc of other processes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("as_nobody", WHO)
+def test_other_processes_are_invisible_in_proc(arena: Arena, as_nobody: bool) -> None:
+    token = unique_seconds()
+    other = subprocess.Popen(["sleep", token])
+    try:
+        results = run_spec(
+            spec_for(arena, attacks.proc_attacks(other.pid, token), as_nobody), as_nobody=as_nobody
+        )
+    finally:
+        other.kill()
+        other.wait()
+    assert_all_failed(results, secret=token)
+
+
+# -- every process dies at the timeout -----------------------------------------------------------------
+
+
+def _kill_leftovers(token: str) -> None:
+    """Kill what a failing run left behind (only processes with our token in their command line)."""
+    for _ in range(50):
+        pids = running_with(token)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("as_nobody", WHO)
+def test_nothing_a_command_starts_outlives_its_timeout(arena: Arena, as_nobody: bool) -> None:
+    survivors: dict[str, list[int]] = {}
+    for index in range(len(attacks.escape_commands("x"))):
+        token = unique_seconds()
+        name, command = attacks.escape_commands(token)[index]
+        try:
+            results = run_spec(spec_for(arena, [(name, command)], as_nobody, timeout=2), as_nobody=as_nobody)
+            time.sleep(0.3)
+            survivors[name] = running_with(token)
+            if name != "exits at once, leaves a daemon":
+                assert results[name]["timed_out"], name
+        finally:
+            _kill_leftovers(token)
+    assert all(not pids for pids in survivors.values()), f"survived: {survivors}"
+    assert "process-tree-kill" in results["_"]["confinement"]
+
+
+# -- the threat model in the docs names what the backend reports ------------------------------------
+
+
+def test_the_threat_model_names_every_confinement_the_backend_reports(arena: Arena) -> None:
+    from helikon.tools import OsSandboxBackend, Sandbox
+
+    docs = (Path(__file__).parents[3] / "docs" / "tools.md").read_text()
+    model = docs.split("### Threat model: the OS sandbox and the egress proxy", 1)[1].split("\n### ", 1)[0]
+    for name in ("test_sandbox_os_attacks.py", "test_sandbox_egress_proxy.py", "WebFetch"):
+        assert name in model
+    backend = OsSandboxBackend(Sandbox.open(arena.root))
+    for name in backend.guarantees().confinement:
+        if not name.startswith("landlock-abi-"):
+            assert f'"{name}"' in docs, f"docs/tools.md does not explain {name!r}"
+
+
+@pytest.mark.skipif(not ROOT, reason="the uid drop applies only when the agent runs as root")
+def test_a_root_nobody_cannot_reach_keeps_root_without_capabilities_and_says_why(arena: Arena) -> None:
+    from helikon.tools import OsSandboxBackend, Sandbox
+
+    hidden = arena.base / "hidden"
+    hidden.mkdir(mode=0o700)
+    (hidden / "root").mkdir()
+    backend = OsSandboxBackend(Sandbox.open(hidden / "root"))
+    confinement = backend.guarantees().confinement
+    assert "root-uid-without-capabilities" in confinement and "unprivileged-uid" not in confinement
+    assert f"cannot search {hidden}," in backend.isolation_unavailable
+    assert "pid-namespace" in confinement, "the namespaces still hold"
+
+
+HIDE_NAMESPACES = """
+import errno, json, sys
+import anyio
+from helikon.tools.sandbox import _seccomp
+from helikon.tools.sandbox._seccomp import _JEQ_K, RET_ALLOW, RET_ERRNO, _Program
+p = _Program()
+p.load(0)
+p.jump(_JEQ_K, _seccomp.SYSCALLS[_seccomp.machine()]["unshare"], "eperm")
+p.ret(RET_ALLOW)
+p.label("eperm")
+p.ret(RET_ERRNO | errno.EPERM)
+_seccomp.install(p.assemble())
+from helikon.tools import OsSandboxBackend, Sandbox
+backend = OsSandboxBackend(Sandbox.open(sys.argv[1]))
+result = anyio.run(backend.run, "echo ran")
+print(json.dumps([backend.guarantees().confinement, backend.isolation_unavailable, result.stdout]))
+"""
+
+
+def test_a_kernel_that_refuses_namespaces_is_reported_not_assumed(arena: Arena) -> None:
+    """Refuse ``unshare`` to a child (as some container profiles do): the backend still runs
+    commands under Landlock and seccomp, and its guarantees leave out what the namespaces give."""
+    ran = subprocess.run(
+        [sys.executable, "-c", HIDE_NAMESPACES, str(arena.root)], capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr
+    confinement, why_not, stdout = json.loads(ran.stdout)
+    assert stdout == "ran\n"
+    assert "Operation not permitted" in why_not or "unshare" in why_not, why_not
+    for name in (
+        "network-namespace",
+        "pid-namespace",
+        "private-proc",
+        "process-tree-kill",
+        "unprivileged-uid",
+    ):
+        assert name not in confinement
+    assert "seccomp" in confinement and ("root-uid-without-capabilities" in confinement or not ROOT)
