@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -196,21 +197,23 @@ async def _prober(port: int, every: float, stop: asyncio.Event) -> tuple[str, li
     pending: list[asyncio.Task[tuple[float, int]]] = []
     while not stop.is_set():
         pending.append(asyncio.create_task(_probe(port, path)))
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
-        except asyncio.TimeoutError:
-            pass
     done = await asyncio.gather(*pending)
     return path, [seconds if status else float("inf") for seconds, status in done]
 
 
-async def _load_raw(port: int, runs: int, words: int) -> tuple[list[tuple[float, str, int]], float, dict[str, Any]]:
+async def _load_raw(
+    port: int, runs: int, words: int
+) -> tuple[list[tuple[float, str, int]], float, dict[str, Any]]:
     first: list[float] = []
     stop = asyncio.Event()
     prober = asyncio.create_task(_prober(port, 0.05, stop))
     await asyncio.sleep(0.1)
     started = time.perf_counter()
-    results = await asyncio.gather(*(_one_raw(port, words, first) for _ in range(runs)), return_exceptions=True)
+    results = await asyncio.gather(
+        *(_one_raw(port, words, first) for _ in range(runs)), return_exceptions=True
+    )
     wall = time.perf_counter() - started
     stop.set()
     path, probes = await prober

@@ -23,6 +23,15 @@ class RunNotFound(HelikonError):
     """No run has this id (never started, or swept by retention)."""
 
 
+class ServerBusy(HelikonError):
+    """The server admits no run now (its queue is full, or it is draining):
+    answered with 503 and ``Retry-After: retry_after``."""
+
+    def __init__(self, message: str, retry_after: int = 2) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class ApprovalRefused(HelikonError):
     """Decisions that do not answer the run's pending approvals."""
 
@@ -97,4 +106,4 @@ class RunBackend(Protocol):
         ...
 
 
-__all__ = ["ApprovalRefused", "Decision", "RunBackend", "RunHandle", "RunNotFound", "StartRun"]
+__all__ = ["ApprovalRefused", "Decision", "RunBackend", "RunHandle", "RunNotFound", "ServerBusy", "StartRun"]

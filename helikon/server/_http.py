@@ -16,23 +16,43 @@ import anyio
 import attrs
 import msgspec
 from starlette.exceptions import HTTPException
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from helikon.codec import structure
 from helikon.items import AgentInput, Item
-from helikon.server._backend import ApprovalRefused, Decision, RunBackend, RunHandle, RunNotFound, StartRun
+from helikon.server._backend import (
+    ApprovalRefused,
+    Decision,
+    RunBackend,
+    RunHandle,
+    RunNotFound,
+    ServerBusy,
+    StartRun,
+)
 from helikon.server._openapi import openapi_document
 from helikon.server._page import page_html
 from helikon.server._providers import Authenticator, ContextProvider, SessionProvider, call
-from helikon.server._runs import SSE_KEEPALIVE, Frame, is_terminal, output_of, sse_message
+from helikon.server._runs import (
+    SSE_KEEPALIVE,
+    Frame,
+    RunStatus,
+    is_terminal,
+    output_of,
+    sse_message,
+    status_of,
+)
 
 log = logging.getLogger("helikon.server")
 
-#: Paths served without authentication: the page and the schema name no agent.
-PUBLIC_PATHS = frozenset({"/", "/openapi.json"})
+#: Paths served without authentication: the page and the schema name no
+#: agent; the probes are asked by load balancers and orchestrators.
+PUBLIC_PATHS = frozenset({"/", "/openapi.json", "/health", "/ready"})
+#: The default limit on reading a request body: a client that stalls
+#: mid-body gets 408 and its connection closed rather than holding it forever.
+BODY_TIMEOUT_SECONDS = 30.0
 MAX_SESSION_ID = 256
 KEEPALIVE_SECONDS = 15.0
 #: What may go into the ``X-Run-Id`` header as it is.
@@ -104,6 +124,8 @@ class guard:
 
         try:
             await self.app(scope, body.receive, send_with_run_id)
+        except ClientDisconnect:  # an expected event, not a server failure
+            log.info("the client went away during %s %s", scope.get("method"), scope.get("path"))
         except Exception:
             log.exception("the agent server failed on %s %s", scope.get("method"), scope.get("path"))
             if started:
@@ -139,8 +161,8 @@ class _BodyTracker:
         return message
 
 
-async def read_json(request: Request, limit: int) -> Any:
-    """The request's JSON body, at most ``limit`` bytes."""
+async def read_json(request: Request, limit: int, timeout: float = BODY_TIMEOUT_SECONDS) -> Any:
+    """The request's JSON body, at most ``limit`` bytes, read within ``timeout`` seconds."""
     kind = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if kind != "application/json" and not kind.endswith("+json"):
         raise BadRequest(415, "unsupported_media_type", "send the body as application/json")
@@ -148,10 +170,13 @@ async def read_json(request: Request, limit: int) -> Any:
     if length is not None and (not length.isdigit() or int(length) > limit):
         raise BadRequest(413, "too_large", f"the request body is limited to {limit} bytes")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise BadRequest(413, "too_large", f"the request body is limited to {limit} bytes")
+    with anyio.move_on_after(timeout) as reading:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise BadRequest(413, "too_large", f"the request body is limited to {limit} bytes")
+    if reading.cancelled_caught:
+        raise BadRequest(408, "body_timeout", f"the request body was not received within {timeout:g} s")
     if not body:
         raise BadRequest(400, "bad_json", "the request body is empty; send a JSON object")
     try:
@@ -232,12 +257,13 @@ def since_of(request: HTTPConnection) -> int:
 def result_of(run_id: str, agent: str, frames: list[Frame]) -> dict[str, Any]:
     """A finished run's result body, from its frames."""
     terminal = frames[-1] if frames and is_terminal(frames[-1]) else None
-    failed = terminal is None or terminal["type"] == "RunFailed"
+    status = status_of(frames)
+    failed = status is RunStatus.FAILED
     return {
         "run_id": run_id,
         "agent": agent,
-        "status": "failed" if failed else "completed",
-        "output": output_of(frames),
+        "status": status.value,
+        "output": output_of(frames, partial=status is RunStatus.CANCELLED),
         "error": terminal.get("error") if terminal is not None and failed else None,
         "usage": terminal.get("usage") if terminal is not None else None,
         "events": frames,
@@ -349,6 +375,19 @@ class Handlers:
     runs: RunBackend
     max_body_bytes: int
     title: str
+    body_timeout: float = BODY_TIMEOUT_SECONDS
+
+    async def health(self, request: Request) -> Response:
+        """Liveness: the process answers (touches no run, takes no lock)."""
+        return JSONResponse({"status": "ok"})
+
+    async def ready(self, request: Request) -> Response:
+        """Readiness: 503 while draining or while the run queue is full."""
+        if getattr(self.runs, "draining", False):
+            return JSONResponse({"status": "draining"}, status_code=503)
+        if not getattr(self.runs, "ready", True):
+            return JSONResponse({"status": "full"}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
     async def page(self, request: Request) -> Response:
         return HTMLResponse(page_html(self.title))
@@ -389,9 +428,15 @@ class Handlers:
             return await self._start(request, run_id)
         except BadRequest as bad:
             return error(bad.status, bad.code, bad.message)
+        except ServerBusy as busy:
+            response = error(503, "unavailable", str(busy))
+            response.headers["retry-after"] = str(busy.retry_after)
+            return response
 
     async def _start(self, request: Request, run_id: str) -> Any:
         agent = self._agent(request)
+        if getattr(self.runs, "draining", False):  # refuse before reading the body
+            raise ServerBusy("the server is shutting down; retry on another replica")
         stream = request.query_params.get("stream")
         mode = request.query_params.get("mode", "sync")
         if stream not in (None, "sse") or mode not in ("sync", "async"):
@@ -399,7 +444,7 @@ class Handlers:
         if stream == "sse" and mode == "async":
             raise BadRequest(400, "bad_query", "?stream=sse and ?mode=async cannot be combined")
         session_id = session_id_of(request)
-        input = run_input(await read_json(request, self.max_body_bytes))
+        input = run_input(await read_json(request, self.max_body_bytes, self.body_timeout))
         try:
             session = await call(self.sessions, session_id)
             ctx = await call(self.context, request, session)
@@ -408,6 +453,8 @@ class Handlers:
             return error(500, "start_failed", f"the run could not be set up: {type(exc).__name__}")
         try:
             handle = await self.runs.start(StartRun(agent, input, ctx, session_id, run_id, mode == "async"))
+        except ServerBusy:
+            raise
         except Exception as exc:
             log.exception("starting a run failed")
             return error(500, "start_failed", f"the run could not start: {exc}")
@@ -449,7 +496,7 @@ class Handlers:
     async def approve(self, request: Request) -> Response:
         try:
             handle = await self._handle(request)
-            decisions = decisions_of(await read_json(request, self.max_body_bytes))
+            decisions = decisions_of(await read_json(request, self.max_body_bytes, self.body_timeout))
             try:
                 await handle.approve(decisions)
             except ApprovalRefused as refused:
