@@ -71,12 +71,16 @@ class StreamingModel:
         yield Finish(FinishReason.STOP)
 
 
-def serve(port: int, words: int, pause: float, loop: str) -> None:
-    """The child: serve one agent until killed."""
+def serve(port: int, words: int, pause: float, loop: str, admission: str = "") -> None:
+    """The child: serve one agent until killed (``admission``: ``RUNNING,QUEUED``
+    for ``AgentServer.with_admission``; the defaults when empty)."""
     from helikon.server import AgentServer  # the parent needs only httpx
 
     agent = LlmAgent(name="bench", model=StreamingModel(words, pause), instructions="Stream.")
     server = AgentServer(agents=[agent]).with_retention(max_age=600, max_runs=100_000)
+    if admission:
+        running, queued = (int(n) for n in admission.split(","))
+        server = server.with_admission(max_running=running, max_queued=queued)
 
     async def main() -> None:
         await server.serve("127.0.0.1", port)
@@ -241,7 +245,12 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_load(
-    runs: int = 500, words: int = 10, pause: float = 0.02, loop: str = "asyncio", client: str = "raw"
+    runs: int = 500,
+    words: int = 10,
+    pause: float = 0.02,
+    loop: str = "asyncio",
+    client: str = "raw",
+    admission: str = "",
 ) -> dict[str, Any]:
     """Start the server in a child process, run the load, stop it: the measurements."""
     port = _free_port()
@@ -257,6 +266,7 @@ def run_load(
             str(pause),
             "--loop",
             loop,
+            *(["--admission", admission] if admission else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -299,6 +309,7 @@ def run_load(
         "pause_s": pause,
         "loop": loop,
         "client": client,
+        "admission": admission or "default",
         "wall_s": round(wall, 3),
         "latency_p50_s": round(_percentile(latencies, 0.50), 4),
         "latency_p90_s": round(_percentile(latencies, 0.90), 4),
@@ -331,12 +342,14 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=0.02)
     parser.add_argument("--loop", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--client", choices=["raw", "httpx"], default="raw")
+    parser.add_argument("--admission", default="", help="RUNNING,QUEUED (AgentServer.with_admission)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve, args.words, args.pause, args.loop)
+        serve(args.serve, args.words, args.pause, args.loop, args.admission)
         return
-    print(json.dumps(run_load(args.runs, args.words, args.pause, args.loop, args.client), indent=2))
+    result = run_load(args.runs, args.words, args.pause, args.loop, args.client, args.admission)
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

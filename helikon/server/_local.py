@@ -110,8 +110,6 @@ class LocalRun:
     async def describe(self) -> dict[str, Any]:
         terminal = self.log.terminal
         error = terminal.get("error") if terminal is not None and terminal["type"] == "RunFailed" else None
-        if self.status is RunStatus.CANCELLED:
-            error = None
         return {
             "run_id": self.run_id,
             "agent": self.agent,
