@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -71,7 +71,7 @@ class StreamingModel:
         yield Finish(FinishReason.STOP)
 
 
-def serve(port: int, words: int, pause: float, loop: str, admission: str = "") -> None:
+def serve(port: int, words: int, pause: float, loop: str, admission: str = "", probe_port: int = 0) -> None:
     """The child: serve one agent until killed (``admission``: ``RUNNING,QUEUED``
     for ``AgentServer.with_admission``; the defaults when empty)."""
     from helikon.server import AgentServer  # the parent needs only httpx
@@ -83,7 +83,10 @@ def serve(port: int, words: int, pause: float, loop: str, admission: str = "") -
         server = server.with_admission(max_running=running, max_queued=queued)
 
     async def main() -> None:
-        await server.serve("127.0.0.1", port)
+        if probe_port:
+            await server.serve("127.0.0.1", port, probe_port=probe_port)
+        else:
+            await server.serve("127.0.0.1", port)
 
     anyio.run(main, backend=loop)
 
@@ -174,45 +177,53 @@ async def _one_raw(port: int, words: int, first: list[float]) -> tuple[float, st
         writer.close()
 
 
-async def _probe(port: int, path: str) -> tuple[float, int]:
+def _probe(port: int, path: str) -> tuple[float, int]:
     """One ``GET path`` on a fresh connection: (seconds, status; 0 if it failed)."""
     started = time.perf_counter()
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            head = sock.recv(12)
     except OSError:
         return time.perf_counter() - started, 0
-    try:
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-        await writer.drain()
-        head = await reader.read(12)
-        status = int(head[9:12]) if head.startswith(b"HTTP/1.1 ") else 0
-        return time.perf_counter() - started, status
-    except OSError:
-        return time.perf_counter() - started, 0
-    finally:
-        writer.close()
+    status = int(head[9:12]) if head.startswith(b"HTTP/1.") else 0
+    return time.perf_counter() - started, status
 
 
-async def _prober(port: int, every: float, stop: asyncio.Event) -> tuple[str, list[float]]:
-    """Probe ``/health`` (``/agents`` where there is none) until ``stop``."""
+def _prober(port: int, every: float, stop: threading.Event, out: dict[str, Any]) -> None:
+    """Probe ``/health`` (``/agents`` where there is none) every ``every``
+    seconds until ``stop``, from a thread of the client (blocking sockets: the
+    kernel wakes it, not the load's event loop), each probe in a thread of its own."""
     path = "/health"
-    if (await _probe(port, path))[1] == 404:
+    if _probe(port, path)[1] == 404:
         path = "/agents"
-    pending: list[asyncio.Task[tuple[float, int]]] = []
-    while not stop.is_set():
-        pending.append(asyncio.create_task(_probe(port, path)))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), every)
-    done = await asyncio.gather(*pending)
-    return path, [seconds if status else float("inf") for seconds, status in done]
+    found: list[tuple[float, int]] = []
+
+    def one() -> None:
+        found.append(_probe(port, path))
+
+    threads: list[threading.Thread] = []
+    while not stop.wait(every):
+        threads.append(threading.Thread(target=one, daemon=True))
+        threads[-1].start()
+    for thread in threads:
+        thread.join()
+    out["path"] = path
+    out["probes"] = [seconds if status else float("inf") for seconds, status in found]
 
 
 async def _load_raw(
-    port: int, runs: int, words: int
+    port: int, runs: int, words: int, probe_port: int = 0
 ) -> tuple[list[tuple[float, str, int]], float, dict[str, Any]]:
     first: list[float] = []
-    stop = asyncio.Event()
-    prober = asyncio.create_task(_prober(port, 0.05, stop))
+    stop = threading.Event()
+    main_probes: dict[str, Any] = {}
+    side_probes: dict[str, Any] = {"probes": []}
+    probers = [threading.Thread(target=_prober, args=(port, 0.05, stop, main_probes))]
+    if probe_port:
+        probers.append(threading.Thread(target=_prober, args=(probe_port, 0.05, stop, side_probes)))
+    for prober in probers:
+        prober.start()
     await asyncio.sleep(0.1)
     started = time.perf_counter()
     results = await asyncio.gather(
@@ -220,8 +231,14 @@ async def _load_raw(
     )
     wall = time.perf_counter() - started
     stop.set()
-    path, probes = await prober
-    extra = {"first_event": first, "probe_path": path, "probes": probes}
+    for prober in probers:
+        await asyncio.to_thread(prober.join)
+    extra = {
+        "first_event": first,
+        "probe_path": main_probes["path"],
+        "probes": main_probes["probes"],
+        "probe_port_probes": side_probes["probes"],
+    }
     return [("error", repr(r), 0) if isinstance(r, BaseException) else r for r in results], wall, extra  # type: ignore[misc]
 
 
@@ -251,9 +268,13 @@ def run_load(
     loop: str = "asyncio",
     client: str = "raw",
     admission: str = "",
+    probe_port: bool = False,
 ) -> dict[str, Any]:
-    """Start the server in a child process, run the load, stop it: the measurements."""
+    """Start the server in a child process, run the load, stop it: the
+    measurements (``probe_port``: the server also answers probes on a port
+    of their own, probed too)."""
     port = _free_port()
+    side_port = _free_port() if probe_port else 0
     child = subprocess.Popen(
         [
             sys.executable,
@@ -267,6 +288,7 @@ def run_load(
             "--loop",
             loop,
             *(["--admission", admission] if admission else []),
+            *(["--probe-port", str(side_port)] if side_port else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -288,7 +310,7 @@ def run_load(
         client_cpu = time.process_time()
         extra: dict[str, Any] = {"first_event": [], "probe_path": "", "probes": []}
         if client == "raw":
-            results, wall, extra = asyncio.run(_load_raw(port, runs, words))
+            results, wall, extra = asyncio.run(_load_raw(port, runs, words, side_port))
         else:
             results, wall = asyncio.run(_load(base, runs, words))
         time.sleep(0.5)  # the server finishes its bookkeeping
@@ -321,6 +343,7 @@ def run_load(
         "probe_p99_s": round(_percentile(probes, 0.99), 4),
         "probe_max_s": round(max(probes), 4),
         "probes": len(extra["probes"]),
+        "probe_port_p99_s": round(_percentile(extra.get("probe_port_probes") or [float("nan")], 0.99), 4),
         "dropped": sum(1 for r in results if r[1] in ("dropped", "error")),
         "refused_503": sum(1 for r in results if r[1] == "http 503"),
         "server_rss_before_mib": round(before["VmRSS"] / 1024, 1),
@@ -343,12 +366,17 @@ def main() -> None:
     parser.add_argument("--loop", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--client", choices=["raw", "httpx"], default="raw")
     parser.add_argument("--admission", default="", help="RUNNING,QUEUED (AgentServer.with_admission)")
+    parser.add_argument(
+        "--probe-port", type=int, default=0, help="also serve and probe /health on a port of its own"
+    )
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve, args.words, args.pause, args.loop, args.admission)
+        serve(args.serve, args.words, args.pause, args.loop, args.admission, args.probe_port)
         return
-    result = run_load(args.runs, args.words, args.pause, args.loop, args.client, args.admission)
+    result = run_load(
+        args.runs, args.words, args.pause, args.loop, args.client, args.admission, bool(args.probe_port)
+    )
     print(json.dumps(result, indent=2))
 
 

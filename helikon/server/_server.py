@@ -11,12 +11,15 @@ import logging
 import os
 import signal
 import socket
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, final
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import attrs
 import sniffio
 from hypercorn.asyncio import serve as serve_asyncio
@@ -28,7 +31,7 @@ from starlette.types import ASGIApp
 
 from helikon.errors import ConfigError, HelikonError
 from helikon.server._backend import RunBackend
-from helikon.server._http import BODY_TIMEOUT_SECONDS, Handlers, guard
+from helikon.server._http import BODY_TIMEOUT_SECONDS, Handlers, guard, readiness
 from helikon.server._local import Admission, InProcessRuns
 from helikon.server._providers import (
     Authenticator,
@@ -243,6 +246,7 @@ class AgentServer:
         backlog: int = BACKLOG,
         keep_alive: float = KEEP_ALIVE_SECONDS,
         drain_on_sigterm: bool = True,
+        probe_port: int | None = None,
         task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
         **config: Any,
     ) -> None:
@@ -256,6 +260,11 @@ class AgentServer:
         to every read, an idle SSE client's too: the body timeout is
         :attr:`body_timeout`).
 
+        ``probe_port`` also answers ``GET /health`` and ``GET /ready`` on
+        that port (``0``: a free one, logged) from a thread of its own: the
+        probes on the main port share the event loop with the runs and, in a
+        burst of new connections, wait behind their intake; these never do.
+
         Raises:
             ServeError: the address cannot be bound, or serving failed.
         """
@@ -268,14 +277,62 @@ class AgentServer:
             if not hasattr(settings, key):
                 raise ConfigError(f"Hypercorn has no setting {key!r}")
             setattr(settings, key, value)
-        await serve_listening(
-            self.app(),
-            host,
-            port,
-            settings,
-            task_status=task_status,
-            before_stop=self.drain if drain_on_sigterm else None,
-        )
+        probes = None if probe_port is None else ProbeServer(host, probe_port, self._runs)
+        try:
+            await serve_listening(
+                self.app(),
+                host,
+                port,
+                settings,
+                task_status=task_status,
+                before_stop=self.drain if drain_on_sigterm else None,
+            )
+        finally:
+            if probes is not None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(probes.close)
+
+
+@final
+class ProbeServer:
+    """``GET /health`` and ``GET /ready`` on a port of their own, answered
+    by a thread (Python's ``http.server``): a load balancer's health check
+    never queues behind the event loop's work. Readiness reads the backend's
+    ``draining`` and ``ready`` flags, as the main port's ``/ready`` does."""
+
+    def __init__(self, host: str, port: int, runs: object) -> None:
+        class _Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/health":
+                    status, state = 200, "ok"
+                elif self.path == "/ready":
+                    status, state = readiness(runs)
+                else:
+                    status, state = 404, "not_found"
+                body = b'{"status":"%s"}' % state.encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        try:
+            self._server = ThreadingHTTPServer((host, port), _Handler)
+        except OSError as exc:
+            raise ServeError(f"cannot listen for probes on {host}:{port}: {exc}") from exc
+        self._server.daemon_threads = True
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="helikon-probes", daemon=True)
+        self._thread.start()
+        log.info("probes (/health, /ready) on http://%s:%d", host, self.port)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
 
 
 async def serve_app(app: ASGIApp, config: Any, shutdown: Any = None) -> None:
@@ -384,4 +441,13 @@ async def serve_listening(
         raise error(f"the server stopped: {type(exc).__name__}: {exc}") from exc
 
 
-__all__ = ["BACKLOG", "MAX_BODY_BYTES", "AgentServer", "ServeError", "listen", "serve_app", "serve_listening"]
+__all__ = [
+    "BACKLOG",
+    "MAX_BODY_BYTES",
+    "AgentServer",
+    "ProbeServer",
+    "ServeError",
+    "listen",
+    "serve_app",
+    "serve_listening",
+]

@@ -24,7 +24,7 @@ import anyio
 import httpx
 import pytest
 from httpx_sse import connect_sse
-from server_support import ScriptedModel, assistant, server_for, serving, wait_for
+from server_support import ScriptedModel, assistant, free_port, server_for, serving, wait_for
 
 from helikon.items import text_of
 from helikon.server import AgentServer, BearerAuth
@@ -89,6 +89,22 @@ def test_health_and_ready_are_public_and_in_the_schema(backend: str) -> None:
         paths = client.get("/openapi.json").json()["paths"]
         assert {"/health", "/ready"} <= set(paths)
         assert paths["/health"]["get"]["security"] == []
+
+
+def test_the_probe_port_answers_from_its_own_thread() -> None:
+    probe = free_port()
+    server = server_for(assistant(ScriptedModel(pause=0.1))).with_admission(max_running=1, max_queued=0)
+    with served(server, probe_port=probe) as base, httpx.Client(base_url=base) as client:
+        side = f"http://127.0.0.1:{probe}"
+        assert httpx.get(f"{side}/health").json() == {"status": "ok"}
+        assert httpx.get(f"{side}/ready").json() == {"status": "ready"}
+        run_id = client.post("/agents/assistant/runs?mode=async", json={"input": "slow 100"}).json()["run_id"]
+        full = httpx.get(f"{side}/ready")
+        assert (full.status_code, full.json()) == (503, {"status": "full"})
+        assert httpx.get(f"{side}/agents").status_code == 404  # probes only
+        client.post(f"/agents/assistant/runs/{run_id}/cancel")
+    with pytest.raises(httpx.ConnectError):  # closed with the server
+        httpx.get(f"{side}/health")
 
 
 def test_a_full_queue_is_refused_with_503_and_retry_after() -> None:
