@@ -188,8 +188,7 @@ class AgentServer:
         lifespan on the app's shutdown."""
         drain: Callable[[float], Awaitable[None]] | None = getattr(self._runs, "drain", None)
         if drain is not None:
-            with anyio.CancelScope(shield=True):
-                await drain(self.drain_grace)
+            await drain(self.drain_grace)
 
     @property
     def runs(self) -> RunBackend:

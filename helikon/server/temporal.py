@@ -32,7 +32,7 @@ from helikon._json import JsonValue
 from helikon.effects import ApprovalDecision
 from helikon.errors import HelikonError, StepError
 from helikon.ids import CallId
-from helikon.server._backend import ApprovalRefused, Decision, RunNotFound, StartRun
+from helikon.server._backend import ApprovalRefused, Decision, RunNotFound, ServerBusy, StartRun
 from helikon.server._runs import Frame, event_frame, is_terminal, output_of, terminal_frame
 from helikon.temporal import TemporalRun, TemporalRunner
 
@@ -159,8 +159,17 @@ class TemporalRuns:
     ) -> None:
         self.runner = runner
         self.seed = seed
+        self.draining = False
+
+    async def drain(self, grace: float) -> None:
+        """Admit no more runs from this replica (its ``/ready`` answers 503).
+        Runs in flight are Temporal's: they go on, on the workers, and any
+        replica still serving reads them."""
+        self.draining = True
 
     async def start(self, request: StartRun) -> TemporalHandle:
+        if self.draining:
+            raise ServerBusy("this replica is shutting down; retry on another one")
         agent = str(request.agent.name)
         seed = self.seed(request) if self.seed is not None else None
         run = await self.runner.start(

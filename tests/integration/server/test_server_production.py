@@ -228,6 +228,21 @@ def test_the_run_id_is_the_runs_own_id() -> None:
             assert first["run_id"] == source.response.headers["x-run-id"]
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_apps_shutdown_drains_its_runs(backend: str) -> None:
+    server = server_for(assistant(ScriptedModel(pause=0.05)), drain_grace=1.0)
+    with serving(server.app(), backend) as base, httpx.Client(base_url=base) as client:
+        short = client.post("/agents/assistant/runs?mode=async", json={"input": "slow 10"}).json()["run_id"]
+        long = client.post("/agents/assistant/runs?mode=async", json={"input": "slow 400"}).json()["run_id"]
+        wait_for(client, f"/agents/assistant/runs/{long}", "running")
+        started = time.monotonic()
+    assert time.monotonic() - started < 1.0 + 5
+    runs = server.runs.runs  # type: ignore[attr-defined]
+    assert runs[short].status.value == "completed"  # finished within the grace period
+    assert runs[long].status.value == "cancelled"  # cancelled after it, keeping its output
+    assert runs[long].log.frames[-1]["error"]["type"] == "Cancelled"
+
+
 # -- the drain, on a real process with a real signal --------------------------------------------
 
 _CHILD = """
