@@ -44,13 +44,18 @@ log = logging.getLogger("helikon.server")
 class Admission:
     """How many runs execute at once, and how many may wait for a turn.
 
-    ``max_running`` bounds the work the event loop interleaves (so cheap
-    routes such as ``/health`` keep answering under load); ``max_queued``
-    bounds the backlog: beyond it a new run is refused with 503 and
-    ``Retry-After: retry_after`` seconds rather than queued without limit.
+    ``max_running`` bounds the work the event loop interleaves; ``max_queued``
+    bounds the backlog: beyond both a new run is refused with 503 and
+    ``Retry-After: retry_after`` seconds rather than queued without limit
+    (so memory and latency stay bounded however many clients arrive).
+
+    The defaults suit model-bound runs (mostly waiting on the provider): a
+    queued run's first event waits for a slot, so a low ``max_running``
+    lengthens the time to first event of a burst. Lower it for runs whose
+    tools burn CPU in the server process.
     """
 
-    max_running: int = 256
+    max_running: int = 1024
     max_queued: int = 1024
     retry_after: int = 2
 

@@ -172,7 +172,7 @@ class AgentServer:
         return attrs.evolve(self, max_body_bytes=limit)
 
     def with_admission(
-        self, *, max_running: int = 256, max_queued: int = 1024, retry_after: int = 2
+        self, *, max_running: int = 1024, max_queued: int = 1024, retry_after: int = 2
     ) -> AgentServer:
         """At most ``max_running`` runs execute at once, ``max_queued`` more
         wait their turn; beyond, 503 with ``Retry-After: retry_after``."""
