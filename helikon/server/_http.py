@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, final
 
 import anyio
@@ -31,6 +31,8 @@ from helikon.server._backend import (
     RunNotFound,
     ServerBusy,
     StartRun,
+    owner_of,
+    scoped_session_id,
 )
 from helikon.server._openapi import openapi_document
 from helikon.server._page import page_html
@@ -54,6 +56,8 @@ PUBLIC_PATHS = frozenset({"/", "/openapi.json", "/health", "/ready"})
 #: mid-body gets 408 and its connection closed rather than holding it forever.
 BODY_TIMEOUT_SECONDS = 30.0
 MAX_SESSION_ID = 256
+#: The most runs one page of ``GET /agents/{name}/runs`` lists.
+MAX_PAGE = 100
 KEEPALIVE_SECONDS = 15.0
 #: What may go into the ``X-Run-Id`` header as it is.
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,200}")
@@ -242,6 +246,11 @@ def decisions_of(body: Any) -> tuple[Decision, ...]:
     return tuple(found)
 
 
+def _identity(request: HTTPConnection) -> Any:
+    """The identity the authenticator returned for this request (``None`` without auth)."""
+    return request.scope.get("state", {}).get("identity")
+
+
 def session_id_of(request: HTTPConnection) -> str | None:
     value = request.headers.get("x-session-id")
     if value is None:
@@ -410,6 +419,7 @@ class Handlers:
     max_body_bytes: int
     title: str
     body_timeout: float = BODY_TIMEOUT_SECONDS
+    authorize: Callable[..., Any] | None = None
 
     async def health(self, request: Request) -> Response:
         """Liveness: the process answers (touches no run, takes no lock)."""
@@ -475,15 +485,21 @@ class Handlers:
         if stream == "sse" and mode == "async":
             raise BadRequest(400, "bad_query", "?stream=sse and ?mode=async cannot be combined")
         session_id = session_id_of(request)
+        owner = owner_of(_identity(request))
         input = run_input(await read_json(request, self.max_body_bytes, self.body_timeout))
         try:
-            session = await call(self.sessions, session_id)
+            # a session id is the caller's own: another identity's same id is another session
+            session = await call(
+                self.sessions, None if session_id is None else scoped_session_id(owner, session_id)
+            )
             ctx = await call(self.context, request, session)
         except Exception as exc:
             log.exception("building the run's session or context failed")
             return error(500, "start_failed", f"the run could not be set up: {type(exc).__name__}")
         try:
-            handle = await self.runs.start(StartRun(agent, input, ctx, session_id, run_id, mode == "async"))
+            handle = await self.runs.start(
+                StartRun(agent, input, ctx, session_id, run_id, mode == "async", owner=owner)
+            )
         except ServerBusy:
             raise
         except Exception as exc:
@@ -500,15 +516,47 @@ class Handlers:
             return EventStream(handle, cancel_on_disconnect=True)
         return OneShot(handle)
 
-    async def _handle(self, request: HTTPConnection) -> RunHandle:
+    async def _handle(self, request: HTTPConnection, action: str = "read") -> RunHandle:
+        """The run named by the path, if the caller may ``action`` it (its
+        owner may; another identity only when ``authorize`` says so): else 404,
+        the answer for a run that does not exist, so no run id leaks."""
         agent = self._agent(request)
         run_id = request.path_params["run_id"]
         try:
             handle = await self.runs.find(str(agent.name), run_id)
         except RunNotFound:
             raise BadRequest(404, "unknown_run", f"no run {run_id!r} of this agent") from None
+        identity = _identity(request)
+        owner = getattr(handle, "owner", None)
+        if owner != owner_of(identity) and not (
+            self.authorize is not None and await call(self.authorize, identity, owner, action)
+        ):
+            raise BadRequest(404, "unknown_run", f"no run {run_id!r} of this agent")
         request.state.run_id = handle.run_id
         return handle
+
+    async def list_runs(self, request: Request) -> Response:
+        """The caller's runs of an agent, newest first, a page at a time."""
+        try:
+            agent = self._agent(request)
+            limit_text = request.query_params.get("limit", "20")
+            if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_PAGE:
+                raise BadRequest(400, "bad_query", f"limit must be a number from 1 to {MAX_PAGE}")
+            lister = getattr(self.runs, "list_runs", None)
+            if lister is None:
+                raise BadRequest(501, "not_supported", "this server's run backend cannot list runs")
+            try:
+                page, cursor = await lister(
+                    str(agent.name),
+                    owner_of(_identity(request)),
+                    int(limit_text),
+                    request.query_params.get("after"),
+                )
+            except RunNotFound as gone:
+                raise BadRequest(400, "bad_cursor", str(gone)) from None
+            return JSONResponse({"runs": [await run.describe() for run in page], "next": cursor})
+        except BadRequest as bad:
+            return error(bad.status, bad.code, bad.message)
 
     async def describe_run(self, request: Request) -> Response:
         try:
@@ -526,7 +574,7 @@ class Handlers:
 
     async def approve(self, request: Request) -> Response:
         try:
-            handle = await self._handle(request)
+            handle = await self._handle(request, "approve")
             decisions = decisions_of(await read_json(request, self.max_body_bytes, self.body_timeout))
             try:
                 await handle.approve(decisions)
@@ -538,7 +586,7 @@ class Handlers:
 
     async def cancel(self, request: Request) -> Response:
         try:
-            handle = await self._handle(request)
+            handle = await self._handle(request, "cancel")
             await handle.cancel()
             return JSONResponse(await handle.describe(), status_code=202)
         except BadRequest as bad:

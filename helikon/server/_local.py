@@ -33,7 +33,14 @@ from helikon.errors import ConfigError
 from helikon.events import AgentEvent
 from helikon.governance import Allow, Deny
 from helikon.interpreters import LiveInterpreter
-from helikon.server._backend import ApprovalRefused, Decision, RunNotFound, ServerBusy, StartRun
+from helikon.server._backend import (
+    ApprovalRefused,
+    Decision,
+    RunNotFound,
+    ServerBusy,
+    StartRun,
+    scoped_session_id,
+)
 from helikon.server._retention import Retention, expired
 from helikon.server._runs import Frame, RunLog, RunStatus, drive, now, output_of, status_of
 
@@ -102,6 +109,7 @@ class LocalRun:
         self.run_id = request.run_id
         self.agent = str(request.agent.name)
         self.session_id = request.session_id
+        self.owner = request.owner
         self.detached = request.detached
         self.created_at = now()
         self.started_at: float | None = None
@@ -269,6 +277,23 @@ class InProcessRuns:
         while self._active:
             await self._idle.wait()
 
+    async def list_runs(
+        self, agent: str, owner: str | None, limit: int, after: str | None = None
+    ) -> tuple[list[LocalRun], str | None]:
+        """The runs of ``agent`` started by ``owner``, newest first: at most
+        ``limit`` of them after the run ``after`` (a cursor), and the cursor
+        of the next page (``None`` on the last)."""
+        mine = [r for r in reversed(self.runs.values()) if r.agent == agent and r.owner == owner]
+        start = 0
+        if after is not None:
+            ids = [r.run_id for r in mine]
+            if after not in ids:
+                raise RunNotFound(f"no run {after!r} to continue the listing after")
+            start = ids.index(after) + 1
+        page = mine[start : start + limit]
+        more = start + limit < len(mine)
+        return page, (page[-1].run_id if more and page else None)
+
     async def find(self, agent: str, run_id: str) -> LocalRun:
         run = self.runs.get(run_id)
         if run is None or run.agent != agent:
@@ -307,7 +332,7 @@ class InProcessRuns:
             if run.session_id is None:
                 await self._admitted(run, request.agent, ctx, request)
             else:
-                async with self._session_lock(run.session_id):
+                async with self._session_lock(scoped_session_id(run.owner, run.session_id)):
                     await self._admitted(run, request.agent, ctx, request)
         finally:
             _finish(run)  # cancelled while it queued: still ends, with a terminal frame

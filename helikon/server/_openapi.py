@@ -25,6 +25,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         415: "Body is not JSON",
         422: "Body has the wrong shape",
         500: "The run could not start",
+        501: "The run backend cannot do this",
         503: "The server admits no run now (queue full, or draining); see Retry-After",
     }
     return {str(s): _json(_ERROR, text[s]) for s in statuses}
@@ -191,6 +192,37 @@ def openapi_document(title: str) -> dict[str, Any]:
                 }
             },
             "/agents/{name}/runs": {
+                "get": {
+                    "summary": "The caller's runs of this agent, newest first, a page at a time",
+                    "operationId": "listRuns",
+                    "parameters": [
+                        _NAME,
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 100},
+                        },
+                        {"name": "after", "in": "query", "required": False, "schema": {"type": "string"}},
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["runs", "next"],
+                                "properties": {
+                                    "runs": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/RunStatus"},
+                                    },
+                                    "next": {"type": ["string", "null"]},
+                                },
+                            },
+                            "A page of runs; `next` is the `after` of the next page (null on the last)",
+                        ),
+                        **_errors(400, 401, 404, 501),
+                    },
+                },
                 "post": {
                     "summary": "Start a run: one-shot JSON, ?stream=sse, or ?mode=async (202)",
                     "operationId": "startRun",
@@ -233,7 +265,7 @@ def openapi_document(title: str) -> dict[str, Any]:
                         ),
                         **_errors(400, 401, 404, 408, 413, 415, 422, 500, 503),
                     },
-                }
+                },
             },
             "/agents/{name}/runs/{run_id}": {
                 "get": {

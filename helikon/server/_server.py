@@ -112,6 +112,11 @@ class AgentServer:
             connection closed beyond).
         drain_grace: seconds running runs get to finish when the server
             drains (SIGTERM, or the app's shutdown) before the rest are cancelled.
+        authorize: with ``auth``, runs and session ids belong to the identity
+            that made them (another identity gets 404); ``(identity, owner,
+            action) -> bool`` (sync or async; ``action`` is ``"read"``,
+            ``"approve"`` or ``"cancel"``) lets an identity at another's run
+            when it answers true, for applications that share runs on purpose.
     """
 
     agents: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
@@ -125,6 +130,7 @@ class AgentServer:
     admission: Admission = attrs.field(factory=Admission)
     body_timeout: float = BODY_TIMEOUT_SECONDS
     drain_grace: float = DRAIN_GRACE_SECONDS
+    authorize: Any = None
     _runs: RunBackend = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -178,6 +184,9 @@ class AgentServer:
         wait their turn; beyond, 503 with ``Retry-After: retry_after``."""
         return attrs.evolve(self, admission=Admission(max_running, max_queued, retry_after))
 
+    def with_authorize(self, authorize: Any) -> AgentServer:
+        return attrs.evolve(self, authorize=authorize)
+
     def with_drain_grace(self, seconds: float) -> AgentServer:
         return attrs.evolve(self, drain_grace=seconds)
 
@@ -217,6 +226,7 @@ class AgentServer:
             max_body_bytes=self.max_body_bytes,
             title=self.title,
             body_timeout=self.body_timeout,
+            authorize=self.authorize,
         )
         routes = [
             Route("/", handlers.page, methods=["GET"]),
@@ -225,6 +235,7 @@ class AgentServer:
             Route("/openapi.json", handlers.openapi, methods=["GET"]),
             Route("/agents", handlers.list_agents, methods=["GET"]),
             Route("/agents/{name}/runs", handlers.start_run, methods=["POST"]),
+            Route("/agents/{name}/runs", handlers.list_runs, methods=["GET"]),
             Route("/agents/{name}/runs/{run_id}", handlers.describe_run, methods=["GET"]),
             Route("/agents/{name}/runs/{run_id}/events", handlers.events_sse, methods=["GET"]),
             WebSocketRoute("/agents/{name}/runs/{run_id}/events", handlers.events_ws),
