@@ -21,12 +21,10 @@ BOB = "bob-token-000002"
 
 
 def _server(**options: Any) -> AgentServer:
-    return AgentServer(
-        agents=[assistant()],
-        context=approving_context(),
-        auth=BearerAuth({"alice": ALICE, "bob": BOB}),
-        **options,
+    server = AgentServer(
+        context=approving_context(), auth=BearerAuth({"alice": ALICE, "bob": BOB}), **options
     )
+    return server.with_agent(assistant())
 
 
 def _as(token: str) -> dict[str, str]:
@@ -48,6 +46,7 @@ def test_another_identity_cannot_see_approve_or_cancel_a_run() -> None:
         assert bob.get(f"{url}/events").status_code == 404
         assert bob.post(f"{url}/approvals", json=decisions).status_code == 404
         assert bob.post(f"{url}/cancel").status_code == 404
+        ws: Any
         with connect_ws(f"{base}{url}/events", bob) as ws:
             assert ws.receive_json()["error"]["code"] == "unknown_run"
         assert bob.get("/agents/assistant/runs").json() == {"runs": [], "next": None}
