@@ -6,6 +6,7 @@ is involved). Errors are JSON: ``{"error": {"code": ..., "message": ...}}``.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import uuid
@@ -244,6 +245,14 @@ def decisions_of(body: Any) -> tuple[Decision, ...]:
             )
         found.append(Decision(item["call_id"], item["approved"], item.get("reason", "")))
     return tuple(found)
+
+
+def _finds_by_owner(runs: object) -> bool:
+    """Whether a backend's ``find`` takes the caller's ``owner``."""
+    try:
+        return "owner" in inspect.signature(runs.find).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError, AttributeError):
+        return False
 
 
 def _identity(request: HTTPConnection) -> Any:
@@ -522,11 +531,14 @@ class Handlers:
         the answer for a run that does not exist, so no run id leaks."""
         agent = self._agent(request)
         run_id = request.path_params["run_id"]
+        identity = _identity(request)
         try:
-            handle = await self.runs.find(str(agent.name), run_id)
+            if _finds_by_owner(self.runs):  # a backend that keys runs by owner (TemporalRuns)
+                handle = await self.runs.find(str(agent.name), run_id, owner=owner_of(identity))  # type: ignore[call-arg]
+            else:
+                handle = await self.runs.find(str(agent.name), run_id)
         except RunNotFound:
             raise BadRequest(404, "unknown_run", f"no run {run_id!r} of this agent") from None
-        identity = _identity(request)
         owner = getattr(handle, "owner", None)
         if owner != owner_of(identity) and not (
             self.authorize is not None and await call(self.authorize, identity, owner, action)

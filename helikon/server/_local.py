@@ -294,7 +294,9 @@ class InProcessRuns:
         more = start + limit < len(mine)
         return page, (page[-1].run_id if more and page else None)
 
-    async def find(self, agent: str, run_id: str) -> LocalRun:
+    async def find(self, agent: str, run_id: str, owner: str | None = None) -> LocalRun:
+        """The run (``owner`` is not checked here: the server compares it
+        with the run's, and asks its ``authorize`` hook)."""
         run = self.runs.get(run_id)
         if run is None or run.agent != agent:
             raise RunNotFound(f"no run {run_id!r} of agent {agent!r}")

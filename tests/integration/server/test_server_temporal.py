@@ -106,7 +106,7 @@ def test_a_run_started_on_one_replica_is_read_and_approved_on_the_other() -> Non
                     assert done["status"] == "completed", done
                     assert done["output"] == "The tool said: sunny in Paris"
                     read = (await client.get(f"{two}/agents/assistant/runs/{done['run_id']}")).json()
-                    assert (read["status"], read["output"]) == ("completed", done["output"])
+                    assert (read["status"], read["output"]) == ("completed", done["output"]), read
 
                     # a run that waits for a human: started on one, approved on two
                     started = await client.post(
