@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,10 @@ import pytest
 from httpx_sse import connect_sse
 from server_support import ScriptedModel, assistant, free_port, server_for, serving, wait_for
 
+from helikon import LlmAgent, ModelCapabilities
+from helikon.cancel import CancellationToken
 from helikon.items import text_of
+from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk
 from helikon.server import AgentServer, BearerAuth
 from helikon.sessions import SqliteSession
 
@@ -105,6 +108,46 @@ def test_the_probe_port_answers_from_its_own_thread() -> None:
         client.post(f"/agents/assistant/runs/{run_id}/cancel")
     with pytest.raises(httpx.ConnectError):  # closed with the server
         httpx.get(f"{side}/health")
+
+
+class _BusyModel:
+    """Streams ``chunks`` text chunks without ever waiting (a cached or local model)."""
+
+    def __init__(self, chunks: int) -> None:
+        self.chunks = chunks
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return ModelCapabilities.all()
+
+    @property
+    def provider(self) -> str:
+        return "busy"
+
+    @property
+    def model_id(self) -> str:
+        return "busy"
+
+    def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
+        return self._stream()
+
+    async def _stream(self) -> AsyncIterator[ModelEvent]:
+        for _ in range(self.chunks):
+            yield TextChunk("x")
+        yield Finish(FinishReason.STOP)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_busy_run_does_not_starve_the_cheap_routes(backend: str) -> None:
+    # Before issue 37 a run whose model never waits held the event loop to its
+    # end: a request that came meanwhile was answered after the run completed.
+    busy = LlmAgent(name="busy", model=_BusyModel(20_000), instructions="Stream.")
+    with serving(AgentServer(agents=[busy]).app(), backend) as base, httpx.Client(base_url=base) as client:
+        run_id = client.post("/agents/busy/runs?mode=async", json={"input": "go"}).json()["run_id"]
+        assert client.get("/agents").status_code == 200
+        status = client.get(f"/agents/busy/runs/{run_id}").json()
+        assert status["status"] == "running" and status["events"] < 20_000, status  # answered mid-run
+        client.post(f"/agents/busy/runs/{run_id}/cancel")
 
 
 def test_a_full_queue_is_refused_with_503_and_retry_after() -> None:
