@@ -141,8 +141,11 @@ class _BusyModel:
 def test_a_busy_run_does_not_starve_the_cheap_routes(backend: str) -> None:
     # Before issue 37 a run whose model never waits held the event loop to its
     # end: a request that came meanwhile was answered after the run completed.
-    busy = LlmAgent(name="busy", model=_BusyModel(20_000), instructions="Stream.")
-    with serving(AgentServer(agents=[busy]).app(), backend) as base, httpx.Client(base_url=base) as client:
+    busy: LlmAgent[Any] = LlmAgent(name="busy", model=_BusyModel(20_000), instructions="Stream.")
+    with (
+        serving(AgentServer().with_agent(busy).app(), backend) as base,
+        httpx.Client(base_url=base) as client,
+    ):
         run_id = client.post("/agents/busy/runs?mode=async", json={"input": "go"}).json()["run_id"]
         assert client.get("/agents").status_code == 200
         status = client.get(f"/agents/busy/runs/{run_id}").json()
