@@ -119,6 +119,7 @@ class LocalRun:
         self.token = CancellationToken()
         self.pending: dict[str, _Pending] = {}
         self.slots: _Slots | None = None  # set while it holds an execution slot
+        self._parked = 0  # its approvals waiting for a human (its slot is given back meanwhile)
 
     async def describe(self) -> dict[str, Any]:
         terminal = self.log.terminal
@@ -171,15 +172,20 @@ class LocalRun:
         self.pending[request.call_id] = waiting
         self.status = RunStatus.AWAITING_APPROVAL
         remove = self.token.on_cancel(waiting.answered.set)
+        # A human may take hours: the run's slot goes to another run while it
+        # waits (given back by the first of its parallel approvals, taken again
+        # by the last one answered).
         slots = self.slots
-        if slots is not None:  # a human may take hours: the slot goes to another run meanwhile
+        if slots is not None and not self._parked:
             slots.release()
+        self._parked += 1
         try:
             await waiting.answered.wait()
         finally:
             remove()
             self.pending.pop(request.call_id, None)
-            if slots is not None:
+            self._parked -= 1
+            if slots is not None and not self._parked:
                 with anyio.CancelScope(shield=True):
                     await slots.acquire()
         decision = waiting.decision

@@ -24,7 +24,15 @@ import anyio
 import httpx
 import pytest
 from httpx_sse import connect_sse
-from server_support import ScriptedModel, assistant, free_port, server_for, serving, wait_for
+from server_support import (
+    ScriptedModel,
+    approving_context,
+    assistant,
+    free_port,
+    server_for,
+    serving,
+    wait_for,
+)
 
 from helikon import LlmAgent, ModelCapabilities
 from helikon.cancel import CancellationToken
@@ -181,6 +189,22 @@ def _listen_backlog(port: int) -> int:
         ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
     ).stdout.split()
     return int(out[2])
+
+
+def test_a_run_waiting_for_a_human_gives_its_slot_back() -> None:
+    server = AgentServer(context=approving_context()).with_agent(assistant()).with_admission(max_running=1)
+    with served(server) as base, httpx.Client(base_url=base) as client:
+        waiting = client.post("/agents/assistant/runs?mode=async", json={"input": "pay 5"}).json()["run_id"]
+        url = f"/agents/assistant/runs/{waiting}"
+        (pending,) = wait_for(client, url, "awaiting_approval")["pending_approvals"]
+        # the only slot is free while it waits: another run goes through
+        assert client.post("/agents/assistant/runs", json={"input": "hello"}, timeout=10).json()[
+            "status"
+        ] == ("completed")
+        decision = {"decisions": [{"call_id": pending["call_id"], "approved": True}]}
+        assert client.post(f"{url}/approvals", json=decision).status_code == 200
+        assert wait_for(client, url, "completed")["output"] == "The tool said: paid 5"
+        assert client.post("/agents/assistant/runs", json={"input": "again"}).json()["status"] == "completed"
 
 
 def test_serve_listens_with_a_large_backlog_and_closes_idle_connections() -> None:
