@@ -5,9 +5,15 @@ process with a scripted model that streams ``--words`` tokens, ``--pause``
 seconds apart (no LLM, no network beyond loopback). The parent opens N
 streaming runs at once (``POST /agents/bench/runs?stream=sse``, httpx under
 asyncio), reads each to its terminal frame and checks that every run
-completed with every token. It prints one JSON object: the latencies
-(request sent -> terminal frame; p50, p90, p99, max), the wall time, and the
-server's peak RSS (``VmHWM``) and its RSS before the load.
+completed with every token. Meanwhile a prober asks ``GET /health`` (on
+servers without it, ``GET /agents``) on a fresh connection every 50 ms. It
+prints one JSON object: the latencies (request sent -> terminal frame; p50,
+p90, p99, max), the p99 time to the first event, the p99 of the probe during
+the burst, the connections dropped (reset, or closed before the terminal
+frame), the runs refused with 503 (admission control), the wall time, and the
+server's peak RSS (``VmHWM``), its RSS before the load and after it (per
+1,000 runs). The server is started the documented way, with its default
+settings.
 
     python bench/server_load.py                 # 500 runs (the documented measurement)
     python bench/server_load.py --runs 100 --loop trio
@@ -23,6 +29,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -64,15 +71,22 @@ class StreamingModel:
         yield Finish(FinishReason.STOP)
 
 
-def serve(port: int, words: int, pause: float, loop: str) -> None:
-    """The child: serve one agent until killed."""
+def serve(port: int, words: int, pause: float, loop: str, admission: str = "", probe_port: int = 0) -> None:
+    """The child: serve one agent until killed (``admission``: ``RUNNING,QUEUED``
+    for ``AgentServer.with_admission``; the defaults when empty)."""
     from helikon.server import AgentServer  # the parent needs only httpx
 
     agent = LlmAgent(name="bench", model=StreamingModel(words, pause), instructions="Stream.")
     server = AgentServer(agents=[agent]).with_retention(max_age=600, max_runs=100_000)
+    if admission:
+        running, queued = (int(n) for n in admission.split(","))
+        server = server.with_admission(max_running=running, max_queued=queued)
 
     async def main() -> None:
-        await server.serve("127.0.0.1", port, backlog=4096, keep_alive_timeout=60)
+        if probe_port:
+            await server.serve("127.0.0.1", port, probe_port=probe_port)
+        else:
+            await server.serve("127.0.0.1", port)
 
     anyio.run(main, backend=loop)
 
@@ -118,42 +132,114 @@ async def _one(client: Any, words: int) -> tuple[float, str, int]:
     return time.perf_counter() - started, terminal, tokens
 
 
-async def _one_raw(port: int, words: int) -> tuple[float, str, int]:
+async def _one_raw(port: int, words: int, first: list[float]) -> tuple[float, str, int]:
     """One streamed run over a bare asyncio connection (a light client, so the
-    numbers measure the server rather than the client's HTTP library)."""
+    numbers measure the server rather than the client's HTTP library); the
+    time to its first event goes into ``first``."""
     body = b'{"input": "go"}'
     request = (
         b"POST /agents/bench/runs?stream=sse HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
     ) % (len(body), body)
     started = time.perf_counter()
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return time.perf_counter() - started, "dropped", 0
     try:
         writer.write(request)
         await writer.drain()
         data = bytearray()
         terminal = "none"
         while True:
-            chunk = await reader.read(65536)
+            try:
+                chunk = await reader.read(65536)
+            except OSError:
+                return time.perf_counter() - started, "dropped", 0
             if not chunk:
                 break
+            had_event = b"\nevent: " in data
             data += chunk
+            if not had_event and b"\nevent: " in data:
+                first.append(time.perf_counter() - started)
             tail = bytes(data[-4096:])
             if b"event: RunCompleted\n" in tail or b"event: RunFailed\n" in tail:
                 terminal = "RunCompleted" if b"event: RunCompleted\n" in data else "RunFailed"
                 break
+        if not data:
+            return time.perf_counter() - started, "dropped", 0
         if not data.startswith(b"HTTP/1.1 200"):
-            return time.perf_counter() - started, f"http {bytes(data[:12])!r}", 0
+            return time.perf_counter() - started, f"http {bytes(data[9:12]).decode()}", 0
+        if terminal == "none":
+            return time.perf_counter() - started, "dropped", 0
         return time.perf_counter() - started, terminal, data.count(b"event: TokenDelta\n")
     finally:
         writer.close()
 
 
-async def _load_raw(port: int, runs: int, words: int) -> tuple[list[tuple[float, str, int]], float]:
+def _probe(port: int, path: str) -> tuple[float, int]:
+    """One ``GET path`` on a fresh connection: (seconds, status; 0 if it failed)."""
     started = time.perf_counter()
-    results = await asyncio.gather(*(_one_raw(port, words) for _ in range(runs)), return_exceptions=True)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            head = sock.recv(12)
+    except OSError:
+        return time.perf_counter() - started, 0
+    status = int(head[9:12]) if head.startswith(b"HTTP/1.") else 0
+    return time.perf_counter() - started, status
+
+
+def _prober(port: int, every: float, stop: threading.Event, out: dict[str, Any]) -> None:
+    """Probe ``/health`` (``/agents`` where there is none) every ``every``
+    seconds until ``stop``, from a thread of the client (blocking sockets: the
+    kernel wakes it, not the load's event loop), each probe in a thread of its own."""
+    path = "/health"
+    if _probe(port, path)[1] == 404:
+        path = "/agents"
+    found: list[tuple[float, int]] = []
+
+    def one() -> None:
+        found.append(_probe(port, path))
+
+    threads: list[threading.Thread] = []
+    while not stop.wait(every):
+        threads.append(threading.Thread(target=one, daemon=True))
+        threads[-1].start()
+    for thread in threads:
+        thread.join()
+    out["path"] = path
+    out["probes"] = [seconds if status else float("inf") for seconds, status in found]
+
+
+async def _load_raw(
+    port: int, runs: int, words: int, probe_port: int = 0
+) -> tuple[list[tuple[float, str, int]], float, dict[str, Any]]:
+    first: list[float] = []
+    stop = threading.Event()
+    main_probes: dict[str, Any] = {}
+    side_probes: dict[str, Any] = {"probes": []}
+    probers = [threading.Thread(target=_prober, args=(port, 0.05, stop, main_probes))]
+    if probe_port:
+        probers.append(threading.Thread(target=_prober, args=(probe_port, 0.05, stop, side_probes)))
+    for prober in probers:
+        prober.start()
+    await asyncio.sleep(0.1)
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        *(_one_raw(port, words, first) for _ in range(runs)), return_exceptions=True
+    )
     wall = time.perf_counter() - started
-    return [("error", repr(r), 0) if isinstance(r, BaseException) else r for r in results], wall  # type: ignore[misc]
+    stop.set()
+    for prober in probers:
+        await asyncio.to_thread(prober.join)
+    extra = {
+        "first_event": first,
+        "probe_path": main_probes["path"],
+        "probes": main_probes["probes"],
+        "probe_port_probes": side_probes["probes"],
+    }
+    return [("error", repr(r), 0) if isinstance(r, BaseException) else r for r in results], wall, extra  # type: ignore[misc]
 
 
 async def _load(base: str, runs: int, words: int) -> tuple[list[tuple[float, str, int]], float]:
@@ -176,10 +262,19 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_load(
-    runs: int = 500, words: int = 10, pause: float = 0.02, loop: str = "asyncio", client: str = "raw"
+    runs: int = 500,
+    words: int = 10,
+    pause: float = 0.02,
+    loop: str = "asyncio",
+    client: str = "raw",
+    admission: str = "",
+    probe_port: bool = False,
 ) -> dict[str, Any]:
-    """Start the server in a child process, run the load, stop it: the measurements."""
+    """Start the server in a child process, run the load, stop it: the
+    measurements (``probe_port``: the server also answers probes on a port
+    of their own, probed too)."""
     port = _free_port()
+    side_port = _free_port() if probe_port else 0
     child = subprocess.Popen(
         [
             sys.executable,
@@ -192,6 +287,8 @@ def run_load(
             str(pause),
             "--loop",
             loop,
+            *(["--admission", admission] if admission else []),
+            *(["--probe-port", str(side_port)] if side_port else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -211,10 +308,12 @@ def run_load(
                 time.sleep(0.05)
         before, cpu_before = _rss_kib(child.pid), _cpu_s(child.pid)
         client_cpu = time.process_time()
+        extra: dict[str, Any] = {"first_event": [], "probe_path": "", "probes": []}
         if client == "raw":
-            results, wall = asyncio.run(_load_raw(port, runs, words))
+            results, wall, extra = asyncio.run(_load_raw(port, runs, words, side_port))
         else:
             results, wall = asyncio.run(_load(base, runs, words))
+        time.sleep(0.5)  # the server finishes its bookkeeping
         client_cpu = time.process_time() - client_cpu
         after, cpu = _rss_kib(child.pid), _cpu_s(child.pid) - cpu_before
     finally:
@@ -222,6 +321,7 @@ def run_load(
         child.wait(timeout=10)
     latencies = [r[0] for r in results if isinstance(r[0], float)]
     completed = sum(1 for r in results if r[1] == "RunCompleted" and r[2] == words)
+    first, probes = extra["first_event"] or [float("nan")], extra["probes"] or [float("nan")]
     return {
         "runs": runs,
         "completed": completed,
@@ -231,13 +331,24 @@ def run_load(
         "pause_s": pause,
         "loop": loop,
         "client": client,
+        "admission": admission or "default",
         "wall_s": round(wall, 3),
         "latency_p50_s": round(_percentile(latencies, 0.50), 4),
         "latency_p90_s": round(_percentile(latencies, 0.90), 4),
         "latency_p99_s": round(_percentile(latencies, 0.99), 4),
         "latency_max_s": round(max(latencies), 4),
         "latency_mean_s": round(statistics.fmean(latencies), 4),
+        "first_event_p99_s": round(_percentile(first, 0.99), 4),
+        "probe_path": extra["probe_path"],
+        "probe_p99_s": round(_percentile(probes, 0.99), 4),
+        "probe_max_s": round(max(probes), 4),
+        "probes": len(extra["probes"]),
+        "probe_port_p99_s": round(_percentile(extra.get("probe_port_probes") or [float("nan")], 0.99), 4),
+        "dropped": sum(1 for r in results if r[1] in ("dropped", "error")),
+        "refused_503": sum(1 for r in results if r[1] == "http 503"),
         "server_rss_before_mib": round(before["VmRSS"] / 1024, 1),
+        "server_rss_after_mib": round(after["VmRSS"] / 1024, 1),
+        "server_rss_mib_per_1000_runs": round((after["VmRSS"] - before["VmRSS"]) / 1024 * 1000 / runs, 2),
         "server_peak_rss_mib": round(after["VmHWM"] / 1024, 1),
         "server_cpu_s": round(cpu, 2),
         "client_cpu_s": round(client_cpu, 2),
@@ -254,12 +365,19 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=0.02)
     parser.add_argument("--loop", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--client", choices=["raw", "httpx"], default="raw")
+    parser.add_argument("--admission", default="", help="RUNNING,QUEUED (AgentServer.with_admission)")
+    parser.add_argument(
+        "--probe-port", type=int, default=0, help="also serve and probe /health on a port of its own"
+    )
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve, args.words, args.pause, args.loop)
+        serve(args.serve, args.words, args.pause, args.loop, args.admission, args.probe_port)
         return
-    print(json.dumps(run_load(args.runs, args.words, args.pause, args.loop, args.client), indent=2))
+    result = run_load(
+        args.runs, args.words, args.pause, args.loop, args.client, args.admission, bool(args.probe_port)
+    )
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ Hypercorn).
 Needs the ``server`` extra: ``pip install 'paigasus-helikon[server]'``.
 """
 
-
 try:
     import hypercorn  # noqa: F401
     import starlette  # noqa: F401
@@ -35,8 +34,16 @@ from helikon.server._agentcore import (
 )
 from helikon.server._agentcore_protocol import SESSION_HEADER as AGENTCORE_SESSION_HEADER
 from helikon.server._agentcore_protocol import PingState, PingStatus
-from helikon.server._backend import ApprovalRefused, Decision, RunBackend, RunHandle, RunNotFound, StartRun
-from helikon.server._local import InProcessRuns, LocalRun
+from helikon.server._backend import (
+    ApprovalRefused,
+    Decision,
+    RunBackend,
+    RunHandle,
+    RunNotFound,
+    ServerBusy,
+    StartRun,
+)
+from helikon.server._local import Admission, InProcessRuns, LocalRun
 from helikon.server._providers import (
     Authenticator,
     BearerAuth,
@@ -56,11 +63,13 @@ from helikon.server._runs import (
     sse_message,
     terminal_frame,
 )
-from helikon.server._server import MAX_BODY_BYTES, AgentServer, serve_app
+from helikon.server._server import BACKLOG, MAX_BODY_BYTES, AgentServer, ServeError, serve_app
 
 __all__ = [
     "AGENTCORE_SESSION_HEADER",
+    "BACKLOG",
     "MAX_BODY_BYTES",
+    "Admission",
     "AgentCoreContext",
     "AgentCoreError",
     "AgentCoreServer",
@@ -84,6 +93,8 @@ __all__ = [
     "RunStatus",
     "PingState",
     "PingStatus",
+    "ServeError",
+    "ServerBusy",
     "SessionProvider",
     "StartRun",
     "drive",

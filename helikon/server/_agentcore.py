@@ -25,8 +25,6 @@ after a disconnect always sees the interrupted turn.
 from __future__ import annotations
 
 import inspect
-import os
-import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, final
@@ -58,7 +56,7 @@ from helikon.server._agentcore_protocol import (
 )
 from helikon.server._agentcore_run import WIND_DOWN_S, InvocationRun
 from helikon.server._providers import ContextProvider, SessionProvider, default_context
-from helikon.server._server import serve_app
+from helikon.server._server import BACKLOG, serve_listening
 from helikon.sessions import MemorySession, SessionError, SessionErrorKind
 
 if TYPE_CHECKING:
@@ -418,70 +416,13 @@ async def _refuse(bad: BadInvocation, scope: Scope, receive: Receive, send: Send
     await response(scope, receive, send)
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``(host, port)``, or ``AgentCoreError``."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        sock = socket.socket(family, kind, proto)
-    except OSError as exc:
-        raise AgentCoreError(f"cannot listen on {host}:{port}: {exc}") from exc
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        hint = " (is another server on that port? pass port=0 for a free one)" if port else ""
-        raise AgentCoreError(f"cannot listen on {host}:{port}: {exc}{hint}") from exc
-    return sock
-
-
 async def _serve(app: Any, host: str, port: int, task_status: anyio.abc.TaskStatus[str]) -> None:
     """Serve ``app`` with Hypercorn on a socket bound here (so ``port=0`` works)."""
-    sock = _bind(host, port)
     config = Config()
-    # Hypercorn takes its own descriptor of the listening socket.
-    config.bind = [f"fd://{os.dup(sock.fileno())}"]
     config.accesslog = None
+    config.backlog = BACKLOG
     config.graceful_timeout = WIND_DOWN_S + 1
-    bound = sock.getsockname()[1]
-    stop = anyio.Event()
-    failure: list[BaseException] = []
-    done = anyio.Event()
-    # Hypercorn is stopped through its shutdown trigger (a graceful stop),
-    # never by cancelling it from the side; the shield is lifted only after.
-    shield = anyio.CancelScope(shield=True)
-
-    async def run() -> None:
-        try:
-            with shield:
-                await serve_app(app, config, shutdown=stop.wait)
-        except BaseException as exc:  # reported below, in the caller's task
-            failure.append(exc)
-        finally:
-            done.set()
-
-    shown = f"[{host}]" if ":" in host else host
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(run)
-            task_status.started(f"http://{shown}:{bound}")
-            try:
-                await done.wait()
-            finally:
-                # A graceful stop: Hypercorn closes the listener, in-flight
-                # invocations get their wind-down, then it is cut off.
-                stop.set()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(config.graceful_timeout + 1):
-                    await done.wait()
-                shield.cancel()
-    finally:
-        sock.close()
-    if failure and not isinstance(failure[0], (anyio.get_cancelled_exc_class(), KeyboardInterrupt)):
-        exc = failure[0]
-        raise AgentCoreError(f"the AgentCore server stopped: {type(exc).__name__}: {exc}") from exc
+    await serve_listening(app, host, port, config, task_status=task_status, error=AgentCoreError)
 
 
 __all__ = [

@@ -23,6 +23,15 @@ class RunNotFound(HelikonError):
     """No run has this id (never started, or swept by retention)."""
 
 
+class ServerBusy(HelikonError):
+    """The server admits no run now (its queue is full, or it is draining):
+    answered with 503 and ``Retry-After: retry_after``."""
+
+    def __init__(self, message: str, retry_after: int = 2) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class ApprovalRefused(HelikonError):
     """Decisions that do not answer the run's pending approvals."""
 
@@ -51,6 +60,24 @@ class StartRun:
     session_id: str | None
     run_id: str
     detached: bool  # async mode: the run outlives the request
+    owner: str | None = None  # the identity that started it (None: no authentication)
+
+
+def owner_of(identity: Any) -> str | None:
+    """The owner key of an authenticated identity: ``None`` when there is no
+    authentication, the identity itself when it is a string (``BearerAuth``'s
+    token names), else its ``str()``."""
+    if identity is None:
+        return None
+    return identity if isinstance(identity, str) else str(identity)
+
+
+def scoped_session_id(owner: str | None, session_id: str) -> str:
+    """The key a session id is stored under: the client's id, prefixed by its
+    owner when there is one (length-prefixed, so no owner and id can collide
+    with another pair). Two identities sending the same ``X-Session-Id`` get
+    two sessions."""
+    return session_id if owner is None else f"{len(owner)}:{owner}:{session_id}"
 
 
 class RunHandle(Protocol):
@@ -97,4 +124,14 @@ class RunBackend(Protocol):
         ...
 
 
-__all__ = ["ApprovalRefused", "Decision", "RunBackend", "RunHandle", "RunNotFound", "StartRun"]
+__all__ = [
+    "ApprovalRefused",
+    "Decision",
+    "RunBackend",
+    "RunHandle",
+    "RunNotFound",
+    "ServerBusy",
+    "StartRun",
+    "owner_of",
+    "scoped_session_id",
+]

@@ -6,34 +6,59 @@ is involved). Errors are JSON: ``{"error": {"code": ..., "message": ...}}``.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, final
 
 import anyio
 import attrs
 import msgspec
 from starlette.exceptions import HTTPException
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from helikon.codec import structure
 from helikon.items import AgentInput, Item
-from helikon.server._backend import ApprovalRefused, Decision, RunBackend, RunHandle, RunNotFound, StartRun
+from helikon.server._backend import (
+    ApprovalRefused,
+    Decision,
+    RunBackend,
+    RunHandle,
+    RunNotFound,
+    ServerBusy,
+    StartRun,
+    owner_of,
+    scoped_session_id,
+)
 from helikon.server._openapi import openapi_document
 from helikon.server._page import page_html
 from helikon.server._providers import Authenticator, ContextProvider, SessionProvider, call
-from helikon.server._runs import SSE_KEEPALIVE, Frame, is_terminal, output_of, sse_message
+from helikon.server._runs import (
+    SSE_KEEPALIVE,
+    Frame,
+    RunStatus,
+    is_terminal,
+    output_of,
+    sse_message,
+    status_of,
+)
 
 log = logging.getLogger("helikon.server")
 
-#: Paths served without authentication: the page and the schema name no agent.
-PUBLIC_PATHS = frozenset({"/", "/openapi.json"})
+#: Paths served without authentication: the page and the schema name no
+#: agent; the probes are asked by load balancers and orchestrators.
+PUBLIC_PATHS = frozenset({"/", "/openapi.json", "/health", "/ready"})
+#: The default limit on reading a request body: a client that stalls
+#: mid-body gets 408 and its connection closed rather than holding it forever.
+BODY_TIMEOUT_SECONDS = 30.0
 MAX_SESSION_ID = 256
+#: The most runs one page of ``GET /agents/{name}/runs`` lists.
+MAX_PAGE = 100
 KEEPALIVE_SECONDS = 15.0
 #: What may go into the ``X-Run-Id`` header as it is.
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,200}")
@@ -104,6 +129,8 @@ class guard:
 
         try:
             await self.app(scope, body.receive, send_with_run_id)
+        except ClientDisconnect:  # an expected event, not a server failure
+            log.info("the client went away during %s %s", scope.get("method"), scope.get("path"))
         except Exception:
             log.exception("the agent server failed on %s %s", scope.get("method"), scope.get("path"))
             if started:
@@ -139,8 +166,19 @@ class _BodyTracker:
         return message
 
 
-async def read_json(request: Request, limit: int) -> Any:
-    """The request's JSON body, at most ``limit`` bytes."""
+def readiness(runs: object) -> tuple[int, str]:
+    """``(HTTP status, state)`` of ``/ready`` for a run backend: 503 while it
+    drains or while its queue is full. Reads two attributes and takes no
+    lock, so it may be asked from another thread (the probe port)."""
+    if getattr(runs, "draining", False):
+        return 503, "draining"
+    if not getattr(runs, "ready", True):
+        return 503, "full"
+    return 200, "ready"
+
+
+async def read_json(request: Request, limit: int, timeout: float = BODY_TIMEOUT_SECONDS) -> Any:
+    """The request's JSON body, at most ``limit`` bytes, read within ``timeout`` seconds."""
     kind = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if kind != "application/json" and not kind.endswith("+json"):
         raise BadRequest(415, "unsupported_media_type", "send the body as application/json")
@@ -148,10 +186,13 @@ async def read_json(request: Request, limit: int) -> Any:
     if length is not None and (not length.isdigit() or int(length) > limit):
         raise BadRequest(413, "too_large", f"the request body is limited to {limit} bytes")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise BadRequest(413, "too_large", f"the request body is limited to {limit} bytes")
+    with anyio.move_on_after(timeout) as reading:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise BadRequest(413, "too_large", f"the request body is limited to {limit} bytes")
+    if reading.cancelled_caught:
+        raise BadRequest(408, "body_timeout", f"the request body was not received within {timeout:g} s")
     if not body:
         raise BadRequest(400, "bad_json", "the request body is empty; send a JSON object")
     try:
@@ -206,6 +247,19 @@ def decisions_of(body: Any) -> tuple[Decision, ...]:
     return tuple(found)
 
 
+def _finds_by_owner(runs: object) -> bool:
+    """Whether a backend's ``find`` takes the caller's ``owner``."""
+    try:
+        return "owner" in inspect.signature(runs.find).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError, AttributeError):
+        return False
+
+
+def _identity(request: HTTPConnection) -> Any:
+    """The identity the authenticator returned for this request (``None`` without auth)."""
+    return request.scope.get("state", {}).get("identity")
+
+
 def session_id_of(request: HTTPConnection) -> str | None:
     value = request.headers.get("x-session-id")
     if value is None:
@@ -232,12 +286,13 @@ def since_of(request: HTTPConnection) -> int:
 def result_of(run_id: str, agent: str, frames: list[Frame]) -> dict[str, Any]:
     """A finished run's result body, from its frames."""
     terminal = frames[-1] if frames and is_terminal(frames[-1]) else None
-    failed = terminal is None or terminal["type"] == "RunFailed"
+    status = status_of(frames)
+    failed = status is RunStatus.FAILED
     return {
         "run_id": run_id,
         "agent": agent,
-        "status": "failed" if failed else "completed",
-        "output": output_of(frames),
+        "status": status.value,
+        "output": output_of(frames, partial=status is RunStatus.CANCELLED),
         "error": terminal.get("error") if terminal is not None and failed else None,
         "usage": terminal.get("usage") if terminal is not None else None,
         "events": frames,
@@ -317,7 +372,12 @@ class EventStream:
 
 
 async def keepalive(frames: AsyncIterator[Frame], group: Any) -> AsyncIterator[bytes]:
-    """SSE messages of ``frames``, with a comment while the run is quiet."""
+    """SSE messages of ``frames``, with a comment while the run is quiet.
+
+    Frames that are ready together go out as one chunk (one write, one
+    syscall, instead of one per event: under load the sends dominate), and
+    the keep-alive timer is only armed when nothing is ready.
+    """
     sender, receiver = anyio.create_memory_object_stream[Frame](64)
 
     async def pump() -> None:
@@ -328,15 +388,33 @@ async def keepalive(frames: AsyncIterator[Frame], group: Any) -> AsyncIterator[b
     group.start_soon(pump)
     async with receiver:
         while True:
-            with anyio.move_on_after(KEEPALIVE_SECONDS) as scope:
-                try:
-                    frame = await receiver.receive()
-                except anyio.EndOfStream:
-                    return
-            if scope.cancelled_caught:
-                yield SSE_KEEPALIVE
-            else:
-                yield sse_message(frame)
+            batch: list[Frame] = []
+            ended = _take_ready(receiver, batch)
+            if not batch and not ended:
+                with anyio.move_on_after(KEEPALIVE_SECONDS):
+                    try:
+                        batch.append(await receiver.receive())
+                    except anyio.EndOfStream:
+                        ended = True
+                if not batch and not ended:
+                    yield SSE_KEEPALIVE
+                    continue
+                ended = ended or _take_ready(receiver, batch)
+            if batch:
+                yield b"".join(sse_message(frame) for frame in batch)
+            if ended:
+                return
+
+
+def _take_ready(receiver: Any, batch: list[Frame]) -> bool:
+    """Move the frames ready now into ``batch``; whether the stream has ended."""
+    while True:
+        try:
+            batch.append(receiver.receive_nowait())
+        except anyio.WouldBlock:
+            return False
+        except anyio.EndOfStream:
+            return True
 
 
 @attrs.frozen
@@ -349,6 +427,17 @@ class Handlers:
     runs: RunBackend
     max_body_bytes: int
     title: str
+    body_timeout: float = BODY_TIMEOUT_SECONDS
+    authorize: Callable[..., Any] | None = None
+
+    async def health(self, request: Request) -> Response:
+        """Liveness: the process answers (touches no run, takes no lock)."""
+        return JSONResponse({"status": "ok"})
+
+    async def ready(self, request: Request) -> Response:
+        """Readiness: 503 while draining or while the run queue is full."""
+        status, state = readiness(self.runs)
+        return JSONResponse({"status": state}, status_code=status)
 
     async def page(self, request: Request) -> Response:
         return HTMLResponse(page_html(self.title))
@@ -389,9 +478,15 @@ class Handlers:
             return await self._start(request, run_id)
         except BadRequest as bad:
             return error(bad.status, bad.code, bad.message)
+        except ServerBusy as busy:
+            response = error(503, "unavailable", str(busy))
+            response.headers["retry-after"] = str(busy.retry_after)
+            return response
 
     async def _start(self, request: Request, run_id: str) -> Any:
         agent = self._agent(request)
+        if getattr(self.runs, "draining", False):  # refuse before reading the body
+            raise ServerBusy("the server is shutting down; retry on another replica")
         stream = request.query_params.get("stream")
         mode = request.query_params.get("mode", "sync")
         if stream not in (None, "sse") or mode not in ("sync", "async"):
@@ -399,15 +494,23 @@ class Handlers:
         if stream == "sse" and mode == "async":
             raise BadRequest(400, "bad_query", "?stream=sse and ?mode=async cannot be combined")
         session_id = session_id_of(request)
-        input = run_input(await read_json(request, self.max_body_bytes))
+        owner = owner_of(_identity(request))
+        input = run_input(await read_json(request, self.max_body_bytes, self.body_timeout))
         try:
-            session = await call(self.sessions, session_id)
+            # a session id is the caller's own: another identity's same id is another session
+            session = await call(
+                self.sessions, None if session_id is None else scoped_session_id(owner, session_id)
+            )
             ctx = await call(self.context, request, session)
         except Exception as exc:
             log.exception("building the run's session or context failed")
             return error(500, "start_failed", f"the run could not be set up: {type(exc).__name__}")
         try:
-            handle = await self.runs.start(StartRun(agent, input, ctx, session_id, run_id, mode == "async"))
+            handle = await self.runs.start(
+                StartRun(agent, input, ctx, session_id, run_id, mode == "async", owner=owner)
+            )
+        except ServerBusy:
+            raise
         except Exception as exc:
             log.exception("starting a run failed")
             return error(500, "start_failed", f"the run could not start: {exc}")
@@ -422,15 +525,50 @@ class Handlers:
             return EventStream(handle, cancel_on_disconnect=True)
         return OneShot(handle)
 
-    async def _handle(self, request: HTTPConnection) -> RunHandle:
+    async def _handle(self, request: HTTPConnection, action: str = "read") -> RunHandle:
+        """The run named by the path, if the caller may ``action`` it (its
+        owner may; another identity only when ``authorize`` says so): else 404,
+        the answer for a run that does not exist, so no run id leaks."""
         agent = self._agent(request)
         run_id = request.path_params["run_id"]
+        identity = _identity(request)
         try:
-            handle = await self.runs.find(str(agent.name), run_id)
+            if _finds_by_owner(self.runs):  # a backend that keys runs by owner (TemporalRuns)
+                handle = await self.runs.find(str(agent.name), run_id, owner=owner_of(identity))  # type: ignore[call-arg]
+            else:
+                handle = await self.runs.find(str(agent.name), run_id)
         except RunNotFound:
             raise BadRequest(404, "unknown_run", f"no run {run_id!r} of this agent") from None
+        owner = getattr(handle, "owner", None)
+        if owner != owner_of(identity) and not (
+            self.authorize is not None and await call(self.authorize, identity, owner, action)
+        ):
+            raise BadRequest(404, "unknown_run", f"no run {run_id!r} of this agent")
         request.state.run_id = handle.run_id
         return handle
+
+    async def list_runs(self, request: Request) -> Response:
+        """The caller's runs of an agent, newest first, a page at a time."""
+        try:
+            agent = self._agent(request)
+            limit_text = request.query_params.get("limit", "20")
+            if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_PAGE:
+                raise BadRequest(400, "bad_query", f"limit must be a number from 1 to {MAX_PAGE}")
+            lister = getattr(self.runs, "list_runs", None)
+            if lister is None:
+                raise BadRequest(501, "not_supported", "this server's run backend cannot list runs")
+            try:
+                page, cursor = await lister(
+                    str(agent.name),
+                    owner_of(_identity(request)),
+                    int(limit_text),
+                    request.query_params.get("after"),
+                )
+            except RunNotFound as gone:
+                raise BadRequest(400, "bad_cursor", str(gone)) from None
+            return JSONResponse({"runs": [await run.describe() for run in page], "next": cursor})
+        except BadRequest as bad:
+            return error(bad.status, bad.code, bad.message)
 
     async def describe_run(self, request: Request) -> Response:
         try:
@@ -448,8 +586,8 @@ class Handlers:
 
     async def approve(self, request: Request) -> Response:
         try:
-            handle = await self._handle(request)
-            decisions = decisions_of(await read_json(request, self.max_body_bytes))
+            handle = await self._handle(request, "approve")
+            decisions = decisions_of(await read_json(request, self.max_body_bytes, self.body_timeout))
             try:
                 await handle.approve(decisions)
             except ApprovalRefused as refused:
@@ -460,7 +598,7 @@ class Handlers:
 
     async def cancel(self, request: Request) -> Response:
         try:
-            handle = await self._handle(request)
+            handle = await self._handle(request, "cancel")
             await handle.cancel()
             return JSONResponse(await handle.describe(), status_code=202)
         except BadRequest as bad:
@@ -493,4 +631,4 @@ class Handlers:
             group.cancel_scope.cancel()
 
 
-__all__ = ["Handlers", "guard"]
+__all__ = ["Handlers", "guard", "readiness"]

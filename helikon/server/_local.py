@@ -2,15 +2,29 @@
 
 Runs of one session are serialised (a lock per session id, held for the
 whole run); a run waiting for a human's approval is ``awaiting_approval``
-until ``approve`` answers it; finished runs are swept by :class:`Retention`.
+until ``approve`` answers it; finished runs are dropped by :class:`Retention`
+as each run finishes (the count and age limits) and by its periodic sweep.
+
+Admission control: at most :attr:`Admission.max_running` runs execute at
+once; the rest wait in a first-come-first-served queue of at most
+:attr:`Admission.max_queued` runs, and a run that finds the queue full is
+refused with :class:`ServerBusy` (the server's 503). A run waiting for an
+approval gives its slot back while it waits. Draining (:meth:`InProcessRuns.drain`)
+refuses new runs, lets running ones finish within a grace period, then
+cancels the rest: a cancelled run ends ``cancelled``, its partial turn in its
+session.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any, final
 
 import anyio
+import attrs
 from anyio.abc import TaskGroup
 
 from helikon.cancel import CancellationToken
@@ -18,9 +32,65 @@ from helikon.effects import ApprovalRequest
 from helikon.errors import ConfigError
 from helikon.events import AgentEvent
 from helikon.governance import Allow, Deny
-from helikon.server._backend import ApprovalRefused, Decision, RunNotFound, StartRun
+from helikon.interpreters import LiveInterpreter
+from helikon.server._backend import (
+    ApprovalRefused,
+    Decision,
+    RunNotFound,
+    ServerBusy,
+    StartRun,
+    scoped_session_id,
+)
 from helikon.server._retention import Retention, expired
-from helikon.server._runs import Frame, RunLog, RunStatus, drive, now, output_of
+from helikon.server._runs import Frame, RunLog, RunStatus, drive, now, output_of, status_of
+
+log = logging.getLogger("helikon.server")
+
+
+@attrs.frozen
+class Admission:
+    """How many runs execute at once, and how many may wait for a turn.
+
+    ``max_running`` bounds the work the event loop interleaves; ``max_queued``
+    bounds the backlog: beyond both a new run is refused with 503 and
+    ``Retry-After: retry_after`` seconds rather than queued without limit
+    (so memory and latency stay bounded however many clients arrive).
+
+    The defaults suit model-bound runs (mostly waiting on the provider): a
+    queued run's first event waits for a slot, so a low ``max_running``
+    lengthens the time to first event of a burst. Lower it for runs whose
+    tools burn CPU in the server process.
+    """
+
+    max_running: int = 1024
+    max_queued: int = 1024
+    retry_after: int = 2
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_running < 1 or self.max_queued < 0 or self.retry_after < 1:
+            raise ConfigError(
+                f"admission needs max_running >= 1, max_queued >= 0, retry_after >= 1: {self!r}"
+            )
+
+
+@final
+class _Slots:
+    """The execution slots: a first-come-first-served semaphore that counts its waiters."""
+
+    def __init__(self, admission: Admission) -> None:
+        self.admission = admission
+        self.free = anyio.Semaphore(admission.max_running)
+        self.waiting = 0
+
+    async def acquire(self) -> None:
+        self.waiting += 1
+        try:
+            await self.free.acquire()
+        finally:
+            self.waiting -= 1
+
+    def release(self) -> None:
+        self.free.release()
 
 
 @final
@@ -39,6 +109,7 @@ class LocalRun:
         self.run_id = request.run_id
         self.agent = str(request.agent.name)
         self.session_id = request.session_id
+        self.owner = request.owner
         self.detached = request.detached
         self.created_at = now()
         self.started_at: float | None = None
@@ -47,6 +118,8 @@ class LocalRun:
         self.log = RunLog()
         self.token = CancellationToken()
         self.pending: dict[str, _Pending] = {}
+        self.slots: _Slots | None = None  # set while it holds an execution slot
+        self._parked = 0  # its approvals waiting for a human (its slot is given back meanwhile)
 
     async def describe(self) -> dict[str, Any]:
         terminal = self.log.terminal
@@ -60,7 +133,9 @@ class LocalRun:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "events": len(self.log.frames),
-            "output": output_of(self.log.frames) if self.status.finished else None,
+            "output": output_of(self.log.frames, partial=self.status is RunStatus.CANCELLED)
+            if self.status.finished
+            else None,
             "error": error,
             "usage": terminal.get("usage") if terminal is not None else None,
             "pending_approvals": [
@@ -97,11 +172,22 @@ class LocalRun:
         self.pending[request.call_id] = waiting
         self.status = RunStatus.AWAITING_APPROVAL
         remove = self.token.on_cancel(waiting.answered.set)
+        # A human may take hours: the run's slot goes to another run while it
+        # waits (given back by the first of its parallel approvals, taken again
+        # by the last one answered).
+        slots = self.slots
+        if slots is not None and not self._parked:
+            slots.release()
+        self._parked += 1
         try:
             await waiting.answered.wait()
         finally:
             remove()
             self.pending.pop(request.call_id, None)
+            self._parked -= 1
+            if slots is not None and not self._parked:
+                with anyio.CancelScope(shield=True):
+                    await slots.acquire()
         decision = waiting.decision
         if decision is None:
             return Deny("the run was cancelled while waiting for approval")
@@ -114,13 +200,35 @@ class InProcessRuns:
 
     Args:
         retention: how long finished runs (and their logs) are kept.
+        admission: how many runs execute at once and how many may queue.
     """
 
-    def __init__(self, retention: Retention | None = None) -> None:
+    def __init__(self, retention: Retention | None = None, admission: Admission | None = None) -> None:
         self.retention = retention or Retention()
+        self.admission = admission or Admission()
         self.runs: dict[str, LocalRun] = {}
+        self.draining = False
+        self._finished: OrderedDict[str, float] = OrderedDict()  # finish order, oldest first
+        self._active = 0  # admitted and not finished: running or queued
+        self._idle = anyio.Event()
+        self._slots = _Slots(self.admission)
         self._locks: dict[str, tuple[anyio.Lock, int]] = {}
         self._group: TaskGroup | None = None
+
+    @property
+    def capacity(self) -> int:
+        """How many runs may be admitted at once (executing plus queued)."""
+        return self.admission.max_running + self.admission.max_queued
+
+    @property
+    def ready(self) -> bool:
+        """Whether a new run would be admitted now."""
+        return not self.draining and self._active < self.capacity
+
+    @property
+    def active(self) -> int:
+        """Runs admitted and not finished (executing or queued)."""
+        return self._active
 
     async def serve(self) -> None:
         async with anyio.create_task_group() as group:
@@ -140,12 +248,61 @@ class InProcessRuns:
                 "the agent server's lifespan is not running: serve the app with lifespan events "
                 "(mounted in another app, pass lifespan=server.lifespan to it)"
             )
+        if self.draining:
+            raise ServerBusy(
+                "the server is shutting down; retry on another replica", self.admission.retry_after
+            )
+        if self._active >= self.capacity:
+            raise ServerBusy(
+                f"the server is at capacity ({self.admission.max_running} runs executing, "
+                f"{self.admission.max_queued} queued); retry later",
+                self.admission.retry_after,
+            )
         run = LocalRun(request)
         self.runs[run.run_id] = run
+        self._active += 1
         self._group.start_soon(self._execute, run, request)
         return run
 
-    async def find(self, agent: str, run_id: str) -> LocalRun:
+    async def drain(self, grace: float) -> None:
+        """Refuse new runs; let the running ones finish within ``grace``
+        seconds, then cancel the rest and wait for them to end (each
+        cancelled run persists its partial turn into its session)."""
+        self.draining = True
+        with anyio.move_on_after(grace):
+            await self._wait_idle()
+        if self._active:
+            log.info("drain: cancelling %d runs still going after %.1f s", self._active, grace)
+            for run in list(self.runs.values()):
+                if run.finished_at is None:
+                    run.token.cancel()
+            with anyio.move_on_after(max(grace, 5.0)):
+                await self._wait_idle()
+
+    async def _wait_idle(self) -> None:
+        while self._active:
+            await self._idle.wait()
+
+    async def list_runs(
+        self, agent: str, owner: str | None, limit: int, after: str | None = None
+    ) -> tuple[list[LocalRun], str | None]:
+        """The runs of ``agent`` started by ``owner``, newest first: at most
+        ``limit`` of them after the run ``after`` (a cursor), and the cursor
+        of the next page (``None`` on the last)."""
+        mine = [r for r in reversed(self.runs.values()) if r.agent == agent and r.owner == owner]
+        start = 0
+        if after is not None:
+            ids = [r.run_id for r in mine]
+            if after not in ids:
+                raise RunNotFound(f"no run {after!r} to continue the listing after")
+            start = ids.index(after) + 1
+        page = mine[start : start + limit]
+        more = start + limit < len(mine)
+        return page, (page[-1].run_id if more and page else None)
+
+    async def find(self, agent: str, run_id: str, owner: str | None = None) -> LocalRun:
+        """The run (``owner`` is not checked here: the server compares it
+        with the run's, and asks its ``authorize`` hook)."""
         run = self.runs.get(run_id)
         if run is None or run.agent != agent:
             raise RunNotFound(f"no run {run_id!r} of agent {agent!r}")
@@ -156,7 +313,24 @@ class InProcessRuns:
         gone = expired(finished, now(), self.retention)
         for run_id in gone:
             del self.runs[run_id]
+            self._finished.pop(run_id, None)
         return len(gone)
+
+    def _retire(self, run: LocalRun) -> None:
+        """A run has finished: count it out, and enforce retention's count and
+        age limits at once (memory stays bounded between sweeps)."""
+        self._active -= 1
+        if not self._active:
+            idle, self._idle = self._idle, anyio.Event()
+            idle.set()
+        self._finished[run.run_id] = run.finished_at or now()
+        limit = now() - self.retention.max_age
+        while self._finished:
+            oldest, at = next(iter(self._finished.items()))
+            if len(self._finished) <= self.retention.max_runs and at >= limit:
+                break
+            del self._finished[oldest]
+            self.runs.pop(oldest, None)
 
     async def _execute(self, run: LocalRun, request: StartRun) -> None:
         ctx = request.ctx.with_cancel(run.token)
@@ -164,12 +338,29 @@ class InProcessRuns:
             ctx = ctx.with_approval_handler(run.ask)
         try:
             if run.session_id is None:
-                await self._run(run, request.agent, ctx, request)
+                await self._admitted(run, request.agent, ctx, request)
             else:
-                async with self._session_lock(run.session_id):
-                    await self._run(run, request.agent, ctx, request)
+                async with self._session_lock(scoped_session_id(run.owner, run.session_id)):
+                    await self._admitted(run, request.agent, ctx, request)
         finally:
             _finish(run)  # cancelled while it queued: still ends, with a terminal frame
+            self._retire(run)
+
+    async def _admitted(self, run: LocalRun, agent: Any, ctx: Any, request: StartRun) -> None:
+        """Wait for an execution slot (first come, first served), then run."""
+        acquired = False
+        with run.token.scope():  # a run cancelled while it queues leaves the queue
+            await self._slots.acquire()
+            acquired = True
+        if not acquired:
+            await self._run(run, agent, ctx, request)  # ends it as cancelled before it started
+            return
+        run.slots = self._slots
+        try:
+            await self._run(run, agent, ctx, request)
+        finally:
+            run.slots = None
+            self._slots.release()
 
     async def _run(self, run: LocalRun, agent: Any, ctx: Any, request: StartRun) -> None:
         """Run it (holding its session's lock): it is finished before the next run of the session starts."""
@@ -180,7 +371,7 @@ class InProcessRuns:
             run.status = RunStatus.RUNNING
             run.started_at = now()
             try:
-                stream = agent.run(ctx, request.input)
+                stream = _start(agent, ctx, request)
             except Exception as exc:
                 run.log.close(f"the run could not start: {type(exc).__name__}: {exc}")
                 return
@@ -192,6 +383,33 @@ class InProcessRuns:
         return _SessionLock(self._locks, session_id)
 
 
+def _start(agent: Any, ctx: Any, request: StartRun) -> AsyncIterator[AgentEvent]:
+    """The run's event stream, under the server's run id when the agent takes
+    an interpreter (helikon's agents do): one id in ``X-Run-Id``, the events,
+    call ids and traces."""
+    if _takes_interpreter(type(agent)):
+        stream: AsyncIterator[AgentEvent] = agent.run(
+            ctx, request.input, interpreter=LiveInterpreter(run_id=request.run_id)
+        )
+        return stream
+    plain: AsyncIterator[AgentEvent] = agent.run(ctx, request.input)
+    return plain
+
+
+_TAKES_INTERPRETER: dict[type, bool] = {}
+
+
+def _takes_interpreter(kind: type) -> bool:
+    known = _TAKES_INTERPRETER.get(kind)
+    if known is None:
+        try:
+            known = "interpreter" in inspect.signature(kind.run).parameters  # type: ignore[attr-defined]
+        except (TypeError, ValueError, AttributeError):
+            known = False
+        _TAKES_INTERPRETER[kind] = known
+    return known
+
+
 def _ignore(event: AgentEvent) -> None:
     pass
 
@@ -200,13 +418,8 @@ def _finish(run: LocalRun) -> None:
     if run.finished_at is not None:
         return
     run.log.close("the run ended without a terminal event")
-    run.status = RunStatus.FAILED if _failed(run.log) else RunStatus.COMPLETED
+    run.status = status_of(run.log.frames, cancelled=run.token.cancelled)
     run.finished_at = now()
-
-
-def _failed(log: RunLog) -> bool:
-    terminal = log.terminal
-    return terminal is None or terminal["type"] == "RunFailed"
 
 
 @final
@@ -238,4 +451,4 @@ class _SessionLock:
             self._table[self._key] = (lock, users - 1)
 
 
-__all__ = ["InProcessRuns", "LocalRun"]
+__all__ = ["Admission", "InProcessRuns", "LocalRun"]

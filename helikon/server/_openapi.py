@@ -20,10 +20,13 @@ def _errors(*statuses: int) -> dict[str, Any]:
         401: "Authentication required",
         404: "No such agent or run",
         409: "The run refuses these decisions",
+        408: "The body was not received in time",
         413: "Body too large",
         415: "Body is not JSON",
         422: "Body has the wrong shape",
         500: "The run could not start",
+        501: "The run backend cannot do this",
+        503: "The server admits no run now (queue full, or draining); see Retry-After",
     }
     return {str(s): _json(_ERROR, text[s]) for s in statuses}
 
@@ -37,6 +40,11 @@ _SESSION = {
     "in": "header",
     "required": False,
     "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+}
+_PROBE = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {"status": {"enum": ["ok", "ready", "draining", "full"]}},
 }
 _SSE = {"description": "Server-Sent Events, one per run event", "content": {"text/event-stream": {}}}
 
@@ -93,7 +101,7 @@ def openapi_document(title: str) -> dict[str, Any]:
                     "properties": {
                         "run_id": {"type": "string"},
                         "agent": {"type": "string"},
-                        "status": {"enum": ["completed", "failed"]},
+                        "status": {"enum": ["completed", "failed", "cancelled"]},
                         "output": {"type": "string"},
                         "error": {},
                         "usage": {},
@@ -106,7 +114,16 @@ def openapi_document(title: str) -> dict[str, Any]:
                     "properties": {
                         "run_id": {"type": "string"},
                         "agent": {"type": "string"},
-                        "status": {"enum": ["queued", "running", "awaiting_approval", "completed", "failed"]},
+                        "status": {
+                            "enum": [
+                                "queued",
+                                "running",
+                                "awaiting_approval",
+                                "completed",
+                                "failed",
+                                "cancelled",
+                            ]
+                        },
                         "session_id": {"type": ["string", "null"]},
                         "events": {"type": "integer"},
                         "output": {"type": ["string", "null"]},
@@ -138,6 +155,25 @@ def openapi_document(title: str) -> dict[str, Any]:
         },
         "security": [{"bearer": []}],
         "paths": {
+            "/health": {
+                "get": {
+                    "summary": "Liveness: the process answers (never waits on runs)",
+                    "operationId": "health",
+                    "security": [],
+                    "responses": {"200": _json(_PROBE, "Alive")},
+                }
+            },
+            "/ready": {
+                "get": {
+                    "summary": "Readiness: 503 while draining or while the run queue is full",
+                    "operationId": "ready",
+                    "security": [],
+                    "responses": {
+                        "200": _json(_PROBE, "Admitting runs"),
+                        "503": _json(_PROBE, "Not admitting runs (draining, or full)"),
+                    },
+                }
+            },
             "/agents": {
                 "get": {
                     "summary": "List the agents",
@@ -156,6 +192,37 @@ def openapi_document(title: str) -> dict[str, Any]:
                 }
             },
             "/agents/{name}/runs": {
+                "get": {
+                    "summary": "The caller's runs of this agent, newest first, a page at a time",
+                    "operationId": "listRuns",
+                    "parameters": [
+                        _NAME,
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 100},
+                        },
+                        {"name": "after", "in": "query", "required": False, "schema": {"type": "string"}},
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["runs", "next"],
+                                "properties": {
+                                    "runs": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/RunStatus"},
+                                    },
+                                    "next": {"type": ["string", "null"]},
+                                },
+                            },
+                            "A page of runs; `next` is the `after` of the next page (null on the last)",
+                        ),
+                        **_errors(400, 401, 404, 501),
+                    },
+                },
                 "post": {
                     "summary": "Start a run: one-shot JSON, ?stream=sse, or ?mode=async (202)",
                     "operationId": "startRun",
@@ -196,9 +263,9 @@ def openapi_document(title: str) -> dict[str, Any]:
                             },
                             "The run started in the background",
                         ),
-                        **_errors(400, 401, 404, 413, 415, 422, 500),
+                        **_errors(400, 401, 404, 408, 413, 415, 422, 500, 503),
                     },
-                }
+                },
             },
             "/agents/{name}/runs/{run_id}": {
                 "get": {
@@ -234,7 +301,7 @@ def openapi_document(title: str) -> dict[str, Any]:
                         "200": _json(
                             {"$ref": "#/components/schemas/RunStatus"}, "The run after the decisions"
                         ),
-                        **_errors(400, 401, 404, 409, 413, 415, 422),
+                        **_errors(400, 401, 404, 408, 409, 413, 415, 422),
                     },
                 }
             },

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, final
 
 import anyio
+import anyio.lowlevel
 import msgspec
 
 from helikon.codec import unstructure
@@ -32,15 +33,28 @@ _TERMINAL = frozenset({"RunCompleted", "RunFailed"})
 class RunStatus(enum.Enum):
     """Where a run stands."""
 
-    QUEUED = "queued"  # waiting for its session's previous run
+    QUEUED = "queued"  # waiting for its session's previous run, or for an execution slot
     RUNNING = "running"
     AWAITING_APPROVAL = "awaiting_approval"  # suspended until a human decides
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"  # cancelled (a client, the cancel route, a drain): keeps what it produced
 
     @property
     def finished(self) -> bool:
-        return self in (RunStatus.COMPLETED, RunStatus.FAILED)
+        return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+def status_of(frames: list[Frame], cancelled: bool = False) -> RunStatus:
+    """How a run whose log is closed ended: completed, cancelled (its
+    terminal event says so, or its token fired before it completed), or failed."""
+    terminal = frames[-1] if frames and is_terminal(frames[-1]) else None
+    if terminal is not None and terminal["type"] == "RunCompleted":
+        return RunStatus.COMPLETED
+    error = terminal.get("error") if terminal is not None else None
+    if cancelled or (isinstance(error, dict) and error.get("type") == "Cancelled"):
+        return RunStatus.CANCELLED
+    return RunStatus.FAILED
 
 
 def event_frame(event: AgentEvent) -> Frame:
@@ -124,6 +138,10 @@ async def drive(
         async for event in stream:
             on_event(event)
             log.append(event_frame(event))
+            # A model or tool that never waits (a cached or scripted answer)
+            # would otherwise run its whole stream in one go: yield to the
+            # other runs and to the cheap routes after every event.
+            await anyio.lowlevel.checkpoint()
     except anyio.get_cancelled_exc_class():
         log.close("the run was cancelled before it ended")
         raise
@@ -133,13 +151,24 @@ async def drive(
         log.close("the run ended without a terminal event")
 
 
-def output_of(frames: list[Frame]) -> str:
-    """The final output: the last assistant message's text (as :func:`helikon.collect`)."""
+def output_of(frames: list[Frame], partial: bool = False) -> str:
+    """The final output: the last assistant message's text (as :func:`helikon.collect`).
+
+    With ``partial`` (a cancelled run), text streamed after the last
+    assistant message counts too: what the run produced before it stopped.
+    """
     output = ""
+    streamed: list[str] = []
     for frame in frames:
-        if frame.get("type") == "MessageOutput":
+        kind = frame.get("type")
+        if kind == "MessageOutput":
             item = frame.get("item") or {}
             output = "".join(p.get("text", "") for p in item.get("content", []) if isinstance(p, dict))
+            streamed = []
+        elif kind == "TokenDelta" and isinstance(frame.get("text"), str):
+            streamed.append(frame["text"])
+    if partial and streamed:
+        return "".join(streamed)
     return output
 
 
@@ -204,5 +233,6 @@ __all__ = [
     "output_of",
     "sse",
     "sse_message",
+    "status_of",
     "terminal_frame",
 ]

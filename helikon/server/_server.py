@@ -7,11 +7,19 @@ backend) whose :meth:`AgentServer.app` is a Starlette ASGI app and whose
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, final
 
 import anyio
+import anyio.abc
+import anyio.to_thread
 import attrs
 import sniffio
 from hypercorn.asyncio import serve as serve_asyncio
@@ -21,10 +29,10 @@ from starlette.applications import Starlette
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp
 
-from helikon.errors import ConfigError
+from helikon.errors import ConfigError, HelikonError
 from helikon.server._backend import RunBackend
-from helikon.server._http import Handlers, guard
-from helikon.server._local import InProcessRuns
+from helikon.server._http import BODY_TIMEOUT_SECONDS, Handlers, guard, readiness
+from helikon.server._local import Admission, InProcessRuns
 from helikon.server._providers import (
     Authenticator,
     ContextProvider,
@@ -35,8 +43,24 @@ from helikon.server._providers import (
 )
 from helikon.server._retention import Retention
 
+log = logging.getLogger("helikon.server")
+
 #: The default request body limit: 1 MiB.
 MAX_BODY_BYTES = 1 << 20
+#: The default listen backlog. Hypercorn's own is 100: under a burst of
+#: connections the kernel's queue overflows and clients retry after a second
+#: or more (at 1,000 concurrent runs, 428 overflowed and the p99 time to the
+#: first event doubled). The kernel caps it at ``net.core.somaxconn``.
+BACKLOG = 2048
+#: Seconds an idle keep-alive connection is kept open (longer than the
+#: 60-second idle timeout common load balancers use, so the balancer closes first).
+KEEP_ALIVE_SECONDS = 75.0
+#: Seconds running runs get to finish when the server drains before the rest are cancelled.
+DRAIN_GRACE_SECONDS = 30.0
+
+
+class ServeError(HelikonError):
+    """The server could not listen, or stopped on a failure."""
 
 
 def _agent_map(agents: Iterable[Any]) -> dict[str, Any]:
@@ -82,6 +106,17 @@ class AgentServer:
             :class:`helikon.server.temporal.TemporalRuns` to scale out).
         max_body_bytes: the largest request body accepted (413 beyond).
         title: the API title in ``/openapi.json`` and on the page.
+        admission: how many runs execute at once and how many may queue
+            (with the default in-process backend); beyond, 503 with ``Retry-After``.
+        body_timeout: seconds to receive a request body (408 and the
+            connection closed beyond).
+        drain_grace: seconds running runs get to finish when the server
+            drains (SIGTERM, or the app's shutdown) before the rest are cancelled.
+        authorize: with ``auth``, runs and session ids belong to the identity
+            that made them (another identity gets 404); ``(identity, owner,
+            action) -> bool`` (sync or async; ``action`` is ``"read"``,
+            ``"approve"`` or ``"cancel"``) lets an identity at another's run
+            when it answers true, for applications that share runs on purpose.
     """
 
     agents: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
@@ -92,6 +127,10 @@ class AgentServer:
     backend: RunBackend | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     title: str = "helikon agent server"
+    admission: Admission = attrs.field(factory=Admission)
+    body_timeout: float = BODY_TIMEOUT_SECONDS
+    drain_grace: float = DRAIN_GRACE_SECONDS
+    authorize: Any = None
     _runs: RunBackend = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -99,7 +138,9 @@ class AgentServer:
         _context_provider(self.context)
         if self.max_body_bytes < 1:
             raise ConfigError("max_body_bytes must be positive")
-        runs = self.backend if self.backend is not None else InProcessRuns(self.retention)
+        if self.body_timeout <= 0 or self.drain_grace < 0:
+            raise ConfigError("body_timeout must be positive and drain_grace not negative")
+        runs = self.backend if self.backend is not None else InProcessRuns(self.retention, self.admission)
         object.__setattr__(self, "_runs", runs)
 
     @classmethod
@@ -136,6 +177,28 @@ class AgentServer:
     def with_max_body_bytes(self, limit: int) -> AgentServer:
         return attrs.evolve(self, max_body_bytes=limit)
 
+    def with_admission(
+        self, *, max_running: int = 1024, max_queued: int = 1024, retry_after: int = 2
+    ) -> AgentServer:
+        """At most ``max_running`` runs execute at once, ``max_queued`` more
+        wait their turn; beyond, 503 with ``Retry-After: retry_after``."""
+        return attrs.evolve(self, admission=Admission(max_running, max_queued, retry_after))
+
+    def with_authorize(self, authorize: Any) -> AgentServer:
+        return attrs.evolve(self, authorize=authorize)
+
+    def with_drain_grace(self, seconds: float) -> AgentServer:
+        return attrs.evolve(self, drain_grace=seconds)
+
+    async def drain(self) -> None:
+        """Stop admitting runs (``/ready`` answers 503, new runs 503), let the
+        running ones finish within :attr:`drain_grace`, then cancel the rest
+        (their partial turns persisted). ``serve`` does this on SIGTERM, the
+        lifespan on the app's shutdown."""
+        drain: Callable[[float], Awaitable[None]] | None = getattr(self._runs, "drain", None)
+        if drain is not None:
+            await drain(self.drain_grace)
+
     @property
     def runs(self) -> RunBackend:
         """The run backend (the in-process one unless another was given)."""
@@ -149,6 +212,7 @@ class AgentServer:
             group.start_soon(self._runs.serve)
             try:
                 yield
+                await self.drain()  # the app shuts down: finish or cancel the runs first
             finally:
                 group.cancel_scope.cancel()
 
@@ -161,12 +225,17 @@ class AgentServer:
             runs=self._runs,
             max_body_bytes=self.max_body_bytes,
             title=self.title,
+            body_timeout=self.body_timeout,
+            authorize=self.authorize,
         )
         routes = [
             Route("/", handlers.page, methods=["GET"]),
+            Route("/health", handlers.health, methods=["GET"]),
+            Route("/ready", handlers.ready, methods=["GET"]),
             Route("/openapi.json", handlers.openapi, methods=["GET"]),
             Route("/agents", handlers.list_agents, methods=["GET"]),
             Route("/agents/{name}/runs", handlers.start_run, methods=["POST"]),
+            Route("/agents/{name}/runs", handlers.list_runs, methods=["GET"]),
             Route("/agents/{name}/runs/{run_id}", handlers.describe_run, methods=["GET"]),
             Route("/agents/{name}/runs/{run_id}/events", handlers.events_sse, methods=["GET"]),
             WebSocketRoute("/agents/{name}/runs/{run_id}/events", handlers.events_ws),
@@ -179,15 +248,101 @@ class AgentServer:
         app.add_middleware(guard, auth=self.auth)
         return app
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 8080, **config: Any) -> None:
-        """Serve the app with Hypercorn until cancelled, under the running
-        event loop (trio or asyncio). Extra keywords set Hypercorn's config."""
+    async def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        *,
+        backlog: int = BACKLOG,
+        keep_alive: float = KEEP_ALIVE_SECONDS,
+        drain_on_sigterm: bool = True,
+        probe_port: int | None = None,
+        task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
+        **config: Any,
+    ) -> None:
+        """Serve the app with Hypercorn until cancelled (or, with
+        ``drain_on_sigterm``, until SIGTERM has drained it), under the
+        running event loop (trio or asyncio).
+
+        ``port=0`` picks a free port: ``url = await group.start(server.serve,
+        "127.0.0.1", 0)`` gives the base URL once it listens (it is logged
+        too). Extra keywords set Hypercorn's config (``read_timeout`` applies
+        to every read, an idle SSE client's too: the body timeout is
+        :attr:`body_timeout`).
+
+        ``probe_port`` also answers ``GET /health`` and ``GET /ready`` on
+        that port (``0``: a free one, logged) from a thread of its own: the
+        probes on the main port share the event loop with the runs and, in a
+        burst of new connections, wait behind their intake; these never do.
+
+        Raises:
+            ServeError: the address cannot be bound, or serving failed.
+        """
         settings = Config()
-        settings.bind = [f"{host}:{port}"]
         settings.accesslog = None
+        settings.backlog = backlog
+        settings.keep_alive_timeout = keep_alive
+        settings.graceful_timeout = 5.0
         for key, value in config.items():
+            if not hasattr(settings, key):
+                raise ConfigError(f"Hypercorn has no setting {key!r}")
             setattr(settings, key, value)
-        await serve_app(self.app(), settings)
+        probes = None if probe_port is None else ProbeServer(host, probe_port, self._runs)
+        try:
+            await serve_listening(
+                self.app(),
+                host,
+                port,
+                settings,
+                task_status=task_status,
+                before_stop=self.drain if drain_on_sigterm else None,
+            )
+        finally:
+            if probes is not None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(probes.close)
+
+
+@final
+class ProbeServer:
+    """``GET /health`` and ``GET /ready`` on a port of their own, answered
+    by a thread (Python's ``http.server``): a load balancer's health check
+    never queues behind the event loop's work. Readiness reads the backend's
+    ``draining`` and ``ready`` flags, as the main port's ``/ready`` does."""
+
+    def __init__(self, host: str, port: int, runs: object) -> None:
+        class _Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/health":
+                    status, state = 200, "ok"
+                elif self.path == "/ready":
+                    status, state = readiness(runs)
+                else:
+                    status, state = 404, "not_found"
+                body = b'{"status":"%s"}' % state.encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        try:
+            self._server = ThreadingHTTPServer((host, port), _Handler)
+        except OSError as exc:
+            raise ServeError(f"cannot listen for probes on {host}:{port}: {exc}") from exc
+        self._server.daemon_threads = True
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="helikon-probes", daemon=True)
+        self._thread.start()
+        log.info("probes (/health, /ready) on http://%s:%d", host, self.port)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
 
 
 async def serve_app(app: ASGIApp, config: Any, shutdown: Any = None) -> None:
@@ -198,4 +353,111 @@ async def serve_app(app: ASGIApp, config: Any, shutdown: Any = None) -> None:
         await serve_asyncio(app, config, shutdown_trigger=shutdown)  # type: ignore[arg-type]
 
 
-__all__ = ["MAX_BODY_BYTES", "AgentServer", "serve_app"]
+def listen(host: str, port: int, backlog: int, error: type[Exception] = ServeError) -> socket.socket:
+    """A listening TCP socket on ``(host, port)`` (``port=0``: a free one), or ``error``."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise error(f"cannot listen on {host}:{port}: {exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        hint = " (is another server on that port? pass port=0 for a free one)" if port else ""
+        raise error(f"cannot listen on {host}:{port}: {exc}{hint}") from exc
+    return sock
+
+
+async def _sigterm() -> None:
+    """Return at the first SIGTERM (never, off the main thread, where no handler can be set)."""
+    try:
+        receiver = anyio.open_signal_receiver(signal.SIGTERM)
+        with receiver as signals:
+            async for _ in signals:
+                return
+    except (RuntimeError, ValueError, NotImplementedError):
+        await anyio.sleep_forever()
+
+
+async def serve_listening(
+    app: ASGIApp,
+    host: str,
+    port: int,
+    config: Any,
+    *,
+    task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
+    before_stop: Callable[[], Awaitable[None]] | None = None,
+    error: type[Exception] = ServeError,
+) -> None:
+    """Serve ``app`` with Hypercorn on a socket bound here (so ``port=0``
+    works), reporting ``http://host:port`` through ``task_status`` and the log.
+
+    With ``before_stop``, the first SIGTERM awaits it (a drain) and then stops
+    Hypercorn gracefully, and this returns. Cancelled from outside, Hypercorn
+    is stopped gracefully too (through its shutdown trigger, never cut off
+    from the side), within its ``graceful_timeout``.
+    """
+    sock = listen(host, port, int(getattr(config, "backlog", BACKLOG)), error)
+    # Hypercorn takes its own descriptor of the listening socket.
+    config.bind = [f"fd://{os.dup(sock.fileno())}"]
+    bound = sock.getsockname()[1]
+    stop = anyio.Event()
+    failure: list[BaseException] = []
+    done = anyio.Event()
+    shield = anyio.CancelScope(shield=True)
+
+    async def run() -> None:
+        try:
+            with shield:
+                await serve_app(app, config, shutdown=stop.wait)
+        except BaseException as exc:  # reported below, in the caller's task
+            failure.append(exc)
+        finally:
+            done.set()
+
+    async def on_sigterm() -> None:
+        await _sigterm()
+        log.info("SIGTERM: draining")
+        if before_stop is not None:
+            await before_stop()
+        stop.set()
+
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{bound}"
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            if before_stop is not None:
+                group.start_soon(on_sigterm)
+            log.info("serving on %s", url)
+            task_status.started(url)
+            try:
+                await done.wait()
+            finally:
+                stop.set()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(config.graceful_timeout + 1):
+                    await done.wait()
+                shield.cancel()
+                group.cancel_scope.cancel()
+    finally:
+        sock.close()
+    if failure and not isinstance(failure[0], (anyio.get_cancelled_exc_class(), KeyboardInterrupt)):
+        exc = failure[0]
+        raise error(f"the server stopped: {type(exc).__name__}: {exc}") from exc
+
+
+__all__ = [
+    "BACKLOG",
+    "MAX_BODY_BYTES",
+    "AgentServer",
+    "ProbeServer",
+    "ServeError",
+    "listen",
+    "serve_app",
+    "serve_listening",
+]

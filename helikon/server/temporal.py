@@ -21,6 +21,7 @@ with Hypercorn's asyncio worker.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any, final
 
@@ -32,35 +33,41 @@ from helikon._json import JsonValue
 from helikon.effects import ApprovalDecision
 from helikon.errors import HelikonError, StepError
 from helikon.ids import CallId
-from helikon.server._backend import ApprovalRefused, Decision, RunNotFound, StartRun
-from helikon.server._runs import Frame, event_frame, is_terminal, output_of, terminal_frame
+from helikon.server._backend import ApprovalRefused, Decision, RunNotFound, ServerBusy, StartRun
+from helikon.server._runs import Frame, event_frame, is_terminal, output_of, status_of, terminal_frame
 from helikon.temporal import TemporalRun, TemporalRunner
 
 #: Workflow statuses of a run that is over.
 _OVER = {
     WorkflowExecutionStatus.COMPLETED: "completed",
     WorkflowExecutionStatus.FAILED: "failed",
-    WorkflowExecutionStatus.CANCELED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
     WorkflowExecutionStatus.TERMINATED: "failed",
     WorkflowExecutionStatus.TIMED_OUT: "failed",
     WorkflowExecutionStatus.CONTINUED_AS_NEW: "failed",
 }
 
 
-def workflow_id(agent: str, run_id: str) -> str:
-    """The workflow id of the server's run ``run_id`` of ``agent``: one run id
-    can never reach another agent's run."""
-    return f"helikon-server.{agent}.{run_id}"
+def workflow_id(agent: str, run_id: str, owner: str | None = None) -> str:
+    """The workflow id of the server's run ``run_id`` of ``agent`` started by
+    ``owner``: one run id can never reach another agent's run, nor, with an
+    owner (authentication on), another identity's run (the owner's digest is
+    part of the id, so every replica scopes runs without storing owners)."""
+    if owner is None:
+        return f"helikon-server.{agent}.{run_id}"
+    digest = hashlib.sha256(owner.encode()).hexdigest()[:24]
+    return f"helikon-server.{agent}.{digest}.{run_id}"
 
 
 @final
 class TemporalHandle:
     """A durable run, as the server shows it."""
 
-    def __init__(self, run: TemporalRun, agent: str, run_id: str) -> None:
+    def __init__(self, run: TemporalRun, agent: str, run_id: str, owner: str | None = None) -> None:
         self._run = run
         self._agent = agent
         self._run_id = run_id
+        self.owner = owner
 
     @property
     def run_id(self) -> str:
@@ -79,7 +86,8 @@ class TemporalHandle:
         if over is None:
             status = "awaiting_approval" if pending else "running"
         else:
-            status = "completed" if terminal is not None and terminal["type"] == "RunCompleted" else "failed"
+            ended = status_of(frames, cancelled=over == "cancelled")
+            status = ended.value
         return {
             "run_id": self._run_id,
             "agent": self._agent,
@@ -88,7 +96,7 @@ class TemporalHandle:
             "created_at": described.start_time.timestamp() if described.start_time else None,
             "finished_at": described.close_time.timestamp() if described.close_time else None,
             "events": len(frames),
-            "output": output_of(frames) if over else None,
+            "output": output_of(frames, partial=status == "cancelled") if over else None,
             "error": terminal.get("error")
             if terminal is not None and terminal["type"] == "RunFailed"
             else None,
@@ -159,22 +167,33 @@ class TemporalRuns:
     ) -> None:
         self.runner = runner
         self.seed = seed
+        self.draining = False
+
+    async def drain(self, grace: float) -> None:
+        """Admit no more runs from this replica (its ``/ready`` answers 503).
+        Runs in flight are Temporal's: they go on, on the workers, and any
+        replica still serving reads them."""
+        self.draining = True
 
     async def start(self, request: StartRun) -> TemporalHandle:
+        if self.draining:
+            raise ServerBusy("this replica is shutting down; retry on another one")
         agent = str(request.agent.name)
         seed = self.seed(request) if self.seed is not None else None
         run = await self.runner.start(
-            agent, request.input, ctx_seed=seed, run_id=workflow_id(agent, request.run_id)
+            agent, request.input, ctx_seed=seed, run_id=workflow_id(agent, request.run_id, request.owner)
         )
-        return TemporalHandle(run, agent, request.run_id)
+        return TemporalHandle(run, agent, request.run_id, request.owner)
 
-    async def find(self, agent: str, run_id: str) -> TemporalHandle:
-        run = self.runner.attach(workflow_id(agent, run_id))
+    async def find(self, agent: str, run_id: str, owner: str | None = None) -> TemporalHandle:
+        """The run ``run_id`` of ``agent`` that ``owner`` started (another
+        identity's run of that id is not found: its workflow id differs)."""
+        run = self.runner.attach(workflow_id(agent, run_id, owner))
         try:
             await run.handle.describe()
         except RPCError:
             raise RunNotFound(f"no run {run_id!r} of agent {agent!r}") from None
-        return TemporalHandle(run, agent, run_id)
+        return TemporalHandle(run, agent, run_id, owner)
 
     async def sweep(self) -> int:
         return 0  # Temporal's namespace retention keeps and drops closed workflows

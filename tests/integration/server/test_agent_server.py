@@ -120,9 +120,10 @@ def test_a_client_disconnect_cancels_an_sse_run() -> None:
             events = src.iter_sse()
             seen = [json.loads(next(events).data)["type"] for _ in range(4)]
         assert seen[0] == "RunStarted"
-        done = wait_for(client, f"/agents/assistant/runs/{run_id}", "failed")
+        done = wait_for(client, f"/agents/assistant/runs/{run_id}", "cancelled")
         assert done["error"]["type"] == "Cancelled"
         assert done["events"] < 60  # it stopped early: 100 words take 10 s
+        assert done["output"].startswith("w0 w1 ")  # what it produced is kept
 
 
 def test_a_client_disconnect_cancels_a_one_shot_run() -> None:
@@ -132,7 +133,7 @@ def test_a_client_disconnect_cancels_a_one_shot_run() -> None:
             client.post("/agents/assistant/runs", json={"input": "slow 100"})
         (run,) = server.runs.runs.values()  # type: ignore[attr-defined]
         with httpx.Client(base_url=base) as client:
-            done = wait_for(client, f"/agents/assistant/runs/{run.run_id}", "failed")
+            done = wait_for(client, f"/agents/assistant/runs/{run.run_id}", "cancelled")
         assert done["error"]["type"] == "Cancelled"
 
 
@@ -327,7 +328,7 @@ def test_cancel_ends_an_async_run_and_a_run_waiting_for_approval() -> None:
         wait_for(client, f"/agents/assistant/runs/{waiting}", "awaiting_approval")
         for run_id in (slow, waiting):
             assert client.post(f"/agents/assistant/runs/{run_id}/cancel").status_code == 202
-            done = wait_for(client, f"/agents/assistant/runs/{run_id}", "failed")
+            done = wait_for(client, f"/agents/assistant/runs/{run_id}", "cancelled")
             assert done["error"]["type"] == "Cancelled", done
             assert done["pending_approvals"] == []
         assert client.post("/agents/assistant/runs/nope/cancel").status_code == 404

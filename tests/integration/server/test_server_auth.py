@@ -105,11 +105,14 @@ def test_a_user_function_authenticates_and_the_context_sees_the_identity() -> No
         assert body["output"] == "echo: hi"
         assert seen == ["bob"]
         status = wait_for(
-            client.__class__(base_url=base, headers={"x-api-key": "k-alice"}),
+            client.__class__(base_url=base, headers={"x-api-key": "k-bob"}),
             f"/agents/assistant/runs/{body['run_id']}",
             "completed",
         )
         assert status["status"] == "completed"
+        # the run is bob's: alice gets the 404 of a run that does not exist (issue 31)
+        other = client.get(f"/agents/assistant/runs/{body['run_id']}", headers={"x-api-key": "k-alice"})
+        assert other.status_code == 404
 
     # an authenticator that raises refuses (fails closed) rather than letting the request in;
     # one that answers False refuses too

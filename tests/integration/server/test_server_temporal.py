@@ -27,13 +27,14 @@ from hypercorn.config import Config
 from server_support import assistant, free_port
 
 from helikon.governance import GuardRule
-from helikon.server import AgentServer, serve_app
+from helikon.server import AgentServer, BearerAuth, serve_app
 from helikon.server.temporal import TemporalRuns
 from helikon.temporal import TemporalAgentWorker, TemporalRunner, WorkerPosture
 
 pytestmark = pytest.mark.integration
 
 QUEUE = "helikon-server"
+ALICE, BOB = "alice-token-0001", "bob-token-000002"
 POSTURE = WorkerPosture(guard_rules=[GuardRule.tool("pay")], suspend_on_approval=True)
 
 
@@ -47,7 +48,8 @@ def _test_server() -> str | None:
 
 async def _replica(client: Any, stop: asyncio.Event) -> tuple[str, asyncio.Task[None]]:
     runner = TemporalRunner(client, task_queue=QUEUE, poll_interval=0.05)
-    app = AgentServer(agents=[assistant()], backend=TemporalRuns(runner)).app()
+    auth = BearerAuth({"alice": ALICE, "bob": BOB})
+    app = AgentServer(agents=[assistant()], backend=TemporalRuns(runner), auth=auth).app()
     port = free_port()
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
@@ -92,7 +94,11 @@ def test_a_run_started_on_one_replica_is_read_and_approved_on_the_other() -> Non
         async with worker.register(assistant()):
             (one, first), (two, second) = await _replica(temporal, stop), await _replica(temporal, stop)
             try:
-                async with httpx.AsyncClient(timeout=30) as client:
+                alice = {"Authorization": f"Bearer {ALICE}"}
+                async with (
+                    httpx.AsyncClient(timeout=30, headers=alice) as client,
+                    httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {BOB}"}) as bob,
+                ):
                     # a plain run through replica one, read back through replica two
                     done = (
                         await client.post(f"{one}/agents/assistant/runs", json={"input": "weather"})
@@ -100,7 +106,7 @@ def test_a_run_started_on_one_replica_is_read_and_approved_on_the_other() -> Non
                     assert done["status"] == "completed", done
                     assert done["output"] == "The tool said: sunny in Paris"
                     read = (await client.get(f"{two}/agents/assistant/runs/{done['run_id']}")).json()
-                    assert (read["status"], read["output"]) == ("completed", done["output"])
+                    assert (read["status"], read["output"]) == ("completed", done["output"]), read
 
                     # a run that waits for a human: started on one, approved on two
                     started = await client.post(
@@ -114,6 +120,14 @@ def test_a_run_started_on_one_replica_is_read_and_approved_on_the_other() -> Non
                     )
                     (pending,) = waiting["pending_approvals"]
                     assert pending["tool"] == "pay"
+                    # the run is alice's on every replica: bob gets the 404 of a run that does not exist
+                    decision = {"decisions": [{"call_id": pending["call_id"], "approved": True}]}
+                    theirs = f"{two}/agents/assistant/runs/{run_id}"
+                    assert (await bob.get(theirs)).status_code == 404
+                    assert (await bob.get(f"{theirs}/events")).status_code == 404
+                    assert (await bob.post(f"{theirs}/approvals", json=decision)).status_code == 404
+                    assert (await bob.post(f"{theirs}/cancel")).status_code == 404
+                    assert (await client.get(theirs)).json()["status"] == "awaiting_approval"
                     wrong = await client.post(
                         f"{two}/agents/assistant/runs/{run_id}/approvals",
                         json={"decisions": [{"call_id": "nope", "approved": True}]},
