@@ -17,13 +17,18 @@ policy > approval) -> the tool -> PostToolUse hooks -> :func:`redact`.
 from helikon._deprecated import deprecated_names
 from helikon.governance import _guardrails
 from helikon.governance._bash import (
+    ALLOW_RULE_WRAPPERS,
+    MAX_EXPANSION,
     MAX_SHELL_DEPTH,
     RESERVED_WORDS,
     SHELLS,
     WRAPPERS,
     Resolution,
     SimpleCommand,
+    Verdict,
     Wrapper,
+    check_runs,
+    expand_braces,
     parse_command,
     program_matches,
     resolve,
@@ -57,9 +62,11 @@ from helikon.governance._guards import (
     RecursiveRemoveOfRootOrHome,
     SystemPathWrite,
     guard_matches,
+    guard_verdict,
     is_protected_dot_path,
     is_system_path,
     removes_root_or_home,
+    resolved_targets,
     write_targets,
 )
 from helikon.governance._hooks import (
@@ -87,6 +94,7 @@ from helikon.governance._permissions import (
     AskOrigin,
     AskUser,
     Decided,
+    FromDenyRule,
     FromGuard,
     FromPolicy,
     PermissionDecision,
@@ -134,6 +142,7 @@ from helikon.governance._rules import (
     matches_all,
     matches_any,
     path_matches,
+    rule_verdict,
 )
 
 __getattr__ = deprecated_names(
@@ -147,9 +156,11 @@ __getattr__ = deprecated_names(
 )
 
 __all__ = [
+    "ALLOW_RULE_WRAPPERS",
     "COMMON_WORDS",
     "DEFAULT_TOOL_ARGUMENTS",
     "DEVICE_ALLOWLIST",
+    "MAX_EXPANSION",
     "MAX_SHELL_DEPTH",
     "MIN_SECRET_LENGTH",
     "REDACTED",
@@ -170,6 +181,7 @@ __all__ = [
     "Deny",
     "DenyRule",
     "EditPath",
+    "FromDenyRule",
     "FromGuard",
     "FromPolicy",
     "GuardAction",
@@ -216,16 +228,20 @@ __all__ = [
     "ToolNamed",
     "Tripwire",
     "UserText",
+    "Verdict",
     "Wrapper",
     "after_approval",
     "after_policy",
+    "check_runs",
     "clean_path",
     "describe_matcher",
+    "expand_braces",
     "fire_order",
     "fold_guardrails",
     "fold_hooks",
     "fold_permissions",
     "guard_matches",
+    "guard_verdict",
     "is_protected_dot_path",
     "is_scannable_secret",
     "is_secret_name",
@@ -246,6 +262,8 @@ __all__ = [
     "replaced_value",
     "resolve",
     "resolve_without_handler",
+    "resolved_targets",
+    "rule_verdict",
     "runs_any",
     "runs_only",
     "secret_values_from_environment",

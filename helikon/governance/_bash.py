@@ -1,46 +1,56 @@
 """The operator-aware Bash matcher: which programs does a command line run?
 
 This module owns the pragmatic shell reading that deny rules, allow rules and
-guard rules share (and that a Bash tool's own deny/allow lists should use). It
-is not a POSIX shell parser; it follows the book's four steps:
+guard rules share (and that a Bash tool's own deny/allow lists use). It is not
+a POSIX shell; it reads a line the way an attacker would try to hide a
+program in it, and it says so when it cannot see everything:
 
 1. **Split** (:mod:`._lexer`) the line into sub-commands on ``&&``, ``||``, ``;``, ``|``,
-   ``|&``, ``&`` and newlines, outside quotes. The ``&`` of a redirection
-   (``2>&1``, ``&>file``, ``>&2``) and the ``|`` of ``>|`` are not operators.
-   Beyond the book, ``(``, ``)`` and backticks outside quotes split too, so a
-   subshell ``(rm -rf /)`` or a substitution ``$(rm -rf /)`` / ```rm -rf /```
-   outside double quotes is inspected as its own sub-command.
-2. **Strip wrappers** with their options and option values: the book's fixed
-   list ``timeout``, ``nice``, ``nohup``, ``stdbuf``, ``env`` (with its
-   ``VAR=x`` assignments and ``-S`` split strings), ``command``, ``sudo``,
-   ``doas``; plus the shell's own prefixes ``exec`` and ``time``, reserved
-   words (``!``, ``{``, ``if``, ``then``, ``do``, ...) and leading ``VAR=x``
-   assignments, which hide the program the same way. The table is data:
-   :data:`WRAPPERS`.
-3. **Unquote** the program token (``\\rm``, ``'rm'`` and ``r''m`` are ``rm``).
-4. **Re-enter** ``bash -c '...'`` / ``sh -c '...'`` (also ``zsh``, ``dash``,
-   ``ksh``) to :data:`MAX_SHELL_DEPTH` levels.
+   ``|&``, ``&`` and newlines, outside quotes; also on ``(``, ``)`` and backticks,
+   so subshells and substitutions are sub-commands of their own. Substitutions
+   inside double quotes (``"$(...)"``) are read too.
+2. **Expand braces** (``{rm,-rf,x}`` is ``rm -rf x``; ``/*{,}``; ``{r..r}m``), at
+   most :data:`MAX_EXPANSION` words per sub-command.
+3. **Strip prefixes**: reserved words (``!``, ``{``, ``if``, ``then``, ``do``, ...),
+   ``function NAME``, ``coproc [NAME]``, ``VAR=x`` assignments and the wrappers
+   in :data:`WRAPPERS` with their options and operands (``sudo``, ``env``,
+   ``setsid``, ``flock``, ``taskset``, ``unshare``, ``busybox``, ...). What was
+   stripped is kept (:attr:`SimpleCommand.wrappers`, ``.assignments``): allow
+   rules refuse it.
+4. **Unquote** the program token (``\\rm``, ``'rm'``, ``r''m`` and ``$'\\x72m'`` are ``rm``).
+5. **Follow** what a sub-command runs in turn, to :data:`MAX_SHELL_DEPTH` levels:
+   a shell's ``-c`` payload (every shell in :data:`SHELLS`, ``pwsh -Command``,
+   ``fish --command``), a shell's here-string (``bash <<< 'rm x'``), ``su -c``,
+   ``script -c``, ``flock -c``, ``watch``/``parallel``/``sg`` command strings,
+   ``xargs`` and ``find -exec`` commands, ``eval`` and ``trap`` strings and
+   ``alias`` bodies. Heredoc bodies are read as commands.
+6. **Track** ``cd``/``pushd`` so later relative paths are known (``cd / && rm -rf *``).
 
-Known limitations (the book's "Scope & limitations", kept true here):
+What the matcher cannot see is not guessed: :class:`Resolution` lists
+``reasons`` and is ``opaque``. Deny rules and guards then *ask* (fail closed)
+and allow rules refuse:
 
-- Command substitution inside double quotes (``"$(...)"``, ``"`...`"``) is not
-  inspected; :class:`Resolution` marks such a line ``opaque`` so allow rules
-  fail closed on it.
-- ``find -exec``/``-delete``, ``xargs``, ``eval`` and ``watch`` are not followed
-  into their arguments; only the top-level program is matched.
-- Variable-indirect commands (``$CMD arg``, ``eval "$VAR"``) are not resolved;
-  the matcher sees the literal, unexpanded token. Globs and variables are not
-  expanded; ``$'\\x72m'`` is not decoded.
-- ``bash -c`` is followed only to a bounded depth (deeper payloads are
-  ``opaque``).
-- Heredoc bodies are read as commands (the line splitter does not know them),
-  which errs on the side of matching; ``#`` comments are not recognised, with
-  the same effect.
+- a shell reading its program from a pipe, a file or ``<`` (``echo 'rm x' | sh``,
+  ``sh script``, ``source x``); the ``echo``/``printf`` text of such a line is
+  read as commands too, so the common spelling is still denied outright;
+- a program named by a variable or substitution (``$CMD``, ``$(echo rm)``);
+  ``eval`` of a variable; a shell nested deeper than the bound; a brace
+  expansion past its cap; a ``$'...'``/substitution left unclosed.
+
+Known limitations: glob and variable expansion are not performed (a glob in the
+program word is matched against the denied name); what an interpreter does
+(``python -c``, ``perl -e``, ``make``, ``git -c alias...``, a script's content)
+is not read; ``#`` comments are not recognised and heredoc bodies are read as
+commands (both err on the side of matching).
 """
 
 from __future__ import annotations
 
+import enum
+import fnmatch
+import itertools
 import re
+import shlex
 from collections.abc import Collection
 from typing import Final, final
 
@@ -51,38 +61,76 @@ from helikon.governance._lexer import Redirect, Word, split_line, tokenize
 #: How many nested ``bash -c`` levels are followed (the top level is depth 0).
 MAX_SHELL_DEPTH: Final = 3
 
-#: Shells whose ``-c`` payload is re-read as a command line.
-SHELLS: Final = frozenset({"bash", "dash", "ksh", "sh", "zsh"})
+#: How many words brace expansion may make of one sub-command before it is opaque.
+MAX_EXPANSION: Final = 256
+
+#: Shells whose ``-c`` payload (or here-string) is re-read as a command line, and
+#: which otherwise read their program from a script file or their input.
+SHELLS: Final = frozenset(
+    {
+        "ash", "bash", "csh", "dash", "elvish", "fish", "hush", "ksh", "ksh93", "loksh", "mksh",
+        "nu", "oksh", "pdksh", "posh", "powershell", "pwsh", "rbash", "rc", "sh", "tcsh",
+        "xonsh", "yash", "zsh",
+    }
+)  # fmt: skip
 
 #: Reserved words stripped from the front of a sub-command (only when unquoted).
 RESERVED_WORDS: Final = frozenset(
     {"!", "{", "}", "do", "done", "elif", "else", "esac", "fi", "if", "then", "until", "while"}
 )
 
+#: Wrappers an allow rule tolerates before its program; any other wrapper (``sudo``,
+#: ``env``, ``chroot``, ``nsenter``, ...) or a ``VAR=x`` assignment makes an allow rule refuse.
+ALLOW_RULE_WRAPPERS: Final = frozenset({"command", "ionice", "nice", "nohup", "stdbuf", "time", "timeout"})
+
 
 @final
 @attrs.frozen
 class SimpleCommand:
-    """One sub-command after wrapper stripping and unquoting.
+    """One sub-command after brace expansion, prefix stripping and unquoting.
 
-    ``depth`` counts the ``bash -c`` levels it was found under.
+    ``program`` is ``""`` for a sub-command that only redirects (``> .env``,
+    ``exec >.git/hooks/x``, a wrapper whose ``-c`` string is in ``runs``).
+    ``depth`` counts the ``bash -c`` levels it was found under; ``cwd`` is the
+    directory an earlier ``cd`` of the line moved to (``""``: where the line
+    started; None: unknown).
     """
 
     program: str
     args: tuple[str, ...] = ()
     redirects: tuple[Redirect, ...] = ()
     depth: int = 0
+    #: Wrappers stripped before the program, in order (``("sudo", "env")``).
+    wrappers: tuple[str, ...] = ()
+    #: ``VAR=x`` words stripped before the program (the shell's or ``env``'s).
+    assignments: tuple[str, ...] = ()
+    #: Command lines this sub-command runs in turn (``su -c``, ``watch``, ...).
+    runs: tuple[str, ...] = ()
+    #: Why some of what this sub-command runs cannot be seen.
+    unknown: tuple[str, ...] = ()
+    cwd: str | None = ""
 
 
 @final
 @attrs.frozen
 class Resolution:
     """Every sub-command of a line, in order; ``opaque`` when some part of the
-    line was left uninspected (a substitution in double quotes, a ``bash -c``
-    deeper than the bound)."""
+    line was left uninspected, with the ``reasons``."""
 
     commands: tuple[SimpleCommand, ...]
     opaque: bool = False
+    reasons: tuple[str, ...] = ()
+
+
+class Verdict(enum.Enum):
+    """Whether a line runs a program, as far as the matcher can tell."""
+
+    #: No sub-command runs it and every part of the line was read.
+    NO = "no"
+    #: Some sub-command runs it.
+    YES = "yes"
+    #: None that the matcher sees, but part of the line could not be read.
+    UNKNOWN = "unknown"
 
 
 @final
@@ -98,6 +146,13 @@ class Wrapper:
         assignments: whether ``VAR=x`` words may follow (``env``).
         numeric_options: whether ``-10`` is an option (``nice``'s legacy form).
         split_string: options whose value is a command line to re-split (``env -S``).
+        command_options: options whose value is a command line run by a shell
+            (``su -c``, ``script -c``); the words after it are not a program.
+        shell_rest: the words after the options form a command line run by a
+            shell (``watch``, ``sg``, ``parallel``).
+        stop_words: words that end that command line (``parallel``'s ``:::``).
+        reads_input: with nothing to run, the wrapper starts a shell that reads
+            its input (``su``, ``script``, ``chroot``, ``parallel``).
     """
 
     name: str
@@ -107,13 +162,32 @@ class Wrapper:
     assignments: bool = False
     numeric_options: bool = False
     split_string: tuple[str, ...] = ()
+    command_options: tuple[str, ...] = ()
+    shell_rest: bool = False
+    stop_words: tuple[str, ...] = ()
+    reads_input: bool = False
 
+
+_SUDO_LONG: Final = (
+    "chdir", "chroot", "close-from", "command-timeout", "group", "host", "other-user", "prompt",
+    "role", "type", "user",
+)  # fmt: skip
 
 #: The wrappers stripped before the program is read. ``sudo -h`` is help, not
 #: ``-h host``, so ``h`` is deliberately absent from sudo's valued options.
 WRAPPERS: Final[tuple[Wrapper, ...]] = (
+    Wrapper("builtin"),
+    Wrapper("busybox"),
+    Wrapper("capsh", long_with_value=("caps", "user", "chroot"), command_options=("-c",)),
+    Wrapper("catchsegv"),
+    Wrapper("cgexec", short_with_value="g"),
+    Wrapper("chpst", short_with_value="uUbenlmdoptc/"),
+    Wrapper("chroot", long_with_value=("userspec", "groups"), operands=1, reads_input=True),
+    Wrapper("chrt", short_with_value="TPD", operands=1),
     Wrapper("command"),
+    Wrapper("dbus-run-session", long_with_value=("config-file", "dbus-daemon")),
     Wrapper("doas", short_with_value="Cu"),
+    Wrapper("eatmydata"),
     Wrapper(
         "env",
         short_with_value="uCS",
@@ -122,32 +196,149 @@ WRAPPERS: Final[tuple[Wrapper, ...]] = (
         split_string=("-S", "--split-string"),
     ),
     Wrapper("exec", short_with_value="a"),
-    Wrapper("nice", short_with_value="n", long_with_value=("adjustment",), numeric_options=True),
-    Wrapper("nohup"),
-    Wrapper("stdbuf", short_with_value="ioe", long_with_value=("input", "output", "error")),
+    Wrapper("fakeroot", short_with_value="lsi", long_with_value=("lib", "faked")),
+    Wrapper("faketime", short_with_value="f", operands=1),
+    Wrapper("firejail"),
     Wrapper(
-        "sudo",
-        short_with_value="CDgpRrtTUu",
+        "flock",
+        short_with_value="wE",
+        long_with_value=("timeout", "conflict-exit-code"),
+        operands=1,
+        command_options=("-c", "--command"),
+    ),
+    Wrapper("gosu", operands=1),
+    Wrapper("ionice", short_with_value="cnpPu", long_with_value=("class", "classdata", "pid", "pgid", "uid")),
+    Wrapper("ltrace", short_with_value="aAeEfLnopsSuxXw", long_with_value=("output", "library")),
+    Wrapper("nice", short_with_value="n", long_with_value=("adjustment",), numeric_options=True),
+    Wrapper("nocache", short_with_value="n"),
+    Wrapper("nohup"),
+    Wrapper("nsenter", short_with_value="tSGT", long_with_value=("target", "setuid", "setgid")),
+    Wrapper("numactl", short_with_value="CNmipP"),
+    Wrapper(
+        "parallel",
+        short_with_value="jSaEIJLlnNPkX",
+        long_with_value=("jobs", "sshlogin", "arg-file", "eof", "max-lines", "max-args", "delay", "timeout"),
+        shell_rest=True,
+        stop_words=(":::", "::::", ":::+", "::::+"),
+        reads_input=True,
+    ),
+    Wrapper("pkexec", long_with_value=("user",)),
+    Wrapper("prlimit", short_with_value="p", long_with_value=("pid",)),
+    Wrapper("proxychains", short_with_value="f"),
+    Wrapper("proxychains4", short_with_value="f"),
+    Wrapper("run0", short_with_value="uDg", long_with_value=("user", "group", "chdir", "property", "unit")),
+    Wrapper(
+        "runuser",
+        short_with_value="ugGsw",
+        long_with_value=("user", "group", "supp-group", "shell"),
+        command_options=("-c", "--command", "--session-command"),
+        reads_input=True,
+    ),
+    Wrapper(
+        "script",
+        short_with_value="ETIOBm",
         long_with_value=(
-            "chdir",
-            "chroot",
-            "close-from",
-            "command-timeout",
-            "group",
-            "host",
-            "other-user",
-            "prompt",
-            "role",
-            "type",
-            "user",
+            "echo",
+            "timing",
+            "log-in",
+            "log-out",
+            "log-io",
+            "log-timing",
+            "logging-format",
+            "output-limit",
+        ),
+        operands=1,
+        command_options=("-c", "--command"),
+        reads_input=True,
+    ),
+    Wrapper("sem", short_with_value="jS", long_with_value=("jobs", "id"), shell_rest=True),
+    Wrapper("setarch", operands=1),
+    Wrapper(
+        "setpriv",
+        long_with_value=(
+            "reuid",
+            "regid",
+            "ruid",
+            "rgid",
+            "euid",
+            "egid",
+            "groups",
+            "inh-caps",
+            "ambient-caps",
+            "bounding-set",
+            "securebits",
+            "pdeathsig",
+            "selinux-label",
+            "apparmor-profile",
+            "landlock-access",
+            "landlock-rule",
+            "seccomp-filter",
         ),
     ),
-    Wrapper("time"),
+    Wrapper("setsid"),
+    Wrapper("sg", operands=1, command_options=("-c",), shell_rest=True, reads_input=True),
+    Wrapper("stdbuf", short_with_value="ioe", long_with_value=("input", "output", "error")),
+    Wrapper("strace", short_with_value="abeEIoOpPsSuUX", long_with_value=("output", "user", "env")),
+    Wrapper(
+        "su",
+        short_with_value="gGsw",
+        long_with_value=("group", "supp-group", "shell", "whitelist-environment"),
+        operands=1,
+        command_options=("-c", "--command", "--session-command"),
+        reads_input=True,
+    ),
+    Wrapper("su-exec", operands=1),
+    Wrapper("sudo", short_with_value="CDgpRrtTUu", long_with_value=_SUDO_LONG),
+    Wrapper(
+        "systemd-run",
+        short_with_value="pEuMHs",
+        long_with_value=(
+            "property",
+            "setenv",
+            "unit",
+            "machine",
+            "host",
+            "description",
+            "slice",
+            "uid",
+            "gid",
+            "nice",
+            "working-directory",
+            "on-calendar",
+            "on-active",
+            "service-type",
+        ),
+    ),
+    Wrapper("taskset", operands=1),
+    Wrapper("time", short_with_value="fo", long_with_value=("format", "output")),
     Wrapper("timeout", short_with_value="sk", long_with_value=("kill-after", "signal"), operands=1),
+    Wrapper("torsocks", short_with_value="uapP"),
+    Wrapper("trickle", short_with_value="udwtlsn"),
+    Wrapper("unbuffer"),
+    Wrapper("unshare", short_with_value="SGRwl", long_with_value=("setuid", "setgid", "root", "wd")),
+    Wrapper("valgrind"),
+    Wrapper("watch", short_with_value="nq", long_with_value=("interval", "equexit"), shell_rest=True),
+    Wrapper(
+        "xargs",
+        short_with_value="adEILnPs",
+        long_with_value=(
+            "arg-file",
+            "delimiter",
+            "eof",
+            "replace",
+            "max-lines",
+            "max-args",
+            "max-procs",
+            "max-chars",
+            "process-slot-var",
+        ),
+    ),
+    Wrapper("xvfb-run", short_with_value="nsfepl"),
 )
 
 _WRAPPER_BY_NAME: Final = {w.name: w for w in WRAPPERS}
-_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_GLOB_CHARS: Final = "*?["
 
 
 def _basename(program: str) -> str:
@@ -159,75 +350,260 @@ def _is_assignment(word: Word) -> bool:
     return match is not None and match.end() <= word.quoted_from
 
 
-def _skip_wrapper(spec: Wrapper, words: list[Word], i: int) -> tuple[list[Word], int]:
-    """Step over ``spec``'s options and operands starting at ``i`` (just after its name)."""
+# -- brace expansion --------------------------------------------------------------------
+
+
+def _sequence(body: str) -> list[str] | None:
+    """``a..e``, ``1..5`` or ``1..9..2`` as bash expands them (capped), or None."""
+    parts = body.split("..")
+    if len(parts) not in (2, 3):
+        return None
+    step = 1
+    if len(parts) == 3:
+        if not re.fullmatch(r"-?\d+", parts[2]):
+            return None
+        step = abs(int(parts[2])) or 1
+    first, last = parts[0], parts[1]
+    if re.fullmatch(r"-?\d+", first) and re.fullmatch(r"-?\d+", last):
+        a, b = int(first), int(last)
+        numbers = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
+        return [str(n) for n in numbers[: MAX_EXPANSION + 1]]
+    if len(first) == 1 and len(last) == 1:
+        a, b = ord(first), ord(last)
+        codes = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
+        return [chr(c) for c in codes[: MAX_EXPANSION + 1]]
+    return None
+
+
+def _brace_alternatives(text: str, mask: str) -> list[tuple[str, str]] | None:
+    """The words one brace expansion of ``text`` makes, or None if it has none."""
+    for start, char in enumerate(text):
+        if char != "{" or mask[start] == "1" or (start and text[start - 1] == "$" and mask[start - 1] == "0"):
+            continue
+        depth, commas, end = 0, [], -1
+        for j in range(start, len(text)):
+            if mask[j] == "1":
+                continue
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    end = j
+                    break
+            elif text[j] == "," and depth == 1:
+                commas.append(j)
+        if end < 0:
+            continue
+        if commas:
+            bounds = [start, *commas, end]
+            alternatives = [(text[a + 1 : b], mask[a + 1 : b]) for a, b in itertools.pairwise(bounds)]
+        else:
+            sequence = _sequence(text[start + 1 : end]) if "1" not in mask[start:end] else None
+            if sequence is None:
+                continue
+            alternatives = [(item, "0" * len(item)) for item in sequence]
+        prefix, prefix_mask = text[:start], mask[:start]
+        suffix, suffix_mask = text[end + 1 :], mask[end + 1 :]
+        return [(prefix + t + suffix, prefix_mask + m + suffix_mask) for t, m in alternatives]
+    return None
+
+
+def expand_braces(word: Word, limit: int = MAX_EXPANSION) -> tuple[Word, ...] | None:
+    """The words brace expansion makes of ``word`` (None past ``limit`` words).
+
+    >>> [w.text for w in expand_braces(Word("{rm,-rf,x}", 10))]
+    ['rm', '-rf', 'x']
+    >>> [w.text for w in expand_braces(Word("/*{,}", 5))]
+    ['/*', '/*']
+    """
+    mask = word.mask or "0" * word.quoted_from + "1" * (len(word.text) - word.quoted_from)
+    if "{" not in word.text:
+        return (word,)
+    done: list[tuple[str, str]] = []
+    work = [(word.text, mask)]
+    while work:
+        text, text_mask = work.pop()
+        alternatives = _brace_alternatives(text, text_mask)
+        if alternatives is None:
+            if text or "1" in text_mask or (not done and not work and not mask.count("0")):
+                done.append((text, text_mask))
+        else:
+            work.extend(reversed(alternatives))
+        if len(done) + len(work) > limit:
+            return None
+    return tuple(Word(t, m.find("1") if "1" in m else len(t), m) for t, m in done)
+
+
+# -- one sub-command ----------------------------------------------------------------------
+
+
+def _option_value(words: list[Word], i: int, attached: str) -> tuple[str, int]:
+    """An option's value (attached or the next word) and the index after it."""
+    if attached:
+        return attached, i + 1
+    return (words[i + 1].text if i + 1 < len(words) else ""), i + 2
+
+
+def _skip_wrapper(spec: Wrapper, words: list[Word], i: int) -> tuple[list[Word], int, list[str], bool]:
+    """Step over ``spec``'s options and operands from ``i`` (just after its name).
+
+    Returns the words (an ``env -S`` string is spliced in), the index of the
+    program, the command lines given to command options, and whether such an
+    option was seen (then nothing after it is a program).
+    """
+    runs: list[str] = []
+    operands = spec.operands
     while i < len(words):
         text = words[i].text
         if text == "--":
             i += 1
             break
-        if text == "-" and spec.assignments:  # ``env -`` is ``env -i``
+        if text == "-" and (spec.assignments or spec.command_options):  # ``env -`` / ``su -``
             i += 1
         elif text.startswith("--") and len(text) > 2:
             name, has_value, value = text[2:].partition("=")
-            takes = name in spec.long_with_value and not has_value
-            if text.split("=", 1)[0] in spec.split_string:
-                payload = value if has_value else (words[i + 1].text if i + 1 < len(words) else "")
-                rest = words[i + (1 if has_value else 2) :]
-                words, i = [*words[:i], *tokenize(payload)[0], *rest], i
+            if "--" + name in spec.split_string:
+                payload, after = _option_value(words, i, value if has_value else "")
+                words, i = [*words[:i], *tokenize(payload)[0], *words[after:]], i
                 continue
-            i += 2 if takes else 1
+            if "--" + name in spec.command_options:
+                payload, i = _option_value(words, i, value if has_value else "")
+                runs.append(payload)
+                continue
+            i += 2 if name in spec.long_with_value and not has_value else 1
         elif text.startswith("-") and len(text) > 1:
             if spec.numeric_options and text[1:].isdigit():
                 i += 1
                 continue
             for k, flag in enumerate(text[1:], start=2):
+                if f"-{flag}" in spec.command_options:
+                    payload, i = _option_value(words, i, text[k:])
+                    runs.append(payload)
+                    break
                 if flag in spec.short_with_value:
-                    value = text[k:]
                     if f"-{flag}" in spec.split_string:
-                        payload = value or (words[i + 1].text if i + 1 < len(words) else "")
-                        rest = words[i + (1 if value else 2) :]
-                        words = [*words[:i], *tokenize(payload)[0], *rest]
+                        payload, after = _option_value(words, i, text[k:])
+                        words = [*words[:i], *tokenize(payload)[0], *words[after:]]
                         break
-                    i += 1 if value else 2
+                    i = _option_value(words, i, text[k:])[1]
                     break
             else:
                 i += 1
         elif spec.assignments and _is_assignment(words[i]):
             i += 1
+        elif operands > 0:
+            operands -= 1
+            i += 1
         else:
             break
-    return words, min(i + spec.operands, len(words))
+    if spec.command_options:  # ``runuser user -c x`` and friends: a command option anywhere
+        for k in range(i, len(words) - 1):
+            if words[k].text in spec.command_options:
+                runs.append(words[k + 1].text)
+    return words, min(i, len(words)), runs, bool(runs)
 
 
-def parse_command(segment: str, depth: int = 0) -> SimpleCommand | None:
-    """Read one sub-command: strip reserved words, assignments and wrappers; unquote.
+def _prefix_end(words: list[Word], i: int) -> int:
+    """Skip ``function NAME``/``coproc NAME`` when they start at ``i``; else ``i``."""
+    word = words[i]
+    if not word.plain:
+        return i
+    if word.text == "function":
+        return min(i + 2, len(words))
+    if word.text == "coproc":
+        named = i + 2 < len(words) and words[i + 2].text == "{"
+        return i + (2 if named else 1)
+    return i
 
-    Returns None when nothing is left to run (an empty segment, ``fi``, a bare
-    assignment).
+
+def parse_command(segment: str, depth: int = 0, cwd: str | None = "") -> SimpleCommand | None:
+    """Read one sub-command: expand braces; strip reserved words, assignments and
+    wrappers; unquote.
+
+    Returns None when nothing is left to run and nothing is redirected (an
+    empty segment, ``fi``, a bare assignment).
 
     >>> cmd = parse_command("sudo -u root FOO=1 nice -n 5 'rm' -rf / 2>/dev/null")
-    >>> cmd.program, cmd.args, [r.target for r in cmd.redirects]
-    ('rm', ('-rf', '/'), ['/dev/null'])
+    >>> cmd.program, cmd.args, [r.target for r in cmd.redirects], cmd.wrappers
+    ('rm', ('-rf', '/'), ['/dev/null'], ('sudo', 'nice'))
     >>> parse_command("timeout -s KILL 5s env -i PATH=/bin \\\\rm x").program
     'rm'
+    >>> parse_command("exec >.git/hooks/pre-commit").redirects[0].target
+    '.git/hooks/pre-commit'
     >>> parse_command("fi") is None
     True
     """
-    words, redirects = tokenize(segment)
+    raw, redirects = tokenize(segment)
+    unknown: list[str] = []
+    words: list[Word] = []
+    for word in raw:
+        expanded = expand_braces(word)
+        if expanded is None or len(words) + len(expanded) > MAX_EXPANSION:
+            unknown.append("a brace expansion larger than the matcher expands")
+            words.append(word)
+        else:
+            words.extend(expanded)
+    wrappers: list[str] = []
+    assignments: list[str] = []
+    runs: list[str] = []
+    stdin_wrapper: Wrapper | None = None
     i = 0
     while i < len(words):
         word = words[i]
         wrapper = _WRAPPER_BY_NAME.get(_basename(word.text))
-        if (word.plain and word.text in RESERVED_WORDS) or _is_assignment(word):
+        if word.plain and word.text in RESERVED_WORDS:
+            i += 1
+        elif (after := _prefix_end(words, i)) != i:
+            i = after
+        elif _is_assignment(word):
+            assignments.append(word.text)
             i += 1
         elif wrapper is not None:
-            words, i = _skip_wrapper(wrapper, words, i + 1)
+            wrappers.append(wrapper.name)
+            words, i, given, stops = _skip_wrapper(wrapper, words, i + 1)
+            runs.extend(given)
+            if stops:
+                i = len(words)
+            elif wrapper.shell_rest and i < len(words):
+                rest = [w.text for w in words[i:]]
+                cut = next((k for k, t in enumerate(rest) if t in wrapper.stop_words), len(rest))
+                runs.append(" ".join(rest[:cut]) if len(rest[:cut]) > 1 else rest[0])
+                i = len(words)
+            elif wrapper.reads_input and i >= len(words):
+                stdin_wrapper = wrapper
         else:
             break
+    if stdin_wrapper is not None and not runs:
+        unknown.append(f"{stdin_wrapper.name} starts a shell that reads its commands from its input")
     if i >= len(words):
-        return None
-    return SimpleCommand(words[i].text, tuple(w.text for w in words[i + 1 :]), redirects, depth)
+        if not (redirects or runs or unknown):
+            return None
+        return SimpleCommand(
+            "", (), redirects, depth, tuple(wrappers), tuple(assignments), tuple(runs), tuple(unknown), cwd
+        )
+    program = words[i]
+    if any(program.text[k] in "$`" and not program.quoted_at(k) for k in range(len(program.text))):
+        unknown.append("a program named by a variable or a substitution")
+    if any(c in program.text for c in " \t\n;&|"):
+        runs.append(program.text)  # ``sudo -s 'rm x'``: a shell runs the word as a line
+    return SimpleCommand(
+        program.text,
+        tuple(w.text for w in words[i + 1 :]),
+        redirects,
+        depth,
+        tuple(wrappers),
+        tuple(assignments),
+        tuple(runs),
+        tuple(unknown),
+        cwd,
+    )
+
+
+# -- what a sub-command runs in turn ----------------------------------------------------
+
+
+_PWSH: Final = frozenset({"pwsh", "powershell"})
 
 
 def shell_payload(command: SimpleCommand) -> str | None:
@@ -235,20 +611,45 @@ def shell_payload(command: SimpleCommand) -> str | None:
 
     >>> shell_payload(SimpleCommand("bash", ("-lc", "rm -rf /")))
     'rm -rf /'
+    >>> shell_payload(SimpleCommand("fish", ("--command=rm x",)))
+    'rm x'
     >>> shell_payload(SimpleCommand("bash", ("script.sh",))) is None
     True
     """
-    if _basename(command.program) not in SHELLS:
-        return None
-    wants_payload = False
+    payload, _ = _shell_input(command)
+    return payload
+
+
+def _shell_input(command: SimpleCommand) -> tuple[str | None, str | None]:
+    """A shell's ``-c`` payload, or why its program cannot be seen (None, None: not a shell)."""
+    name = _basename(command.program).casefold()
+    if name not in SHELLS:
+        return None, None
     args = command.args
+    if name in _PWSH:
+        for k, arg in enumerate(args):
+            flag = arg.casefold()
+            if flag in ("-c", "-command", "--command", "/c", "/command"):
+                return " ".join(args[k + 1 :]), None
+            if flag.startswith(("-e", "/e")) and "encodedcommand".startswith(flag[1:]):
+                return None, "an encoded PowerShell command"
+            if flag in ("-f", "-file", "/file"):
+                return None, "a shell running a script file"
+            if not flag.startswith(("-", "/")):
+                return None, "a shell running a script file"
+        return None, "a shell reading its commands from its input"
+    wants_payload = False
     k = 0
     while k < len(args):
         arg = args[k]
         if arg == "--":
             k += 1
             break
-        if arg in ("-o", "+o", "-O", "+O"):
+        if arg.startswith("--command=") or arg.startswith("--init-command="):
+            return arg.split("=", 1)[1], None
+        if arg in ("--command", "--init-command", "-C") and k + 1 < len(args):
+            return args[k + 1], None
+        if arg in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
             k += 2
         elif arg.startswith("--"):
             k += 1
@@ -257,84 +658,213 @@ def shell_payload(command: SimpleCommand) -> str | None:
             k += 1
         else:
             break
-    return args[k] if wants_payload and k < len(args) else None
+    if wants_payload and k < len(args):
+        return args[k], None
+    here = [r.target for r in command.redirects if r.operator == "<<<"]
+    if here:
+        return "\n".join(here), None
+    if k < len(args) and not any(a.startswith("-") and "s" in a[1:] for a in args[:k]):
+        return None, "a shell running a script file"
+    if any(r.operator in ("<<", "<<-") for r in command.redirects):
+        return None, None  # the heredoc body is read as commands of the line
+    if any(r.operator == "<" for r in command.redirects):
+        return None, "a shell reading its commands from a file"
+    return None, "a shell reading its commands from its input"
+
+
+def _runs_in_turn(command: SimpleCommand) -> tuple[list[str], list[str]]:
+    """The command lines ``command`` runs in turn, and what it runs that cannot be seen."""
+    lines = list(command.runs)
+    unknown = list(command.unknown)
+    name = _basename(command.program)
+    payload, reason = _shell_input(command)
+    if payload is not None:
+        lines.append(payload)
+    if reason is not None:
+        unknown.append(reason)
+    args = command.args
+    if name == "eval":
+        line = " ".join(args)
+        lines.append(line)
+        if "$" in line or "`" in line:
+            unknown.append("eval of a variable or a substitution")
+    elif name in ("source", "."):
+        unknown.append("a script read by source")
+    elif name == "alias":
+        lines.extend(a.split("=", 1)[1] for a in args if "=" in a)
+    elif name == "trap":
+        operands = [a for a in args if not a.startswith("-")]
+        if operands:
+            lines.append(operands[0])
+    elif name == "find":
+        k = 0
+        while k < len(args):
+            if args[k] in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = next((j for j in range(k + 1, len(args)) if args[j] in (";", "+")), len(args))
+                lines.append(shlex.join(args[k + 1 : end]))
+                k = end
+            k += 1
+    return lines, unknown
+
+
+def _next_cwd(cwd: str | None, command: SimpleCommand) -> str | None:
+    """The directory after ``command`` if it is a ``cd``/``pushd``/``popd``."""
+    name = _basename(command.program)
+    if name == "popd":
+        return None
+    if name not in ("cd", "pushd", "chdir"):
+        return cwd
+    operands = [a for a in command.args if not (a.startswith("-") and len(a) > 1)]
+    if not operands:
+        return "~"
+    target = operands[0]
+    for home in ("~", "$HOME", "${HOME}"):
+        if target == home or target.startswith(home + "/"):
+            return "~" + target[len(home) :]
+    if target == "-" or "$" in target or "`" in target or target.startswith("~"):
+        return None if not target.startswith("~") else target
+    if target.startswith("/"):
+        return target
+    if cwd is None:
+        return None
+    return f"{cwd}/{target}" if cwd else target
 
 
 def resolve(command: str, max_depth: int = MAX_SHELL_DEPTH) -> Resolution:
-    """Every sub-command ``command`` runs, following ``bash -c`` to ``max_depth``.
+    """Every sub-command ``command`` runs, following what each runs in turn to ``max_depth``.
 
     >>> [c.program for c in resolve("echo ok && sudo rm -rf / ; bash -c 'ls | wc -l'").commands]
     ['echo', 'rm', 'bash', 'ls', 'wc']
-    >>> resolve('git commit -m "$(cat msg)"').opaque
-    True
+    >>> resolve("echo 'rm x' | sh").reasons
+    ('a shell reading its commands from its input',)
     """
+    reasons: list[str] = []
 
-    def walk(text: str, depth: int) -> Resolution:
+    def walk(text: str, depth: int, cwd: str | None) -> list[SimpleCommand]:
         segments, opaque = split_line(text)
+        if opaque:
+            reasons.append("a substitution that is not closed")
         found: list[SimpleCommand] = []
+        texts: list[str] = []
+        reads_input = False
         for segment in segments:
-            parsed = parse_command(segment, depth)
+            parsed = parse_command(segment, depth, cwd)
             if parsed is None:
                 continue
             found.append(parsed)
-            payload = shell_payload(parsed)
-            if payload is not None and depth < max_depth:
-                inner = walk(payload, depth + 1)
-                found.extend(inner.commands)
-                opaque = opaque or inner.opaque
-            elif payload is not None:
-                opaque = True
-        return Resolution(tuple(found), opaque)
+            cwd = _next_cwd(cwd, parsed)
+            lines, unknown = _runs_in_turn(parsed)
+            reasons.extend(unknown)
+            reads_input = reads_input or any("input" in r for r in unknown)
+            if _basename(parsed.program) in ("echo", "printf"):
+                texts.append(" ".join(a for a in parsed.args if not a.startswith("-")))
+            for line in lines:
+                if depth < max_depth:
+                    found.extend(walk(line, depth + 1, cwd))
+                else:
+                    reasons.append("commands nested deeper than the matcher follows")
+        if reads_input:  # ``echo 'rm x' | sh``: what is echoed may be the program
+            for line in texts:
+                found.extend(walk(line.replace("\\n", "\n"), depth + 1, cwd))
+        return found
 
-    return walk(command, 0)
+    commands = tuple(walk(command, 0, ""))
+    unique = tuple(dict.fromkeys(reasons))
+    return Resolution(commands, bool(unique), unique)
+
+
+# -- matching -----------------------------------------------------------------------------
 
 
 def program_matches(program: str, wanted: str) -> bool:
     """Whether a resolved ``program`` is ``wanted`` for a *deny* decision.
 
     Lenient on purpose, since a deny that matches too much errs safe: a path
-    (``/bin/rm``) matches by its basename and case is ignored.
+    (``/bin/rm``) matches by its basename, case is ignored, and a glob in the
+    program word (``/bin/r?``) matches every name it could expand to.
 
     >>> program_matches("/usr/bin/RM", "rm"), program_matches("rmdir", "rm")
     (True, False)
+    >>> program_matches("/b*/r[m]", "rm")
+    True
     """
-    return program == wanted or _basename(program).casefold() == _basename(wanted).casefold()
+    if program == wanted:
+        return True
+    name, target = _basename(program).casefold(), _basename(wanted).casefold()
+    if name == target:
+        return True
+    return any(c in name for c in _GLOB_CHARS) and fnmatch.fnmatchcase(target, name)
+
+
+def _runs(command: SimpleCommand, wanted: str) -> bool:
+    return program_matches(command.program, wanted) or any(
+        program_matches(w, wanted) for w in command.wrappers
+    )
+
+
+def check_runs(command: str, programs: Collection[str]) -> Verdict:
+    """Whether ``command`` runs one of ``programs``: YES, NO, or UNKNOWN when it runs
+    none that the matcher sees but part of the line could not be read.
+
+    A wrapper counts as run (``sudo rm x`` runs ``sudo`` and ``rm``).
+
+    >>> check_runs("{rm,-rf,x}", {"rm"}), check_runs("ls", {"rm"}), check_runs("$CMD x", {"rm"})
+    (<Verdict.YES: 'yes'>, <Verdict.NO: 'no'>, <Verdict.UNKNOWN: 'unknown'>)
+    """
+    resolution = resolve(command)
+    if any(_runs(c, p) for c in resolution.commands for p in programs):
+        return Verdict.YES
+    return Verdict.UNKNOWN if resolution.opaque else Verdict.NO
 
 
 def runs_any(command: str, programs: Collection[str]) -> bool:
-    """Deny semantics: whether any sub-command's program is one of ``programs``.
+    """Deny semantics, fail closed: whether any sub-command may run one of ``programs``
+    (a line that cannot be read in full counts).
 
-    >>> runs_any("bash -c 'rm -rf /'", {"rm"})
-    True
+    >>> runs_any("bash -c 'rm -rf /'", {"rm"}), runs_any("echo 'rm x' | sh", {"rm"})
+    (True, True)
     """
-    return any(program_matches(c.program, p) for c in resolve(command).commands for p in programs)
+    return check_runs(command, programs) is not Verdict.NO
 
 
 def runs_only(command: str, programs: Collection[str]) -> bool:
     """Allow semantics, fail closed: whether every sub-command's program is in ``programs``.
 
     The comparison is exact (``/tmp/git`` is not ``git``); a line with no
-    sub-command, or an ``opaque`` one, is not allowed.
+    sub-command, an ``opaque`` one, a sub-command that only redirects, and a
+    program behind an assignment (``PATH=. git``) or a wrapper outside
+    :data:`ALLOW_RULE_WRAPPERS` (``sudo git``, ``env git``) are not allowed.
 
     >>> runs_only("git add . && git commit -m wip", {"git"})
     True
-    >>> runs_only("git status; rm -rf .", {"git"})
-    False
+    >>> runs_only("git status; rm -rf .", {"git"}), runs_only("GIT_SSH_COMMAND=x git pull", {"git"})
+    (False, False)
     """
     resolution = resolve(command)
     if resolution.opaque or not resolution.commands:
         return False
-    return all(c.program in programs for c in resolution.commands)
+    return all(
+        c.program in programs
+        and not c.assignments
+        and not c.runs
+        and all(w in ALLOW_RULE_WRAPPERS for w in c.wrappers)
+        for c in resolution.commands
+    )
 
 
 __all__ = [
+    "ALLOW_RULE_WRAPPERS",
+    "MAX_EXPANSION",
     "MAX_SHELL_DEPTH",
     "RESERVED_WORDS",
     "SHELLS",
     "WRAPPERS",
     "Resolution",
     "SimpleCommand",
+    "Verdict",
     "Wrapper",
+    "check_runs",
+    "expand_braces",
     "parse_command",
     "program_matches",
     "resolve",

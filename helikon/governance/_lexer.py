@@ -42,6 +42,8 @@ class Redirect:
 
     kind: RedirectKind
     target: str
+    #: The operator as written (``>``, ``2>``'s ``>``, ``<<<``, ...); ``""`` when built by hand.
+    operator: str = ""
 
     @property
     def writes(self) -> bool:
@@ -57,10 +59,19 @@ class Word:
     text: str
     #: Index in ``text`` of the first character that came from quoting or escaping.
     quoted_from: int
+    #: One ``"1"`` (quoted or escaped) or ``"0"`` per character of ``text``; ``""``
+    #: means "quoted from ``quoted_from`` on".
+    mask: str = ""
 
     @property
     def plain(self) -> bool:
         return self.quoted_from == len(self.text)
+
+    def quoted_at(self, index: int) -> bool:
+        """Whether the character at ``index`` came from quoting or escaping."""
+        if self.mask:
+            return self.mask[index] == "1"
+        return index >= self.quoted_from
 
 
 # -- splitting -----------------------------------------------------------------
@@ -80,8 +91,44 @@ def split_commands(command: str) -> tuple[str, ...]:
 
 
 def split_line(command: str) -> tuple[tuple[str, ...], bool]:
-    """The sub-commands of ``command`` and whether a substitution in double quotes hid some."""
+    """The sub-commands of ``command`` and whether some part could not be read.
+
+    A command substitution inside double quotes (``"$(...)"``, ``"`...`"``)
+    is read too: its sub-commands follow the line's own. ``opaque`` is True
+    when such a substitution is not closed.
+    """
+    segments, inner, opaque = _split(command)
+    for text in inner:
+        more, deeper = split_line(text)
+        segments.extend(more)
+        opaque = opaque or deeper
+    return tuple(segments), opaque
+
+
+def _substitution_end(s: str, start: int) -> int:
+    """Index of the ``)`` closing a ``$(`` whose body starts at ``start`` (-1 if none)."""
+    depth, j, n = 1, start, len(s)
+    while j < n:
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "'":
+            j = _closing_single(s, j + 1, escapes=False)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def _split(command: str) -> tuple[list[str], list[str], bool]:
     segments: list[str] = []
+    inner: list[str] = []
     buf: list[str] = []
     opaque = False
     i, n = 0, len(command)
@@ -104,8 +151,24 @@ def split_line(command: str) -> tuple[tuple[str, ...], bool]:
         elif c == '"':
             j = i + 1
             while j < n and command[j] != '"':
-                if command[j] == "`" or command.startswith("$(", j):
-                    opaque = True
+                if command.startswith("$(", j):
+                    end = _substitution_end(command, j + 2)
+                    if end < 0:
+                        opaque = True
+                        j = n
+                        break
+                    inner.append(command[j + 2 : end])
+                    j = end + 1
+                    continue
+                if command[j] == "`":
+                    end = command.find("`", j + 1)
+                    if end < 0:
+                        opaque = True
+                        j = n
+                        break
+                    inner.append(command[j + 1 : end])
+                    j = end + 1
+                    continue
                 j += 2 if command[j] == "\\" else 1
             buf.append(command[i : j + 1])
             i = j + 1
@@ -133,7 +196,7 @@ def split_line(command: str) -> tuple[tuple[str, ...], bool]:
             buf.append(c)
             i += 1
     cut()
-    return tuple(segments), opaque
+    return segments, inner, opaque
 
 
 def _closing_single(s: str, start: int, *, escapes: bool) -> int:
@@ -147,15 +210,55 @@ def _closing_single(s: str, start: int, *, escapes: bool) -> int:
 # -- words and redirections ------------------------------------------------------
 
 
+_ANSI_C: Final = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+
+
+def _ansi_c(s: str, j: int) -> tuple[str, int]:
+    """Decode the escape at ``s[j]`` (just past a backslash) inside ``$'...'``."""
+    c = s[j]
+    if c in _ANSI_C:
+        return _ANSI_C[c], j + 1
+    digits = {"x": (16, 2), "u": (16, 4), "U": (16, 8)}.get(c)
+    if digits is not None:
+        base, most = digits
+        k = j + 1
+        while k < len(s) and k < j + 1 + most and s[k] in "0123456789abcdefABCDEF":
+            k += 1
+        if k == j + 1:
+            return "\\" + c, j + 1
+        return chr(min(int(s[j + 1 : k], base), 0x10FFFF)), k
+    if c in "01234567":
+        k = j
+        while k < len(s) and k < j + 3 and s[k] in "01234567":
+            k += 1
+        return chr(int(s[j:k], 8) & 0xFF), k
+    if c == "c" and j + 1 < len(s):
+        return chr(ord(s[j + 1]) & 0x1F), j + 2
+    return "\\" + c, j + 1
+
+
 def _read_word(s: str, i: int) -> tuple[Word, int]:
     """Read one word from ``i``, removing quotes and escapes; stop at a blank or redirection."""
     out: list[str] = []
-    quoted_from: int | None = None
+    mask: list[str] = []
 
-    def mark() -> None:
-        nonlocal quoted_from
-        if quoted_from is None:
-            quoted_from = len("".join(out))
+    def add(text: str, quoted: bool) -> None:
+        out.append(text)
+        mask.append(("1" if quoted else "0") * len(text))
 
     n = len(s)
     while i < n:
@@ -164,26 +267,24 @@ def _read_word(s: str, i: int) -> tuple[Word, int]:
             break
         if c == "\\":
             if i + 1 < n and s[i + 1] != "\n":  # backslash-newline is a line continuation
-                mark()
-                out.append(s[i + 1])
+                add(s[i + 1], True)
             i += 2
         elif c == "'":
-            mark()
             close = s.find("'", i + 1)
             close = n if close < 0 else close
-            out.append(s[i + 1 : close])
+            add(s[i + 1 : close], True)
             i = close + 1
         elif c == "$" and s.startswith("$'", i):
-            mark()
             j = i + 2
             while j < n and s[j] != "'":
                 if s[j] == "\\" and j + 1 < n:
-                    j += 1
-                out.append(s[j])
+                    decoded, j = _ansi_c(s, j + 1)
+                    add(decoded, True)
+                    continue
+                add(s[j], True)
                 j += 1
             i = j + 1
         elif c == '"':
-            mark()
             j = i + 1
             while j < n and s[j] != '"':
                 if s[j] == "\\" and j + 1 < n and s[j + 1] in '"\\$`\n':
@@ -191,14 +292,16 @@ def _read_word(s: str, i: int) -> tuple[Word, int]:
                     if s[j] == "\n":
                         j += 1
                         continue
-                out.append(s[j])
+                add(s[j], True)
                 j += 1
             i = j + 1
         else:
-            out.append(c)
+            add(c, False)
             i += 1
     text = "".join(out)
-    return Word(text, len(text) if quoted_from is None else quoted_from), i
+    flags = "".join(mask)
+    quoted_from = flags.find("1")
+    return Word(text, len(text) if quoted_from < 0 else quoted_from, flags), i
 
 
 _OPERATORS: Final = (  # longest first
@@ -227,7 +330,7 @@ def _read_redirect(s: str, i: int) -> tuple[Redirect | None, int]:
         kind = RedirectKind.DUPLICATE
     if not target.text and kind is not RedirectKind.DUPLICATE:
         return None, i
-    return Redirect(kind, "" if kind is RedirectKind.DUPLICATE else target.text), i
+    return Redirect(kind, "" if kind is RedirectKind.DUPLICATE else target.text, op), i
 
 
 def tokenize(segment: str) -> tuple[list[Word], tuple[Redirect, ...]]:

@@ -3,9 +3,12 @@
 The book's order, evaluated top to bottom; the first stage that decides wins:
 
 1. **deny rules**: a matching :class:`~helikon.governance.DenyRule` denies, in
-   every mode (even ``BYPASS``);
+   every mode (even ``BYPASS``); a Bash deny rule on a line the matcher
+   cannot read in full asks the approval handler (an approval clears that
+   rule only);
 2. **guard rules**: a matching :class:`~helikon.governance.GuardRule` denies
-   (``DENY``) or asks the approval handler (``ASK``); an approval clears that
+   (``DENY``) or asks the approval handler (``ASK``); on a line that cannot be
+   read in full it asks whatever its action; an approval clears that
    one guard only and the pipeline continues with the next guard;
 3. **allow rules**: a matching :class:`~helikon.governance.AllowRule` allows,
    in every mode (even ``PLAN`` and ``DONT_ASK``), and the policy is not asked;
@@ -47,9 +50,10 @@ import attrs
 
 from helikon._json import JsonValue
 from helikon.config import PermissionMode
+from helikon.governance._bash import Verdict, resolve
 from helikon.governance._decisions import Allow, Deny
 from helikon.governance._guards import GuardAction, GuardRule
-from helikon.governance._rules import DEFAULT_TOOL_ARGUMENTS, AllowRule, DenyRule, ToolArguments
+from helikon.governance._rules import DEFAULT_TOOL_ARGUMENTS, AllowRule, ArgumentRole, DenyRule, ToolArguments
 from helikon.model import ToolEffect
 
 
@@ -122,8 +126,16 @@ class FromPolicy:
     """The permission policy answered AskUser."""
 
 
+@final
+@attrs.frozen
+class FromDenyRule:
+    """The deny rule at ``index`` could not tell (part of a command line cannot be read)."""
+
+    index: int
+
+
 #: Who asked for an approval (where the pipeline resumes after an Allow).
-AskOrigin: TypeAlias = FromGuard | FromPolicy
+AskOrigin: TypeAlias = FromGuard | FromPolicy | FromDenyRule
 
 
 @final
@@ -177,17 +189,48 @@ def _by_mode(mode: PermissionMode, tool: str, effect: ToolEffect) -> Decided | N
             assert_never(mode)
 
 
+def _unreadable(tool: str, args: JsonValue, arguments: ToolArguments) -> str:
+    reasons = [
+        r for line in arguments.values(tool, ArgumentRole.COMMAND, args) for r in resolve(line).reasons
+    ]
+    return "; ".join(dict.fromkeys(reasons)) or "part of the command cannot be read"
+
+
 def _fold_from(
-    tool: str, effect: ToolEffect, args: JsonValue, settings: PermissionSettings, first_guard: int
+    tool: str,
+    effect: ToolEffect,
+    args: JsonValue,
+    settings: PermissionSettings,
+    first_guard: int,
+    first_deny: int = 0,
 ) -> PermissionStep:
     arguments = settings.arguments
-    for rule in settings.deny_rules:
-        if rule.matches(tool, args, arguments):
+    for index in range(first_deny, len(settings.deny_rules)):
+        rule = settings.deny_rules[index]
+        verdict = rule.check(tool, args, arguments)
+        if verdict is Verdict.YES:
             return Decided(Deny(f"denied by deny rule: {rule.describe()}"), PermissionStage.DENY_RULE)
+        if verdict is Verdict.UNKNOWN:
+            prompt = (
+                f"the command may run what a deny rule forbids ({rule.describe()}), "
+                f"but the matcher cannot see all of it: {_unreadable(tool, args, arguments)}"
+            )
+            if settings.mode is PermissionMode.DONT_ASK:
+                return Decided(Deny(f"{prompt} (dont-ask mode asks no one)"), PermissionStage.DENY_RULE)
+            return ApprovalNeeded(prompt, FromDenyRule(index))
     for index in range(first_guard, len(settings.guard_rules)):
         guard = settings.guard_rules[index]
-        if not guard.matches(tool, args, arguments):
+        verdict = guard.check(tool, args, arguments)
+        if verdict is Verdict.NO:
             continue
+        if verdict is Verdict.UNKNOWN:
+            prompt = (
+                f"the command may trip a guard ({guard.message}), "
+                f"but the matcher cannot see all of it: {_unreadable(tool, args, arguments)}"
+            )
+            if settings.mode is PermissionMode.DONT_ASK:
+                return Decided(Deny(f"{prompt} (dont-ask mode asks no one)"), PermissionStage.GUARD_RULE)
+            return ApprovalNeeded(prompt, FromGuard(index))
         match guard.action:
             case GuardAction.DENY:
                 return Decided(Deny(guard.message), PermissionStage.GUARD_RULE)
@@ -280,7 +323,9 @@ stage=<PermissionStage.MODE: 'mode'>)
                 case FromPolicy():
                     return Decided(outcome, PermissionStage.APPROVAL)
                 case FromGuard(index):
-                    return _fold_from(tool, effect, args, settings, index + 1)
+                    return _fold_from(tool, effect, args, settings, index + 1, len(settings.deny_rules))
+                case FromDenyRule(index):
+                    return _fold_from(tool, effect, args, settings, 0, index + 1)
                 case _:
                     assert_never(pending.origin)
         case _:
@@ -370,6 +415,7 @@ __all__ = [
     "AskOrigin",
     "AskUser",
     "Decided",
+    "FromDenyRule",
     "FromGuard",
     "FromPolicy",
     "PermissionDecision",

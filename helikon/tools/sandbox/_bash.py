@@ -176,7 +176,8 @@ class BashTool:
                     f"{', '.join(self.allow_commands)} may run here"
                 )
             raise ToolError.denied(
-                "the command has parts that cannot be checked against the allowed programs"
+                "the command has parts that cannot be checked against the allowed programs "
+                "(an assignment, a wrapper such as sudo or env, or a part the matcher cannot read)"
             )
 
     async def invoke(self, ctx: ToolContext[Any] | None, args: JsonObject) -> JsonValue:
