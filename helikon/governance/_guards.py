@@ -56,7 +56,8 @@ from typing import Final, TypeAlias, assert_never, final
 import attrs
 
 from helikon._json import JsonValue
-from helikon.governance._bash import SimpleCommand, Verdict, program_matches, resolve
+from helikon.governance._bash import SimpleCommand, Verdict, expand_braces, program_matches, resolve
+from helikon.governance._lexer import Word
 from helikon.governance._rules import (
     DEFAULT_TOOL_ARGUMENTS,
     ArgumentRole,
@@ -204,7 +205,11 @@ def resolved_targets(command: SimpleCommand) -> tuple[str, ...]:
     >>> resolved_targets(resolve("cd .git && echo x > hooks/pre-commit").commands[1])
     ('.git/hooks/pre-commit',)
     """
-    return tuple(_in_directory(command.cwd, t) for t in write_targets(command))
+    found: list[str] = []
+    for target in write_targets(command):
+        expanded = expand_braces(Word(target, len(target))) or (Word(target, len(target)),)
+        found.extend(_in_directory(command.cwd, w.text) for w in expanded)
+    return tuple(found)
 
 
 def _written_paths(tool: str, args: JsonValue, arguments: ToolArguments) -> Iterator[str]:
@@ -373,7 +378,7 @@ def _may_remove_root_or_home(command: SimpleCommand) -> bool:
     """Whether a recursive removal could be of ``/`` or a home, for a variable or an unknown ``cd``."""
     for target in _removal_operands(command):
         relative = command.cwd is None and not target.startswith(("/", "~", "$"))
-        if relative and not [p for p in clean_path(target).split("/") if not _is_glob(p)]:
+        if relative and not [p for p in clean_path(target).split("/") if p and not _is_glob(p)]:
             return True
         if "$" in target and _is_root_or_home(_VARIABLE.sub("", _HOME.sub("~", target)) or "/"):
             return True
