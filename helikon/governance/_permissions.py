@@ -115,7 +115,9 @@ class PolicyNeeded:
 @final
 @attrs.frozen
 class FromGuard:
-    """The guard rule at ``index`` of the settings' guard rules asked."""
+    """The guard rule at ``index`` of the settings' guard rules asked; ``index``
+    equal to the number of guard rules: the guards could not read the whole
+    command line (one ask for all of them, after every definite guard)."""
 
     index: int
 
@@ -129,7 +131,9 @@ class FromPolicy:
 @final
 @attrs.frozen
 class FromDenyRule:
-    """The deny rule at ``index`` could not tell (part of a command line cannot be read)."""
+    """The deny rules could not tell (part of a command line cannot be read):
+    one ask for all of them, after every definite deny. ``index`` is the
+    number of deny rules."""
 
     index: int
 
@@ -205,42 +209,47 @@ def _fold_from(
     first_deny: int = 0,
 ) -> PermissionStep:
     arguments = settings.arguments
-    for index in range(first_deny, len(settings.deny_rules)):
-        rule = settings.deny_rules[index]
-        verdict = rule.check(tool, args, arguments)
-        if verdict is Verdict.YES:
-            return Decided(Deny(f"denied by deny rule: {rule.describe()}"), PermissionStage.DENY_RULE)
-        if verdict is Verdict.UNKNOWN:
+    deny_rules, guards = settings.deny_rules, settings.guard_rules
+    if first_deny <= len(deny_rules):
+        verdicts = [rule.check(tool, args, arguments) for rule in deny_rules]
+        for index in range(first_deny, len(deny_rules)):
+            if verdicts[index] is Verdict.YES:
+                reason = f"denied by deny rule: {deny_rules[index].describe()}"
+                return Decided(Deny(reason), PermissionStage.DENY_RULE)
+        unsure = [deny_rules[i].describe() for i, v in enumerate(verdicts) if v is Verdict.UNKNOWN]
+        if unsure:
             prompt = (
-                f"the command may run what a deny rule forbids ({rule.describe()}), "
+                f"the command may run what a deny rule forbids ({', '.join(unsure)}), "
                 f"but the matcher cannot see all of it: {_unreadable(tool, args, arguments)}"
             )
             if settings.mode is PermissionMode.DONT_ASK:
                 return Decided(Deny(f"{prompt} (dont-ask mode asks no one)"), PermissionStage.DENY_RULE)
-            return ApprovalNeeded(prompt, FromDenyRule(index))
-    for index in range(first_guard, len(settings.guard_rules)):
-        guard = settings.guard_rules[index]
-        verdict = guard.check(tool, args, arguments)
-        if verdict is Verdict.NO:
-            continue
-        if verdict is Verdict.UNKNOWN:
+            return ApprovalNeeded(prompt, FromDenyRule(len(deny_rules)))
+    if first_guard <= len(guards):
+        verdicts = [guard.check(tool, args, arguments) for guard in guards]
+        for index in range(first_guard, len(guards)):
+            guard = guards[index]
+            if verdicts[index] is not Verdict.YES:
+                continue
+            match guard.action:
+                case GuardAction.DENY:
+                    return Decided(Deny(guard.message), PermissionStage.GUARD_RULE)
+                case GuardAction.ASK if settings.mode is PermissionMode.DONT_ASK:
+                    reason = f"{guard.message} (dont-ask mode asks no one)"
+                    return Decided(Deny(reason), PermissionStage.GUARD_RULE)
+                case GuardAction.ASK:
+                    return ApprovalNeeded(guard.message, FromGuard(index))
+                case _:
+                    assert_never(guard.action)
+        unsure = [guards[i].message for i, v in enumerate(verdicts) if v is Verdict.UNKNOWN]
+        if unsure:
             prompt = (
-                f"the command may trip a guard ({guard.message}), "
+                f"the command may trip a guard ({'; '.join(unsure)}), "
                 f"but the matcher cannot see all of it: {_unreadable(tool, args, arguments)}"
             )
             if settings.mode is PermissionMode.DONT_ASK:
                 return Decided(Deny(f"{prompt} (dont-ask mode asks no one)"), PermissionStage.GUARD_RULE)
-            return ApprovalNeeded(prompt, FromGuard(index))
-        match guard.action:
-            case GuardAction.DENY:
-                return Decided(Deny(guard.message), PermissionStage.GUARD_RULE)
-            case GuardAction.ASK if settings.mode is PermissionMode.DONT_ASK:
-                reason = f"{guard.message} (dont-ask mode asks no one)"
-                return Decided(Deny(reason), PermissionStage.GUARD_RULE)
-            case GuardAction.ASK:
-                return ApprovalNeeded(guard.message, FromGuard(index))
-            case _:
-                assert_never(guard.action)
+            return ApprovalNeeded(prompt, FromGuard(len(guards)))
     if any(rule.matches(tool, args, arguments) for rule in settings.allow_rules):
         return Decided(Allow(), PermissionStage.ALLOW_RULE)
     by_mode = _by_mode(settings.mode, tool, effect)
@@ -323,7 +332,7 @@ stage=<PermissionStage.MODE: 'mode'>)
                 case FromPolicy():
                     return Decided(outcome, PermissionStage.APPROVAL)
                 case FromGuard(index):
-                    return _fold_from(tool, effect, args, settings, index + 1, len(settings.deny_rules))
+                    return _fold_from(tool, effect, args, settings, index + 1, len(settings.deny_rules) + 1)
                 case FromDenyRule(index):
                     return _fold_from(tool, effect, args, settings, 0, index + 1)
                 case _:

@@ -15,6 +15,7 @@ from helikon.governance import (
     Decided,
     DenyRule,
     FromDenyRule,
+    FromGuard,
     GuardRule,
     PermissionSettings,
     PermissionStage,
@@ -168,14 +169,21 @@ def test_an_unreadable_construct_is_unknown_not_clear(command: str, reason: str)
     assert reason in resolve(command).reasons
 
 
-def test_an_unknown_deny_verdict_asks_and_an_approval_clears_only_that_rule() -> None:
+def test_an_unknown_deny_verdict_asks_once_after_every_definite_deny() -> None:
     settings = PermissionSettings(deny_rules=(RM, DenyRule.bash_command("curl")))
     args = {"command": "sh deploy.sh"}
     step = fold_permissions("Bash", ToolEffect.SIDE_EFFECT, args, settings)
-    assert isinstance(step, ApprovalNeeded) and step.origin == FromDenyRule(0)
-    assert "a shell running a script file" in step.prompt and "'rm'" in step.prompt
+    assert isinstance(step, ApprovalNeeded) and step.origin == FromDenyRule(2)
+    assert (
+        "a shell running a script file" in step.prompt and "'rm'" in step.prompt and "'curl'" in step.prompt
+    )
     again = after_approval("Bash", ToolEffect.SIDE_EFFECT, args, settings, step, Allow())
-    assert isinstance(again, ApprovalNeeded) and again.origin == FromDenyRule(1)
+    # the breakers cannot read the script either: one more ask, for all of them
+    assert isinstance(again, ApprovalNeeded) and again.origin == FromGuard(3)
+    done = after_approval("Bash", ToolEffect.SIDE_EFFECT, args, settings, again, Allow())
+    assert done == Decided(Allow(), PermissionStage.MODE)
+    definite = fold_permissions("Bash", ToolEffect.SIDE_EFFECT, {"command": "sh x; curl y"}, settings)
+    assert isinstance(definite, Decided) and "curl" in str(definite.decision)
 
 
 def test_an_unknown_deny_verdict_is_a_denial_under_dont_ask() -> None:
