@@ -30,7 +30,9 @@ Which arguments carry paths and commands is data, :class:`ToolArguments`.
 :data:`DEFAULT_TOOL_ARGUMENTS` names the sandboxed tools: ``Read`` reads
 ``path``/``file_path``; ``Glob`` and ``Grep`` read the directory ``path``
 (and leave out, themselves, the files below it that read rules protect);
-``Write`` and ``Edit`` write ``path``/``file_path``; ``Bash`` runs
+``Write`` and ``Edit`` write ``path``/``file_path`` (and ``Edit`` reads it:
+read rules cover it, since a failed match tells what the file holds);
+``Bash`` runs
 ``command``. A tool missing from the mapping is never matched by
 the path and Bash forms (only by ``.tool``), and path rules do not look inside
 Bash commands.
@@ -134,12 +136,14 @@ class ToolArguments:
 _PATH_NAMES: Final = ("path", "file_path")
 
 #: The sandboxed tools' names and arguments (the book's ``Read``, ``Write``,
-#: ``Edit`` and ``Bash``).
+#: ``Edit`` and ``Bash``). ``Edit`` reads its file as well as writing it (whether
+#: ``old_string`` matches tells what the file holds), so read rules cover it.
 DEFAULT_TOOL_ARGUMENTS: Final = ToolArguments(
     (
         ToolArgument("Read", ArgumentRole.READ_PATH, _PATH_NAMES),
         ToolArgument("Write", ArgumentRole.WRITE_PATH, _PATH_NAMES),
         ToolArgument("Edit", ArgumentRole.WRITE_PATH, _PATH_NAMES),
+        ToolArgument("Edit", ArgumentRole.READ_PATH, _PATH_NAMES),
         ToolArgument("Bash", ArgumentRole.COMMAND, ("command",)),
         ToolArgument("Glob", ArgumentRole.READ_PATH, ("path",)),
         ToolArgument("Grep", ArgumentRole.READ_PATH, ("path",)),
@@ -319,6 +323,8 @@ def matches_all(matcher: RuleMatcher, tool: str, args: JsonValue, arguments: Too
             commands = arguments.values(tool, ArgumentRole.COMMAND, args)
             return bool(commands) and all(runs_only(command, (program,)) for command in commands)
         case ReadPath(pattern):
+            if arguments.values(tool, ArgumentRole.WRITE_PATH, args):
+                return False  # a read rule never pre-approves a write (``Edit`` reads and writes)
             paths = arguments.values(tool, ArgumentRole.READ_PATH, args)
             return bool(paths) and all(path_matches(pattern, p) for p in paths)
         case EditPath(pattern):
