@@ -38,6 +38,8 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / ".env").write_text("DB_PASSWORD=hunter2hunter2\n")
     (tmp_path / "app.py").write_text("print('hi')\n")
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "prod.key").write_text(SECRET_LINE + "\n")
     (tmp_path / "link").symlink_to(".env")
     (tmp_path / "cfg").symlink_to("config")
     return tmp_path
@@ -70,31 +72,39 @@ def edit_in_run(root: Path, args: dict[str, Any], ctx: RunContext[Any]) -> str:
 
 @pytest.mark.parametrize(
     "path",
-    [".env", "./.env", "config/../.env", ".ENV", "config/.env", str(Path("/")) + "PLACEHOLDER"],
+    ["secrets/prod.key", "./secrets/prod.key", "config/../secrets/prod.key", "SECRETS/PROD.KEY", "ABSOLUTE"],
 )
 def test_edit_of_a_read_protected_file_is_refused_before_it_reads(project: Path, path: str) -> None:
-    if path.endswith("PLACEHOLDER"):
-        path = str(project / ".env")  # an absolute path inside the sandbox
+    if path == "ABSOLUTE":
+        path = str(project / "secrets" / "prod.key")  # an absolute path inside the sandbox
     args = {"file_path": path, "old_string": "API_KEY=sk-live-0", "new_string": "x"}
-    ctx = RunContext.ephemeral(None).with_deny_rules([DenyRule.read(".env")])
+    ctx = RunContext.ephemeral(None).with_deny_rules([DenyRule.read("secrets/**")])
 
     output = edit_in_run(project, args, ctx)
 
     assert output.startswith("denied:")
     assert "not found" not in output and "occurs" not in output
-    assert (project / ".env").read_text() == SECRET_LINE + "\n"
+    assert (project / "secrets" / "prod.key").read_text() == SECRET_LINE + "\n"
 
 
 def test_a_failed_and_a_matching_guess_read_the_same(project: Path) -> None:
-    ctx = RunContext.ephemeral(None).with_deny_rules([DenyRule.read(".env")])
-    right = edit_in_run(project, {"file_path": ".env", "old_string": "API_KEY=sk", "new_string": "x"}, ctx)
-    wrong = edit_in_run(project, {"file_path": ".env", "old_string": "NOPE", "new_string": "x"}, ctx)
-    assert right == wrong
+    """The issue's example: with the old code one answer said 'Edited' and the other 'not found'."""
+    ctx = RunContext.ephemeral(None).with_deny_rules([DenyRule.read("*.key")])
+    right = edit_in_run(
+        project, {"file_path": "secrets/prod.key", "old_string": "API_KEY=sk", "new_string": "x"}, ctx
+    )
+    wrong = edit_in_run(
+        project, {"file_path": "secrets/prod.key", "old_string": "NOPE", "new_string": "x"}, ctx
+    )
+    assert right == wrong and right.startswith("denied:")
+    assert (project / "secrets" / "prod.key").read_text() == SECRET_LINE + "\n"
 
 
 def test_an_asking_read_guard_covers_edit_and_without_a_handler_refuses(project: Path) -> None:
-    ctx = RunContext.ephemeral(None).with_guard_rules([GuardRule.read(".env", GuardAction.ASK)])
-    output = edit_in_run(project, {"file_path": ".env", "old_string": "NOPE", "new_string": "x"}, ctx)
+    ctx = RunContext.ephemeral(None).with_guard_rules([GuardRule.read("secrets/", GuardAction.ASK)])
+    output = edit_in_run(
+        project, {"file_path": "secrets/prod.key", "old_string": "NOPE", "new_string": "x"}, ctx
+    )
     assert output.startswith("denied:")
 
 
@@ -128,7 +138,7 @@ def test_edit_without_read_rules_still_edits(project: Path) -> None:
 
 def test_grep_context_and_glob_listings_leave_protected_files_out(project: Path) -> None:
     (project / "notes.txt").write_text("before\nAPI_KEY lookup\nafter\n")
-    ctx = governed_ctx(DenyRule.read(".env"))
+    ctx = governed_ctx(DenyRule.read(".env"), GuardRule.read("secrets/", GuardAction.ASK))
     with Sandbox.open(project) as box:
         grep = anyio.run(
             GrepTool(box).invoke, ctx, {"pattern": "KEY|PASSWORD", "output_mode": "content", "context": 5}
