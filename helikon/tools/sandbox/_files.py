@@ -77,22 +77,26 @@ def read_rule_patterns(ctx: ToolContext[Any] | None) -> tuple[str, ...]:
     )
 
 
-def refuse_protected(ctx: ToolContext[Any] | None, sandbox: Sandbox, path: str) -> None:
-    """Refuse ``path`` when a read rule protects it, as written or once its symlinks
-    are resolved inside the sandbox (the pipeline sees only the name as written).
-
-    Raises:
-        ToolError: ``denied: ...``.
-    """
-    patterns = read_rule_patterns(ctx)
+def is_protected(patterns: tuple[str, ...], sandbox: Sandbox, path: str) -> bool:
+    """Whether a read rule glob in ``patterns`` matches ``path``, as written or once its
+    symlinks are resolved inside the sandbox (the pipeline sees only the name as written)."""
     if not patterns:
-        return
+        return False
     candidates = [sandbox.relative(path)]
     root = os.path.realpath(sandbox.root)
     real = os.path.realpath(os.path.join(root, candidates[0]))
     if real.startswith(root.rstrip("/") + "/"):
         candidates.append(os.path.relpath(real, root))
-    if any(path_matches(p, c) for p in patterns for c in candidates):
+    return any(path_matches(p, c) for p in patterns for c in candidates)
+
+
+def refuse_protected(ctx: ToolContext[Any] | None, sandbox: Sandbox, path: str) -> None:
+    """Refuse ``path`` when a read rule of the run protects it (see :func:`is_protected`).
+
+    Raises:
+        ToolError: ``denied: ...``.
+    """
+    if is_protected(read_rule_patterns(ctx), sandbox, path):
         raise ToolError.denied(f"{path}: the run's read rules protect this file")
 
 
@@ -475,6 +479,7 @@ __all__ = [
     "ReadTool",
     "WriteTool",
     "is_binary",
+    "is_protected",
     "read_rule_patterns",
     "refuse_protected",
     "write_atomically",

@@ -35,9 +35,8 @@ import anyio.to_thread
 from helikon._json import JsonObject, JsonValue
 from helikon.context import ToolContext
 from helikon.errors import ConfigError, ToolError
-from helikon.governance import path_matches
 from helikon.model import ToolEffect
-from helikon.tools.sandbox._files import SNIFF_BYTES, is_binary, read_rule_patterns
+from helikon.tools.sandbox._files import SNIFF_BYTES, is_binary, is_protected, read_rule_patterns
 from helikon.tools.sandbox._sandbox import Sandbox
 from helikon.tools.sandbox._walk import GlobMatcher, glob_regex, require_pathspec, walk
 
@@ -65,11 +64,12 @@ def _prefix(path: str) -> str:
 
 def _protected(ctx: ToolContext[Any], sandbox: Sandbox) -> Callable[[str], bool]:
     """Whether a path (as shown) is one the run's read rules protect; paths
-    are matched relative to the sandbox root, as the rules match a Read's."""
+    are matched relative to the sandbox root, as the rules match a Read's,
+    and again with their symlinks resolved (a search of a linked directory)."""
     patterns = read_rule_patterns(ctx)
     if not patterns:
         return lambda path: False
-    return lambda path: any(path_matches(p, sandbox.relative(path)) for p in patterns)
+    return lambda path: is_protected(patterns, sandbox, path)
 
 
 def _left_out(count: int) -> str:

@@ -18,11 +18,11 @@ from helikon.sessions import MemorySession
 from helikon.testing import call_tools, say
 
 SECRETS = [
-    'multi-line\nsecret-7f3a9c2e81d4',  # the issue's: a newline
+    "multi-line\nsecret-7f3a9c2e81d4",  # the issue's: a newline
     'say "hello" to sk-9b1e77c0aa',  # a quote
     "C:\\Users\\svc\\token-44e1a9b7",  # backslashes
     "tab\tand\u00e9-accent-5d0c9e1f",  # a control character and non-ASCII
-    "mixed\"\\\n\r-all-of-them-81aa",
+    'mixed"\\\n\r-all-of-them-81aa',
 ]
 
 
