@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import functools
 import itertools
 import re
 import shlex
@@ -376,27 +377,27 @@ def _sequence(body: str) -> list[str] | None:
 
 
 def _brace_alternatives(text: str, mask: str) -> list[tuple[str, str]] | None:
-    """The words one brace expansion of ``text`` makes, or None if it has none."""
-    for start, char in enumerate(text):
-        if char != "{" or mask[start] == "1" or (start and text[start - 1] == "$" and mask[start - 1] == "0"):
+    """The words one brace expansion of ``text`` makes, or None if it has none (one pass)."""
+    stack: list[int] = []
+    pairs: dict[int, tuple[int, list[int]]] = {}
+    commas: dict[int, list[int]] = {}
+    for j, char in enumerate(text):
+        if mask[j] == "1":
             continue
-        depth, commas, end = 0, [], -1
-        for j in range(start, len(text)):
-            if mask[j] == "1":
-                continue
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    end = j
-                    break
-            elif text[j] == "," and depth == 1:
-                commas.append(j)
-        if end < 0:
-            continue
-        if commas:
-            bounds = [start, *commas, end]
+        if char == "{":
+            stack.append(j)
+            commas[j] = []
+        elif char == "}" and stack:
+            start = stack.pop()
+            pairs[start] = (j, commas[start])
+        elif char == "," and stack:
+            commas[stack[-1]].append(j)
+    for start in sorted(pairs):
+        if start and text[start - 1] == "$" and mask[start - 1] == "0":
+            continue  # ``${VAR}`` is a parameter, not a brace expansion
+        end, inner = pairs[start]
+        if inner:
+            bounds = [start, *inner, end]
             alternatives = [(text[a + 1 : b], mask[a + 1 : b]) for a, b in itertools.pairwise(bounds)]
         else:
             sequence = _sequence(text[start + 1 : end]) if "1" not in mask[start:end] else None
@@ -537,12 +538,14 @@ def parse_command(segment: str, depth: int = 0, cwd: str | None = "") -> SimpleC
     raw, redirects = tokenize(segment)
     unknown: list[str] = []
     words: list[Word] = []
+    made = 0
     for word in raw:
-        expanded = expand_braces(word)
-        if expanded is None or len(words) + len(expanded) > MAX_EXPANSION:
+        expanded = expand_braces(word, MAX_EXPANSION - made) if made < MAX_EXPANSION else None
+        if expanded is None:
             unknown.append("a brace expansion larger than the matcher expands")
             words.append(word)
         else:
+            made += len(expanded) - 1
             words.extend(expanded)
     wrappers: list[str] = []
     assignments: list[str] = []
@@ -730,6 +733,11 @@ def _next_cwd(cwd: str | None, command: SimpleCommand) -> str | None:
     return f"{cwd}/{target}" if cwd else target
 
 
+#: The longest command line the matcher reads; a longer one is unreadable.
+MAX_LINE_LENGTH: Final = 100_000
+
+
+@functools.lru_cache(maxsize=256)
 def resolve(command: str, max_depth: int = MAX_SHELL_DEPTH) -> Resolution:
     """Every sub-command ``command`` runs, following what each runs in turn to ``max_depth``.
 
@@ -738,6 +746,8 @@ def resolve(command: str, max_depth: int = MAX_SHELL_DEPTH) -> Resolution:
     >>> resolve("echo 'rm x' | sh").reasons
     ('a shell reading its commands from its input',)
     """
+    if len(command) > MAX_LINE_LENGTH:
+        return Resolution((), True, (f"a command line longer than {MAX_LINE_LENGTH} characters",))
     reasons: list[str] = []
 
     def walk(text: str, depth: int, cwd: str | None) -> list[SimpleCommand]:
@@ -855,6 +865,7 @@ def runs_only(command: str, programs: Collection[str]) -> bool:
 __all__ = [
     "ALLOW_RULE_WRAPPERS",
     "MAX_EXPANSION",
+    "MAX_LINE_LENGTH",
     "MAX_SHELL_DEPTH",
     "RESERVED_WORDS",
     "SHELLS",
