@@ -370,3 +370,38 @@ def test_allow_rules_under_dont_ask_do_not_pass_a_prefixed_program() -> None:
         "Bash", ToolEffect.SIDE_EFFECT, {"command": "LD_PRELOAD=./x.so git log"}, settings
     )
     assert isinstance(step, Decided) and step.stage is PermissionStage.MODE
+
+
+# -- the matcher itself is bounded ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "{" * 20000,
+        '"' + "$(" * 3000 + '"',
+        "x{1..100000}",
+        "{a,{b,{c,{d,{e,{f}}}}}}" * 200,
+        "echo " + "a " * 49000,
+        "; ".join(["ls"] * 3000),
+        "rm x " + "y" * 100_001,
+    ],
+)
+def test_a_hostile_line_is_read_quickly(command: str) -> None:
+    import time
+
+    started = time.monotonic()
+    verdict(command)
+    trips(command)
+    assert time.monotonic() - started < 3
+
+
+def test_a_line_past_the_length_bound_is_unreadable_not_clear() -> None:
+    line = "rm x " + "y" * 100_001
+    assert verdict(line) is Verdict.UNKNOWN
+    assert not GIT.matches("Bash", {"command": "git status " + "y" * 100_001})
+
+
+def test_many_arguments_are_not_an_expansion() -> None:
+    line = "git add " + " ".join(f"f{i}.py" for i in range(400))
+    assert not resolve(line).opaque and GIT.matches("Bash", {"command": line})
