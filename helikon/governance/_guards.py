@@ -380,7 +380,7 @@ def _may_remove_root_or_home(command: SimpleCommand) -> bool:
         relative = command.cwd is None and not target.startswith(("/", "~", "$"))
         if relative and not [p for p in clean_path(target).split("/") if p and not _is_glob(p)]:
             return True
-        if "$" in target and _is_root_or_home(_VARIABLE.sub("", _HOME.sub("~", target)) or "/"):
+        if "$" in target and _is_root_or_home(_VARIABLE.sub("", _HOME.sub("~", target))):
             return True
     return False
 
