@@ -49,7 +49,6 @@ from __future__ import annotations
 import enum
 import fnmatch
 import functools
-import itertools
 import re
 import shlex
 from collections.abc import Collection
@@ -57,32 +56,16 @@ from typing import Final, final
 
 import attrs
 
-from helikon.governance._lexer import Redirect, Word, split_line, tokenize
+from helikon.governance._lexer import MAX_EXPANSION, Redirect, Word, expand_braces, split_line, tokenize
+from helikon.governance._wrappers import ALLOW_RULE_WRAPPERS, SHELLS, WRAPPERS, Wrapper, wrapper_named
 
 #: How many nested ``bash -c`` levels are followed (the top level is depth 0).
 MAX_SHELL_DEPTH: Final = 3
-
-#: How many words brace expansion may make of one sub-command before it is opaque.
-MAX_EXPANSION: Final = 256
-
-#: Shells whose ``-c`` payload (or here-string) is re-read as a command line, and
-#: which otherwise read their program from a script file or their input.
-SHELLS: Final = frozenset(
-    {
-        "ash", "bash", "csh", "dash", "elvish", "fish", "hush", "ksh", "ksh93", "loksh", "mksh",
-        "nu", "oksh", "pdksh", "posh", "powershell", "pwsh", "rbash", "rc", "sh", "tcsh",
-        "xonsh", "yash", "zsh",
-    }
-)  # fmt: skip
 
 #: Reserved words stripped from the front of a sub-command (only when unquoted).
 RESERVED_WORDS: Final = frozenset(
     {"!", "{", "}", "do", "done", "elif", "else", "esac", "fi", "if", "then", "until", "while"}
 )
-
-#: Wrappers an allow rule tolerates before its program; any other wrapper (``sudo``,
-#: ``env``, ``chroot``, ``nsenter``, ...) or a ``VAR=x`` assignment makes an allow rule refuse.
-ALLOW_RULE_WRAPPERS: Final = frozenset({"command", "ionice", "nice", "nohup", "stdbuf", "time", "timeout"})
 
 
 @final
@@ -134,210 +117,6 @@ class Verdict(enum.Enum):
     UNKNOWN = "unknown"
 
 
-@final
-@attrs.frozen
-class Wrapper:
-    """How to step over a wrapper program to the program it runs.
-
-    Args:
-        name: the wrapper's program name (matched on the basename).
-        short_with_value: short options that take a value (``-u root``, ``-uroot``).
-        long_with_value: long options that take a value (``--user root``).
-        operands: positional operands before the program (``timeout``'s duration).
-        assignments: whether ``VAR=x`` words may follow (``env``).
-        numeric_options: whether ``-10`` is an option (``nice``'s legacy form).
-        split_string: options whose value is a command line to re-split (``env -S``).
-        command_options: options whose value is a command line run by a shell
-            (``su -c``, ``script -c``); the words after it are not a program.
-        shell_rest: the words after the options form a command line run by a
-            shell (``watch``, ``sg``, ``parallel``).
-        stop_words: words that end that command line (``parallel``'s ``:::``).
-        reads_input: with nothing to run, the wrapper starts a shell that reads
-            its input (``su``, ``script``, ``chroot``, ``parallel``).
-    """
-
-    name: str
-    short_with_value: str = ""
-    long_with_value: tuple[str, ...] = ()
-    operands: int = 0
-    assignments: bool = False
-    numeric_options: bool = False
-    split_string: tuple[str, ...] = ()
-    command_options: tuple[str, ...] = ()
-    shell_rest: bool = False
-    stop_words: tuple[str, ...] = ()
-    reads_input: bool = False
-
-
-_SUDO_LONG: Final = (
-    "chdir", "chroot", "close-from", "command-timeout", "group", "host", "other-user", "prompt",
-    "role", "type", "user",
-)  # fmt: skip
-
-#: The wrappers stripped before the program is read. ``sudo -h`` is help, not
-#: ``-h host``, so ``h`` is deliberately absent from sudo's valued options.
-WRAPPERS: Final[tuple[Wrapper, ...]] = (
-    Wrapper("builtin"),
-    Wrapper("busybox"),
-    Wrapper("capsh", long_with_value=("caps", "user", "chroot"), command_options=("-c",)),
-    Wrapper("catchsegv"),
-    Wrapper("cgexec", short_with_value="g"),
-    Wrapper("chpst", short_with_value="uUbenlmdoptc/"),
-    Wrapper("chroot", long_with_value=("userspec", "groups"), operands=1, reads_input=True),
-    Wrapper("chrt", short_with_value="TPD", operands=1),
-    Wrapper("command"),
-    Wrapper("dbus-run-session", long_with_value=("config-file", "dbus-daemon")),
-    Wrapper("doas", short_with_value="Cu"),
-    Wrapper("eatmydata"),
-    Wrapper(
-        "env",
-        short_with_value="uCS",
-        long_with_value=("unset", "chdir", "split-string"),
-        assignments=True,
-        split_string=("-S", "--split-string"),
-    ),
-    Wrapper("exec", short_with_value="a"),
-    Wrapper("fakeroot", short_with_value="lsi", long_with_value=("lib", "faked")),
-    Wrapper("faketime", short_with_value="f", operands=1),
-    Wrapper("firejail"),
-    Wrapper(
-        "flock",
-        short_with_value="wE",
-        long_with_value=("timeout", "conflict-exit-code"),
-        operands=1,
-        command_options=("-c", "--command"),
-    ),
-    Wrapper("gosu", operands=1),
-    Wrapper("ionice", short_with_value="cnpPu", long_with_value=("class", "classdata", "pid", "pgid", "uid")),
-    Wrapper("ltrace", short_with_value="aAeEfLnopsSuxXw", long_with_value=("output", "library")),
-    Wrapper("nice", short_with_value="n", long_with_value=("adjustment",), numeric_options=True),
-    Wrapper("nocache", short_with_value="n"),
-    Wrapper("nohup"),
-    Wrapper("nsenter", short_with_value="tSGT", long_with_value=("target", "setuid", "setgid")),
-    Wrapper("numactl", short_with_value="CNmipP"),
-    Wrapper(
-        "parallel",
-        short_with_value="jSaEIJLlnNPkX",
-        long_with_value=("jobs", "sshlogin", "arg-file", "eof", "max-lines", "max-args", "delay", "timeout"),
-        shell_rest=True,
-        stop_words=(":::", "::::", ":::+", "::::+"),
-        reads_input=True,
-    ),
-    Wrapper("pkexec", long_with_value=("user",)),
-    Wrapper("prlimit", short_with_value="p", long_with_value=("pid",)),
-    Wrapper("proxychains", short_with_value="f"),
-    Wrapper("proxychains4", short_with_value="f"),
-    Wrapper("run0", short_with_value="uDg", long_with_value=("user", "group", "chdir", "property", "unit")),
-    Wrapper(
-        "runuser",
-        short_with_value="ugGsw",
-        long_with_value=("user", "group", "supp-group", "shell"),
-        command_options=("-c", "--command", "--session-command"),
-        reads_input=True,
-    ),
-    Wrapper(
-        "script",
-        short_with_value="ETIOBm",
-        long_with_value=(
-            "echo",
-            "timing",
-            "log-in",
-            "log-out",
-            "log-io",
-            "log-timing",
-            "logging-format",
-            "output-limit",
-        ),
-        operands=1,
-        command_options=("-c", "--command"),
-        reads_input=True,
-    ),
-    Wrapper("sem", short_with_value="jS", long_with_value=("jobs", "id"), shell_rest=True),
-    Wrapper("setarch", operands=1),
-    Wrapper(
-        "setpriv",
-        long_with_value=(
-            "reuid",
-            "regid",
-            "ruid",
-            "rgid",
-            "euid",
-            "egid",
-            "groups",
-            "inh-caps",
-            "ambient-caps",
-            "bounding-set",
-            "securebits",
-            "pdeathsig",
-            "selinux-label",
-            "apparmor-profile",
-            "landlock-access",
-            "landlock-rule",
-            "seccomp-filter",
-        ),
-    ),
-    Wrapper("setsid"),
-    Wrapper("sg", operands=1, command_options=("-c",), shell_rest=True, reads_input=True),
-    Wrapper("stdbuf", short_with_value="ioe", long_with_value=("input", "output", "error")),
-    Wrapper("strace", short_with_value="abeEIoOpPsSuUX", long_with_value=("output", "user", "env")),
-    Wrapper(
-        "su",
-        short_with_value="gGsw",
-        long_with_value=("group", "supp-group", "shell", "whitelist-environment"),
-        operands=1,
-        command_options=("-c", "--command", "--session-command"),
-        reads_input=True,
-    ),
-    Wrapper("su-exec", operands=1),
-    Wrapper("sudo", short_with_value="CDgpRrtTUu", long_with_value=_SUDO_LONG),
-    Wrapper(
-        "systemd-run",
-        short_with_value="pEuMHs",
-        long_with_value=(
-            "property",
-            "setenv",
-            "unit",
-            "machine",
-            "host",
-            "description",
-            "slice",
-            "uid",
-            "gid",
-            "nice",
-            "working-directory",
-            "on-calendar",
-            "on-active",
-            "service-type",
-        ),
-    ),
-    Wrapper("taskset", operands=1),
-    Wrapper("time", short_with_value="fo", long_with_value=("format", "output")),
-    Wrapper("timeout", short_with_value="sk", long_with_value=("kill-after", "signal"), operands=1),
-    Wrapper("torsocks", short_with_value="uapP"),
-    Wrapper("trickle", short_with_value="udwtlsn"),
-    Wrapper("unbuffer"),
-    Wrapper("unshare", short_with_value="SGRwl", long_with_value=("setuid", "setgid", "root", "wd")),
-    Wrapper("valgrind"),
-    Wrapper("watch", short_with_value="nq", long_with_value=("interval", "equexit"), shell_rest=True),
-    Wrapper(
-        "xargs",
-        short_with_value="adEILnPs",
-        long_with_value=(
-            "arg-file",
-            "delimiter",
-            "eof",
-            "replace",
-            "max-lines",
-            "max-args",
-            "max-procs",
-            "max-chars",
-            "process-slot-var",
-        ),
-    ),
-    Wrapper("xvfb-run", short_with_value="nsfepl"),
-)
-
-_WRAPPER_BY_NAME: Final = {w.name: w for w in WRAPPERS}
 _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _GLOB_CHARS: Final = "*?["
 
@@ -349,91 +128,6 @@ def _basename(program: str) -> str:
 def _is_assignment(word: Word) -> bool:
     match = _ASSIGNMENT.match(word.text)
     return match is not None and match.end() <= word.quoted_from
-
-
-# -- brace expansion --------------------------------------------------------------------
-
-
-def _sequence(body: str) -> list[str] | None:
-    """``a..e``, ``1..5`` or ``1..9..2`` as bash expands them (capped), or None."""
-    parts = body.split("..")
-    if len(parts) not in (2, 3):
-        return None
-    step = 1
-    if len(parts) == 3:
-        if not re.fullmatch(r"-?\d+", parts[2]):
-            return None
-        step = abs(int(parts[2])) or 1
-    first, last = parts[0], parts[1]
-    if re.fullmatch(r"-?\d+", first) and re.fullmatch(r"-?\d+", last):
-        a, b = int(first), int(last)
-        numbers = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
-        return [str(n) for n in numbers[: MAX_EXPANSION + 1]]
-    if len(first) == 1 and len(last) == 1:
-        a, b = ord(first), ord(last)
-        codes = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
-        return [chr(c) for c in codes[: MAX_EXPANSION + 1]]
-    return None
-
-
-def _brace_alternatives(text: str, mask: str) -> list[tuple[str, str]] | None:
-    """The words one brace expansion of ``text`` makes, or None if it has none (one pass)."""
-    stack: list[int] = []
-    pairs: dict[int, tuple[int, list[int]]] = {}
-    commas: dict[int, list[int]] = {}
-    for j, char in enumerate(text):
-        if mask[j] == "1":
-            continue
-        if char == "{":
-            stack.append(j)
-            commas[j] = []
-        elif char == "}" and stack:
-            start = stack.pop()
-            pairs[start] = (j, commas[start])
-        elif char == "," and stack:
-            commas[stack[-1]].append(j)
-    for start in sorted(pairs):
-        if start and text[start - 1] == "$" and mask[start - 1] == "0":
-            continue  # ``${VAR}`` is a parameter, not a brace expansion
-        end, inner = pairs[start]
-        if inner:
-            bounds = [start, *inner, end]
-            alternatives = [(text[a + 1 : b], mask[a + 1 : b]) for a, b in itertools.pairwise(bounds)]
-        else:
-            sequence = _sequence(text[start + 1 : end]) if "1" not in mask[start:end] else None
-            if sequence is None:
-                continue
-            alternatives = [(item, "0" * len(item)) for item in sequence]
-        prefix, prefix_mask = text[:start], mask[:start]
-        suffix, suffix_mask = text[end + 1 :], mask[end + 1 :]
-        return [(prefix + t + suffix, prefix_mask + m + suffix_mask) for t, m in alternatives]
-    return None
-
-
-def expand_braces(word: Word, limit: int = MAX_EXPANSION) -> tuple[Word, ...] | None:
-    """The words brace expansion makes of ``word`` (None past ``limit`` words).
-
-    >>> [w.text for w in expand_braces(Word("{rm,-rf,x}", 10))]
-    ['rm', '-rf', 'x']
-    >>> [w.text for w in expand_braces(Word("/*{,}", 5))]
-    ['/*', '/*']
-    """
-    mask = word.mask or "0" * word.quoted_from + "1" * (len(word.text) - word.quoted_from)
-    if "{" not in word.text:
-        return (word,)
-    done: list[tuple[str, str]] = []
-    work = [(word.text, mask)]
-    while work:
-        text, text_mask = work.pop()
-        alternatives = _brace_alternatives(text, text_mask)
-        if alternatives is None:
-            if text or "1" in text_mask or (not done and not work and not mask.count("0")):
-                done.append((text, text_mask))
-        else:
-            work.extend(reversed(alternatives))
-        if len(done) + len(work) > limit:
-            return None
-    return tuple(Word(t, m.find("1") if "1" in m else len(t), m) for t, m in done)
 
 
 # -- one sub-command ----------------------------------------------------------------------
@@ -554,7 +248,7 @@ def parse_command(segment: str, depth: int = 0, cwd: str | None = "") -> SimpleC
     i = 0
     while i < len(words):
         word = words[i]
-        wrapper = _WRAPPER_BY_NAME.get(_basename(word.text))
+        wrapper = wrapper_named(_basename(word.text))
         if word.plain and word.text in RESERVED_WORDS:
             i += 1
         elif (after := _prefix_end(words, i)) != i:

@@ -17,6 +17,8 @@ inside double quotes is not inspected; the split reports it as *opaque*.
 from __future__ import annotations
 
 import enum
+import itertools
+import re
 from typing import Final, final
 
 import attrs
@@ -357,4 +359,101 @@ def tokenize(segment: str) -> tuple[list[Word], tuple[Redirect, ...]]:
     return words, tuple(redirects)
 
 
-__all__ = ["Redirect", "RedirectKind", "Word", "split_commands", "split_line", "tokenize"]
+#: How many words brace expansion may make of one sub-command before it is opaque.
+MAX_EXPANSION: Final = 256
+
+# -- brace expansion -----------------------------------------------------------
+
+
+def _sequence(body: str) -> list[str] | None:
+    """``a..e``, ``1..5`` or ``1..9..2`` as bash expands them (capped), or None."""
+    parts = body.split("..")
+    if len(parts) not in (2, 3):
+        return None
+    step = 1
+    if len(parts) == 3:
+        if not re.fullmatch(r"-?\d+", parts[2]):
+            return None
+        step = abs(int(parts[2])) or 1
+    first, last = parts[0], parts[1]
+    if re.fullmatch(r"-?\d+", first) and re.fullmatch(r"-?\d+", last):
+        a, b = int(first), int(last)
+        numbers = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
+        return [str(n) for n in numbers[: MAX_EXPANSION + 1]]
+    if len(first) == 1 and len(last) == 1:
+        a, b = ord(first), ord(last)
+        codes = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
+        return [chr(c) for c in codes[: MAX_EXPANSION + 1]]
+    return None
+
+
+def _brace_alternatives(text: str, mask: str) -> list[tuple[str, str]] | None:
+    """The words one brace expansion of ``text`` makes, or None if it has none (one pass)."""
+    stack: list[int] = []
+    pairs: dict[int, tuple[int, list[int]]] = {}
+    commas: dict[int, list[int]] = {}
+    for j, char in enumerate(text):
+        if mask[j] == "1":
+            continue
+        if char == "{":
+            stack.append(j)
+            commas[j] = []
+        elif char == "}" and stack:
+            start = stack.pop()
+            pairs[start] = (j, commas[start])
+        elif char == "," and stack:
+            commas[stack[-1]].append(j)
+    for start in sorted(pairs):
+        if start and text[start - 1] == "$" and mask[start - 1] == "0":
+            continue  # ``${VAR}`` is a parameter, not a brace expansion
+        end, inner = pairs[start]
+        if inner:
+            bounds = [start, *inner, end]
+            alternatives = [(text[a + 1 : b], mask[a + 1 : b]) for a, b in itertools.pairwise(bounds)]
+        else:
+            sequence = _sequence(text[start + 1 : end]) if "1" not in mask[start:end] else None
+            if sequence is None:
+                continue
+            alternatives = [(item, "0" * len(item)) for item in sequence]
+        prefix, prefix_mask = text[:start], mask[:start]
+        suffix, suffix_mask = text[end + 1 :], mask[end + 1 :]
+        return [(prefix + t + suffix, prefix_mask + m + suffix_mask) for t, m in alternatives]
+    return None
+
+
+def expand_braces(word: Word, limit: int = MAX_EXPANSION) -> tuple[Word, ...] | None:
+    """The words brace expansion makes of ``word`` (None past ``limit`` words).
+
+    >>> [w.text for w in expand_braces(Word("{rm,-rf,x}", 10))]
+    ['rm', '-rf', 'x']
+    >>> [w.text for w in expand_braces(Word("/*{,}", 5))]
+    ['/*', '/*']
+    """
+    mask = word.mask or "0" * word.quoted_from + "1" * (len(word.text) - word.quoted_from)
+    if "{" not in word.text:
+        return (word,)
+    done: list[tuple[str, str]] = []
+    work = [(word.text, mask)]
+    while work:
+        text, text_mask = work.pop()
+        alternatives = _brace_alternatives(text, text_mask)
+        if alternatives is None:
+            if text or "1" in text_mask or (not done and not work and not mask.count("0")):
+                done.append((text, text_mask))
+        else:
+            work.extend(reversed(alternatives))
+        if len(done) + len(work) > limit:
+            return None
+    return tuple(Word(t, m.find("1") if "1" in m else len(t), m) for t, m in done)
+
+
+__all__ = [
+    "MAX_EXPANSION",
+    "Redirect",
+    "RedirectKind",
+    "Word",
+    "expand_braces",
+    "split_commands",
+    "split_line",
+    "tokenize",
+]
