@@ -257,7 +257,14 @@ def test_a_removal_that_may_be_of_root_or_home_asks(command: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "command", ["rm -rf build", "cd build && rm -rf *", "rm -rf ~/.cache/pip", "rm -rf $TMPDIR/x", 'rm -rf "$BUILD_DIR"']
+    "command",
+    [
+        "rm -rf build",
+        "cd build && rm -rf *",
+        "rm -rf ~/.cache/pip",
+        "rm -rf $TMPDIR/x",
+        'rm -rf "$BUILD_DIR"',
+    ],
 )
 def test_ordinary_removals_do_not_trip(command: str) -> None:
     assert "RecursiveRemoveOfRootOrHome" not in trips(command)
