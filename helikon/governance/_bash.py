@@ -274,7 +274,7 @@ def parse_command(segment: str, depth: int = 0, cwd: str | None = "") -> SimpleC
     if stdin_wrapper is not None and not runs:
         unknown.append(f"{stdin_wrapper.name} starts a shell that reads its commands from its input")
     if i >= len(words):
-        if not (redirects or runs or unknown):
+        if not (redirects or runs or unknown or assignments):
             return None
         return SimpleCommand(
             "", (), redirects, depth, tuple(wrappers), tuple(assignments), tuple(runs), tuple(unknown), cwd

@@ -339,6 +339,9 @@ def test_the_dot_path_breaker_leaves_ordinary_writes(command: str) -> None:
         "sudo git status",
         # our own
         "GIT_CONFIG_GLOBAL=./x git log",
+        "PATH=.:$PATH; git status",
+        "export PATH=.; git status",
+        "GIT_DIR=x\ngit log",
         "env git status",
         "env -i git status",
         "doas git status",

@@ -105,7 +105,8 @@ def test_wrappers_and_their_flags_are_stripped(line: str) -> None:
 
 def test_a_bare_wrapper_or_assignment_runs_nothing() -> None:
     assert programs("sudo") == []
-    assert programs("FOO=bar") == []
+    assert programs("FOO=bar") == [""]  # no program, but an assignment an allow rule refuses
+    assert resolve("FOO=bar").commands[0].assignments == ("FOO=bar",)
     assert parse_command("fi") is None
 
 
