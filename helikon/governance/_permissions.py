@@ -3,9 +3,12 @@
 The book's order, evaluated top to bottom; the first stage that decides wins:
 
 1. **deny rules**: a matching :class:`~helikon.governance.DenyRule` denies, in
-   every mode (even ``BYPASS``);
+   every mode (even ``BYPASS``); a Bash deny rule on a line the matcher
+   cannot read in full asks the approval handler (an approval clears that
+   rule only);
 2. **guard rules**: a matching :class:`~helikon.governance.GuardRule` denies
-   (``DENY``) or asks the approval handler (``ASK``); an approval clears that
+   (``DENY``) or asks the approval handler (``ASK``); on a line that cannot be
+   read in full it asks whatever its action; an approval clears that
    one guard only and the pipeline continues with the next guard;
 3. **allow rules**: a matching :class:`~helikon.governance.AllowRule` allows,
    in every mode (even ``PLAN`` and ``DONT_ASK``), and the policy is not asked;
@@ -47,9 +50,10 @@ import attrs
 
 from helikon._json import JsonValue
 from helikon.config import PermissionMode
+from helikon.governance._bash import Verdict, resolve
 from helikon.governance._decisions import Allow, Deny
 from helikon.governance._guards import GuardAction, GuardRule
-from helikon.governance._rules import DEFAULT_TOOL_ARGUMENTS, AllowRule, DenyRule, ToolArguments
+from helikon.governance._rules import DEFAULT_TOOL_ARGUMENTS, AllowRule, ArgumentRole, DenyRule, ToolArguments
 from helikon.model import ToolEffect
 
 
@@ -111,7 +115,9 @@ class PolicyNeeded:
 @final
 @attrs.frozen
 class FromGuard:
-    """The guard rule at ``index`` of the settings' guard rules asked."""
+    """The guard rule at ``index`` of the settings' guard rules asked; ``index``
+    equal to the number of guard rules: the guards could not read the whole
+    command line (one ask for all of them, after every definite guard)."""
 
     index: int
 
@@ -122,8 +128,18 @@ class FromPolicy:
     """The permission policy answered AskUser."""
 
 
+@final
+@attrs.frozen
+class FromDenyRule:
+    """The deny rules could not tell (part of a command line cannot be read):
+    one ask for all of them, after every definite deny. ``index`` is the
+    number of deny rules."""
+
+    index: int
+
+
 #: Who asked for an approval (where the pipeline resumes after an Allow).
-AskOrigin: TypeAlias = FromGuard | FromPolicy
+AskOrigin: TypeAlias = FromGuard | FromPolicy | FromDenyRule
 
 
 @final
@@ -177,27 +193,63 @@ def _by_mode(mode: PermissionMode, tool: str, effect: ToolEffect) -> Decided | N
             assert_never(mode)
 
 
+def _unreadable(tool: str, args: JsonValue, arguments: ToolArguments) -> str:
+    reasons = [
+        r for line in arguments.values(tool, ArgumentRole.COMMAND, args) for r in resolve(line).reasons
+    ]
+    return "; ".join(dict.fromkeys(reasons)) or "part of the command cannot be read"
+
+
 def _fold_from(
-    tool: str, effect: ToolEffect, args: JsonValue, settings: PermissionSettings, first_guard: int
+    tool: str,
+    effect: ToolEffect,
+    args: JsonValue,
+    settings: PermissionSettings,
+    first_guard: int,
+    first_deny: int = 0,
 ) -> PermissionStep:
     arguments = settings.arguments
-    for rule in settings.deny_rules:
-        if rule.matches(tool, args, arguments):
-            return Decided(Deny(f"denied by deny rule: {rule.describe()}"), PermissionStage.DENY_RULE)
-    for index in range(first_guard, len(settings.guard_rules)):
-        guard = settings.guard_rules[index]
-        if not guard.matches(tool, args, arguments):
-            continue
-        match guard.action:
-            case GuardAction.DENY:
-                return Decided(Deny(guard.message), PermissionStage.GUARD_RULE)
-            case GuardAction.ASK if settings.mode is PermissionMode.DONT_ASK:
-                reason = f"{guard.message} (dont-ask mode asks no one)"
-                return Decided(Deny(reason), PermissionStage.GUARD_RULE)
-            case GuardAction.ASK:
-                return ApprovalNeeded(guard.message, FromGuard(index))
-            case _:
-                assert_never(guard.action)
+    deny_rules, guards = settings.deny_rules, settings.guard_rules
+    if first_deny <= len(deny_rules):
+        verdicts = [rule.check(tool, args, arguments) for rule in deny_rules]
+        for index in range(first_deny, len(deny_rules)):
+            if verdicts[index] is Verdict.YES:
+                reason = f"denied by deny rule: {deny_rules[index].describe()}"
+                return Decided(Deny(reason), PermissionStage.DENY_RULE)
+        unsure = [deny_rules[i].describe() for i, v in enumerate(verdicts) if v is Verdict.UNKNOWN]
+        if unsure:
+            prompt = (
+                f"the command may run what a deny rule forbids ({', '.join(unsure)}), "
+                f"but the matcher cannot see all of it: {_unreadable(tool, args, arguments)}"
+            )
+            if settings.mode is PermissionMode.DONT_ASK:
+                return Decided(Deny(f"{prompt} (dont-ask mode asks no one)"), PermissionStage.DENY_RULE)
+            return ApprovalNeeded(prompt, FromDenyRule(len(deny_rules)))
+    if first_guard <= len(guards):
+        verdicts = [guard.check(tool, args, arguments) for guard in guards]
+        for index in range(first_guard, len(guards)):
+            guard = guards[index]
+            if verdicts[index] is not Verdict.YES:
+                continue
+            match guard.action:
+                case GuardAction.DENY:
+                    return Decided(Deny(guard.message), PermissionStage.GUARD_RULE)
+                case GuardAction.ASK if settings.mode is PermissionMode.DONT_ASK:
+                    reason = f"{guard.message} (dont-ask mode asks no one)"
+                    return Decided(Deny(reason), PermissionStage.GUARD_RULE)
+                case GuardAction.ASK:
+                    return ApprovalNeeded(guard.message, FromGuard(index))
+                case _:
+                    assert_never(guard.action)
+        unsure = [guards[i].message for i, v in enumerate(verdicts) if v is Verdict.UNKNOWN]
+        if unsure:
+            prompt = (
+                f"the command may trip a guard ({'; '.join(unsure)}), "
+                f"but the matcher cannot see all of it: {_unreadable(tool, args, arguments)}"
+            )
+            if settings.mode is PermissionMode.DONT_ASK:
+                return Decided(Deny(f"{prompt} (dont-ask mode asks no one)"), PermissionStage.GUARD_RULE)
+            return ApprovalNeeded(prompt, FromGuard(len(guards)))
     if any(rule.matches(tool, args, arguments) for rule in settings.allow_rules):
         return Decided(Allow(), PermissionStage.ALLOW_RULE)
     by_mode = _by_mode(settings.mode, tool, effect)
@@ -280,7 +332,9 @@ stage=<PermissionStage.MODE: 'mode'>)
                 case FromPolicy():
                     return Decided(outcome, PermissionStage.APPROVAL)
                 case FromGuard(index):
-                    return _fold_from(tool, effect, args, settings, index + 1)
+                    return _fold_from(tool, effect, args, settings, index + 1, len(settings.deny_rules) + 1)
+                case FromDenyRule(index):
+                    return _fold_from(tool, effect, args, settings, 0, index + 1)
                 case _:
                     assert_never(pending.origin)
         case _:
@@ -370,6 +424,7 @@ __all__ = [
     "AskOrigin",
     "AskUser",
     "Decided",
+    "FromDenyRule",
     "FromGuard",
     "FromPolicy",
     "PermissionDecision",

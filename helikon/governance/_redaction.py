@@ -17,16 +17,23 @@ session, by two matchers run in sequence:
 
 The two run to a fixed point, so :func:`redact` is idempotent.
 
+A secret is also scanned for in its JSON-escaped forms (a secret holding a
+newline, a quote or a backslash appears as ``\\n``, ``\\"`` or ``\\\\`` once
+a structured tool result is encoded), and a structured result is redacted as
+a value before it is encoded (:func:`redact_json`): each string in it, and
+the whole value of a string under a secret-named key (``{"DB_PASSWORD": ...}``).
+
 Limitations (the book's): only the first ``KEY=``/``KEY:`` per line is
 processed; the value scan is case-sensitive; key names must use underscores
 (``X_API_KEY``, not ``X-API-KEY``), and JSON object keys (``"X_TOKEN": ...``)
-are not scanned.
+are scanned only through :func:`redact_json` on a structured value.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from helikon._json import JsonValue
@@ -137,13 +144,31 @@ def redact_key_values(text: str) -> str:
     return "\n".join(_redact_line(line) for line in text.split("\n"))
 
 
+def encoded_forms(secret: str) -> tuple[str, ...]:
+    """``secret`` and the forms JSON encoding gives it (escaped, ASCII-escaped).
+
+    >>> encoded_forms('pa"ss\\nword')
+    ('pa"ss\\nword', 'pa\\\\"ss\\\\nword')
+    """
+    forms = [secret, json.dumps(secret, ensure_ascii=False)[1:-1], json.dumps(secret)[1:-1]]
+    return tuple(dict.fromkeys(forms))
+
+
+def _scan_list(secrets: Iterable[str]) -> tuple[str, ...]:
+    forms = {form for secret in known_secrets(secrets) for form in encoded_forms(secret)}
+    return tuple(sorted(forms, key=lambda v: (-len(v), v)))
+
+
 def redact_values(text: str, secrets: Iterable[str]) -> str:
-    """Replace every literal occurrence of a known secret, until none is left.
+    """Replace every literal occurrence of a known secret (or of its JSON-escaped
+    form), until none is left.
 
     >>> redact_values("using sk-abc123xyz to auth", ["sk-abc123xyz"])
     'using *** to auth'
+    >>> redact_values('{"out": "line1\\\\nsk-\\\\"quoted\\\\"-9"}', ['line1\\nsk-"quoted"-9'])
+    '{"out": "***"}'
     """
-    ordered = known_secrets(secrets)
+    ordered = _scan_list(secrets)
     changed = True
     while changed:  # each replacement shortens the text, so this ends
         changed = False
@@ -170,7 +195,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     >>> redact("mode=dev ok=true", ["dev", "true"])
     'mode=dev ok=true'
     """
-    ordered = known_secrets(secrets)
+    ordered = _scan_list(secrets)
     while True:  # see the module docs: every round that changes something shortens the text
         scrubbed = redact_values(redact_key_values(text), ordered)
         if scrubbed == text:
@@ -178,11 +203,17 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         text = scrubbed
 
 
-def redact_json(value: JsonValue, secrets: Iterable[str] = ()) -> JsonValue:
-    """:func:`redact` every string inside a JSON value (object keys are left alone).
+def _under(key: str, inner: JsonValue, walk: Callable[[JsonValue], JsonValue]) -> JsonValue:
+    return REDACTED if isinstance(inner, str) and inner and is_secret_name(key) else walk(inner)
 
-    >>> redact_json({"stdout": ["X_TOKEN=abcdefgh12"], "code": 0})
-    {'stdout': ['X_TOKEN=***'], 'code': 0}
+
+def redact_json(value: JsonValue, secrets: Iterable[str] = ()) -> JsonValue:
+    """:func:`redact` every string inside a JSON value, before it is encoded; a
+    non-empty string under a secret-named key is replaced whole (keys themselves
+    are left alone).
+
+    >>> redact_json({"stdout": ["X_TOKEN=abcdefgh12"], "code": 0, "DB_PASSWORD": "hunter2"})
+    {'stdout': ['X_TOKEN=***'], 'code': 0, 'DB_PASSWORD': '***'}
     """
     ordered = known_secrets(secrets)
 
@@ -190,7 +221,12 @@ def redact_json(value: JsonValue, secrets: Iterable[str] = ()) -> JsonValue:
         if isinstance(item, str):
             return redact(item, ordered)
         if isinstance(item, Mapping):
-            return {key: walk(inner) for key, inner in item.items()}
+            return {
+                key: REDACTED
+                if isinstance(inner, str) and inner and is_secret_name(str(key))
+                else walk(inner)
+                for key, inner in item.items()
+            }
         if isinstance(item, Sequence):
             return [walk(inner) for inner in item]
         return item
@@ -200,6 +236,7 @@ def redact_json(value: JsonValue, secrets: Iterable[str] = ()) -> JsonValue:
 
 __all__ = [
     "COMMON_WORDS",
+    "encoded_forms",
     "MIN_SECRET_LENGTH",
     "REDACTED",
     "SECRET_SUFFIXES",

@@ -15,13 +15,24 @@ The two kinds differ in how a compound call matches, and each errs safe:
   && rm -rf .`` is an ``rm`` call) or *any* path argument matches;
 - an **allow** rule matches only when *every* sub-command runs exactly that
   program and *every* path argument matches, and never for an empty or opaque
-  command: a mixed compound command fails closed.
+  command: a mixed compound command fails closed. Allow rules apply in every
+  mode (even ``DONT_ASK``), so they are conservative: a sub-command with a
+  ``VAR=x`` assignment (``PATH=.:$PATH git``, ``GIT_SSH_COMMAND=... git``), a
+  wrapper other than ``time``/``nice``/``nohup``/``timeout``/``stdbuf``/``ionice``/``command``
+  (``sudo git``, ``env git``), a redirect-only part or a command string run in
+  turn is not pre-approved.
+
+A deny rule on a command line the matcher cannot read in full (``sh script``,
+``$CMD x``, ``cat x | sh``) neither matches nor passes: :meth:`DenyRule.check`
+says UNKNOWN and the permission pipeline asks the approval handler.
 
 Which arguments carry paths and commands is data, :class:`ToolArguments`.
 :data:`DEFAULT_TOOL_ARGUMENTS` names the sandboxed tools: ``Read`` reads
 ``path``/``file_path``; ``Glob`` and ``Grep`` read the directory ``path``
 (and leave out, themselves, the files below it that read rules protect);
-``Write`` and ``Edit`` write ``path``/``file_path``; ``Bash`` runs
+``Write`` and ``Edit`` write ``path``/``file_path`` (and ``Edit`` reads it:
+read rules cover it, since a failed match tells what the file holds);
+``Bash`` runs
 ``command``. A tool missing from the mapping is never matched by
 the path and Bash forms (only by ``.tool``), and path rules do not look inside
 Bash commands.
@@ -53,7 +64,7 @@ from typing import Final, Self, TypeAlias, assert_never, final
 import attrs
 
 from helikon._json import JsonValue
-from helikon.governance._bash import runs_any, runs_only
+from helikon.governance._bash import Verdict, check_runs, runs_only
 
 # -- which arguments carry paths and commands ------------------------------------
 
@@ -125,12 +136,14 @@ class ToolArguments:
 _PATH_NAMES: Final = ("path", "file_path")
 
 #: The sandboxed tools' names and arguments (the book's ``Read``, ``Write``,
-#: ``Edit`` and ``Bash``).
+#: ``Edit`` and ``Bash``). ``Edit`` reads its file as well as writing it (whether
+#: ``old_string`` matches tells what the file holds), so read rules cover it.
 DEFAULT_TOOL_ARGUMENTS: Final = ToolArguments(
     (
         ToolArgument("Read", ArgumentRole.READ_PATH, _PATH_NAMES),
         ToolArgument("Write", ArgumentRole.WRITE_PATH, _PATH_NAMES),
         ToolArgument("Edit", ArgumentRole.WRITE_PATH, _PATH_NAMES),
+        ToolArgument("Edit", ArgumentRole.READ_PATH, _PATH_NAMES),
         ToolArgument("Bash", ArgumentRole.COMMAND, ("command",)),
         ToolArgument("Glob", ArgumentRole.READ_PATH, ("path",)),
         ToolArgument("Grep", ArgumentRole.READ_PATH, ("path",)),
@@ -257,26 +270,43 @@ class EditPath:
 RuleMatcher: TypeAlias = ToolNamed | BashProgram | ReadPath | EditPath
 
 
+def rule_verdict(matcher: RuleMatcher, tool: str, args: JsonValue, arguments: ToolArguments) -> Verdict:
+    """Deny semantics: YES when any sub-command or any path argument matches;
+    UNKNOWN when no Bash sub-command the matcher sees matches but part of the
+    line cannot be read (see :func:`~helikon.governance.check_runs`).
+
+    >>> rule_verdict(BashProgram("rm"), "Bash", {"command": "echo 'rm x' | sh"}, DEFAULT_TOOL_ARGUMENTS)
+    <Verdict.YES: 'yes'>
+    >>> rule_verdict(BashProgram("rm"), "Bash", {"command": "sh script.sh"}, DEFAULT_TOOL_ARGUMENTS)
+    <Verdict.UNKNOWN: 'unknown'>
+    """
+    match matcher:
+        case ToolNamed(name):
+            return Verdict.YES if tool == name else Verdict.NO
+        case BashProgram(program):
+            verdicts = {check_runs(c, (program,)) for c in arguments.values(tool, ArgumentRole.COMMAND, args)}
+            for verdict in (Verdict.YES, Verdict.UNKNOWN):
+                if verdict in verdicts:
+                    return verdict
+            return Verdict.NO
+        case ReadPath(pattern):
+            paths = arguments.values(tool, ArgumentRole.READ_PATH, args)
+            return Verdict.YES if any(path_matches(pattern, p) for p in paths) else Verdict.NO
+        case EditPath(pattern):
+            paths = arguments.values(tool, ArgumentRole.WRITE_PATH, args)
+            return Verdict.YES if any(path_matches(pattern, p) for p in paths) else Verdict.NO
+        case _:
+            assert_never(matcher)
+
+
 def matches_any(matcher: RuleMatcher, tool: str, args: JsonValue, arguments: ToolArguments) -> bool:
-    """Deny semantics: any sub-command or any path argument matching is enough.
+    """Deny semantics, failing closed: any sub-command or any path argument matching
+    is enough, and a command line that cannot be read in full matches.
 
     >>> matches_any(BashProgram("rm"), "Bash", {"command": "echo ok && rm -rf ."}, DEFAULT_TOOL_ARGUMENTS)
     True
     """
-    match matcher:
-        case ToolNamed(name):
-            return tool == name
-        case BashProgram(program):
-            commands = arguments.values(tool, ArgumentRole.COMMAND, args)
-            return any(runs_any(command, (program,)) for command in commands)
-        case ReadPath(pattern):
-            paths = arguments.values(tool, ArgumentRole.READ_PATH, args)
-            return any(path_matches(pattern, p) for p in paths)
-        case EditPath(pattern):
-            paths = arguments.values(tool, ArgumentRole.WRITE_PATH, args)
-            return any(path_matches(pattern, p) for p in paths)
-        case _:
-            assert_never(matcher)
+    return rule_verdict(matcher, tool, args, arguments) is not Verdict.NO
 
 
 def matches_all(matcher: RuleMatcher, tool: str, args: JsonValue, arguments: ToolArguments) -> bool:
@@ -293,6 +323,8 @@ def matches_all(matcher: RuleMatcher, tool: str, args: JsonValue, arguments: Too
             commands = arguments.values(tool, ArgumentRole.COMMAND, args)
             return bool(commands) and all(runs_only(command, (program,)) for command in commands)
         case ReadPath(pattern):
+            if arguments.values(tool, ArgumentRole.WRITE_PATH, args):
+                return False  # a read rule never pre-approves a write (``Edit`` reads and writes)
             paths = arguments.values(tool, ArgumentRole.READ_PATH, args)
             return bool(paths) and all(path_matches(pattern, p) for p in paths)
         case EditPath(pattern):
@@ -366,8 +398,14 @@ class DenyRule(_Rule):
     """
 
     def matches(self, tool: str, args: JsonValue, arguments: ToolArguments = DEFAULT_TOOL_ARGUMENTS) -> bool:
-        """Whether this rule denies ``tool`` called with ``args`` (any part matching)."""
+        """Whether this rule denies ``tool`` called with ``args`` (any part matching;
+        a command line that cannot be read in full matches)."""
         return matches_any(self.matcher, tool, args, arguments)
+
+    def check(self, tool: str, args: JsonValue, arguments: ToolArguments = DEFAULT_TOOL_ARGUMENTS) -> Verdict:
+        """YES (deny), NO, or UNKNOWN: part of a command line cannot be read, and
+        the permission pipeline asks."""
+        return rule_verdict(self.matcher, tool, args, arguments)
 
 
 @final
@@ -403,5 +441,6 @@ __all__ = [
     "describe_matcher",
     "matches_all",
     "matches_any",
+    "rule_verdict",
     "path_matches",
 ]

@@ -61,6 +61,7 @@ from helikon.governance import (
     after_policy,
     fold_permissions,
     redact,
+    redact_json,
     replaced_value,
     resolve_without_handler,
 )
@@ -335,7 +336,11 @@ def _deny(state: ToolCallState, reason: str, spec: AgentSpec) -> Advanced:
 
 
 def _finish(state: ToolCallState, output: JsonValue, spec: AgentSpec) -> Advanced:
-    """The last transform: the output as text, scrubbed of secrets."""
+    """The last transform: the output as text, scrubbed of secrets (a structured
+    output is scrubbed as a value first, then as encoded text)."""
+    governance = spec.governance
+    if not isinstance(output, str) and governance.redact:
+        output = redact_json(output, governance.secrets)
     text = output if isinstance(output, str) else _encode(output)
     call = state.call
     return state.at(Settled(ToolResult(call.call_id, call.name, _clean(text, spec)))), ()

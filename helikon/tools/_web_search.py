@@ -116,7 +116,15 @@ class WebSearchTool:
     ...         return [SearchResult("Rates", "https://example.com/rates", "Rates eased.")]
     >>> search = WebSearchTool(Canned())
     >>> search.name, search.effect, search.parameters["required"]
-    ('WebSearch', <ToolEffect.READ_ONLY: 'read_only'>, ['query'])
+    ('WebSearch', <ToolEffect.SIDE_EFFECT: 'side_effect'>, ['query'])
+    >>> WebSearchTool(Canned(), read_only=True).effect
+    <ToolEffect.READ_ONLY: 'read_only'>
+
+    The tool is ``SIDE_EFFECT`` (as the book marks it): a query is text the
+    model sends to a third party, so it can carry a secret out, and
+    ``PermissionMode.PLAN`` must not let it through unasked. For a backend
+    that sends nothing outside your trust boundary (an in-house index, a
+    canned corpus), pass ``read_only=True``.
 
     Args:
         backend: The search engine (:class:`~helikon.tools.BraveBackend`,
@@ -127,6 +135,9 @@ class WebSearchTool:
             are ever returned, whatever the model asks.
         blocked_domains: Results from these domains are never returned.
         timeout: Seconds one search may take.
+        read_only: Declare the backend read-only: the tool's effect becomes
+            ``READ_ONLY`` (PLAN mode runs it). Only for a backend whose
+            queries never leave your trust boundary.
 
     Raises:
         ConfigError: a count out of range, an invalid domain, a non-positive timeout.
@@ -138,6 +149,7 @@ class WebSearchTool:
     allowed_domains: tuple[str, ...] = attrs.field(default=(), converter=_domains, kw_only=True)
     blocked_domains: tuple[str, ...] = attrs.field(default=(), converter=_domains, kw_only=True)
     timeout: float = attrs.field(default=30.0, kw_only=True)
+    read_only: bool = attrs.field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if not 1 <= self.max_results <= MAX_COUNT:
@@ -200,7 +212,7 @@ class WebSearchTool:
 
     @property
     def effect(self) -> ToolEffect:
-        return ToolEffect.READ_ONLY
+        return ToolEffect.READ_ONLY if self.read_only else ToolEffect.SIDE_EFFECT
 
     async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue:
         """Run the search; every failure is a :class:`~helikon.errors.ToolError`.

@@ -444,7 +444,7 @@ def invoke(tool: WebSearchTool, args: dict[str, Any]) -> Any:
 def test_the_tool_has_the_pinned_shape() -> None:
     tool = WebSearchTool(Canned())
     assert isinstance(tool, Tool) and isinstance(Canned(), SearchBackend)
-    assert tool.name == "WebSearch" and tool.effect is ToolEffect.READ_ONLY
+    assert tool.name == "WebSearch" and tool.effect is ToolEffect.SIDE_EFFECT
     assert tool.parameters["required"] == ["query"]
     properties: Any = tool.parameters["properties"]
     assert properties["count"] == {
@@ -551,3 +551,19 @@ def test_importing_helikon_tools_does_not_import_httpx() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_search_is_a_side_effect_unless_the_backend_is_declared_read_only() -> None:
+    """Issue 30: a query carries model text to a third party, so PLAN mode must not run it unasked."""
+    from helikon.config import PermissionMode
+    from helikon.governance import Allow, Decided, Deny, PermissionSettings, PermissionStage, fold_permissions
+
+    plan = PermissionSettings(PermissionMode.PLAN)
+    tool = WebSearchTool(Canned())
+    step = fold_permissions(tool.name, tool.effect, {"query": "sk-live-secret"}, plan)
+    assert isinstance(step, Decided) and isinstance(step.decision, Deny)
+    in_house = WebSearchTool(Canned(), read_only=True)
+    assert in_house.effect is ToolEffect.READ_ONLY
+    assert fold_permissions(in_house.name, in_house.effect, {"query": "x"}, plan) == Decided(
+        Allow(), PermissionStage.MODE
+    )

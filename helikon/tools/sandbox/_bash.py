@@ -29,7 +29,7 @@ import attrs
 from helikon._json import JsonObject, JsonValue
 from helikon.context import ToolContext
 from helikon.errors import ToolError
-from helikon.governance import resolve, runs_any, runs_only
+from helikon.governance import Verdict, check_runs, resolve, runs_only
 from helikon.model import ToolEffect
 from helikon.tools.sandbox._backend import ExecResult, ExecutionBackend, Isolation
 
@@ -165,8 +165,15 @@ class BashTool:
             ToolError: ``denied: ...`` naming the program that is not allowed.
         """
         for program in self.deny_commands:
-            if runs_any(command, (program,)):
+            verdict = check_runs(command, (program,))
+            if verdict is Verdict.YES:
                 raise ToolError.denied(f"the command runs {program!r}, which is not allowed here")
+            if verdict is Verdict.UNKNOWN:
+                reasons = "; ".join(resolve(command).reasons)
+                raise ToolError.denied(
+                    f"the command may run {program!r}, which is not allowed here, and part of it "
+                    f"cannot be checked ({reasons})"
+                )
         if self.allow_commands is not None and not runs_only(command, self.allow_commands):
             resolution = resolve(command)
             others = sorted({c.program for c in resolution.commands} - set(self.allow_commands))
@@ -176,7 +183,8 @@ class BashTool:
                     f"{', '.join(self.allow_commands)} may run here"
                 )
             raise ToolError.denied(
-                "the command has parts that cannot be checked against the allowed programs"
+                "the command has parts that cannot be checked against the allowed programs "
+                "(an assignment, a wrapper such as sudo or env, or a part the matcher cannot read)"
             )
 
     async def invoke(self, ctx: ToolContext[Any] | None, args: JsonObject) -> JsonValue:

@@ -30,6 +30,7 @@ import anyio.to_thread
 from helikon._json import JsonObject, JsonValue
 from helikon.context import ToolContext
 from helikon.errors import ToolError
+from helikon.governance import ReadPath, path_matches
 from helikon.model import ToolEffect
 from helikon.tools.sandbox._sandbox import Sandbox
 
@@ -62,6 +63,41 @@ def _int(args: JsonObject, key: str, default: int) -> int:
 def _failed(path: str, exc: OSError) -> ToolError:
     """An OS error as the model should read it."""
     return ToolError(f"{path}: {exc.strerror or exc}")
+
+
+def read_rule_patterns(ctx: ToolContext[Any] | None) -> tuple[str, ...]:
+    """The globs of the run's read rules (``DenyRule.read`` and ``GuardRule.read`` of either action)."""
+    if ctx is None:
+        return ()
+    governed = ctx.governed
+    return tuple(
+        rule.matcher.pattern
+        for rule in (*governed.deny_rules, *governed.guard_rules)
+        if isinstance(getattr(rule, "matcher", None), ReadPath)
+    )
+
+
+def is_protected(patterns: tuple[str, ...], sandbox: Sandbox, path: str) -> bool:
+    """Whether a read rule glob in ``patterns`` matches ``path``, as written or once its
+    symlinks are resolved inside the sandbox (the pipeline sees only the name as written)."""
+    if not patterns:
+        return False
+    candidates = [sandbox.relative(path)]
+    root = os.path.realpath(sandbox.root)
+    real = os.path.realpath(os.path.join(root, candidates[0]))
+    if real.startswith(root.rstrip("/") + "/"):
+        candidates.append(os.path.relpath(real, root))
+    return any(path_matches(p, c) for p in patterns for c in candidates)
+
+
+def refuse_protected(ctx: ToolContext[Any] | None, sandbox: Sandbox, path: str) -> None:
+    """Refuse ``path`` when a read rule of the run protects it (see :func:`is_protected`).
+
+    Raises:
+        ToolError: ``denied: ...``.
+    """
+    if is_protected(read_rule_patterns(ctx), sandbox, path):
+        raise ToolError.denied(f"{path}: the run's read rules protect this file")
 
 
 def is_binary(head: bytes) -> bool:
@@ -238,6 +274,7 @@ class ReadTool(_FileTool):
 
     async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue:
         path = _string(args, "file_path")
+        refuse_protected(ctx, self.sandbox, path)
         offset = _int(args, "offset", 1)
         limit = _int(args, "limit", self.max_lines)
         return await anyio.to_thread.run_sync(self._read, path, offset, limit)
@@ -395,6 +432,7 @@ class EditTool(_FileTool):
 
     async def invoke(self, ctx: ToolContext[Any], args: JsonObject) -> JsonValue:
         path = _string(args, "file_path")
+        refuse_protected(ctx, self.sandbox, path)
         old = _string(args, "old_string")
         new = _string(args, "new_string")
         replace_all = args.get("replace_all") is True
@@ -436,4 +474,13 @@ class EditTool(_FileTool):
         return f"Edited {path}: replaced {done} occurrence{'s' if done != 1 else ''}"
 
 
-__all__ = ["EditTool", "ReadTool", "WriteTool", "is_binary", "write_atomically"]
+__all__ = [
+    "EditTool",
+    "ReadTool",
+    "WriteTool",
+    "is_binary",
+    "is_protected",
+    "read_rule_patterns",
+    "refuse_protected",
+    "write_atomically",
+]

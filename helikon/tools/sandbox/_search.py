@@ -7,6 +7,13 @@ ships only Read/Write/Edit/Bash, because that is what users of coding agents
 expect next to them. Output is plain text, sorted by path, capped, and says
 when it was cut.
 
+Both are bounded against a hostile pattern: globs are matched without
+backtracking (``_walk.GlobMatcher``: brace alternatives, ``**`` components and
+length capped), Grep's regular expression runs on RE2 (the ``google-re2``
+package of the ``tools`` extra), whose matching time is linear in the text,
+and each call has a ``timeout`` that the search checks between lines, so it
+stops itself (a thread cannot be stopped from outside).
+
 A search reads many files in one call, so the permission pipeline, which
 sees only the directory searched, cannot stop it from reading a file that a
 read rule protects: both tools leave out every file matched by the run's
@@ -19,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final, final
 
@@ -26,12 +34,11 @@ import anyio.to_thread
 
 from helikon._json import JsonObject, JsonValue
 from helikon.context import ToolContext
-from helikon.errors import ToolError
-from helikon.governance import ReadPath, path_matches
+from helikon.errors import ConfigError, ToolError
 from helikon.model import ToolEffect
-from helikon.tools.sandbox._files import SNIFF_BYTES, is_binary
+from helikon.tools.sandbox._files import SNIFF_BYTES, is_binary, is_protected, read_rule_patterns
 from helikon.tools.sandbox._sandbox import Sandbox
-from helikon.tools.sandbox._walk import glob_regex, require_pathspec, walk
+from helikon.tools.sandbox._walk import GlobMatcher, glob_regex, require_pathspec, walk
 
 _DIR_DOC: Final = "Directory to search: relative to the sandbox root (the default), or absolute inside it."
 _MODES: Final = ("files_with_matches", "content", "count")
@@ -57,16 +64,12 @@ def _prefix(path: str) -> str:
 
 def _protected(ctx: ToolContext[Any], sandbox: Sandbox) -> Callable[[str], bool]:
     """Whether a path (as shown) is one the run's read rules protect; paths
-    are matched relative to the sandbox root, as the rules match a Read's."""
-    governed = ctx.governed
-    patterns = tuple(
-        rule.matcher.pattern
-        for rule in (*governed.deny_rules, *governed.guard_rules)
-        if isinstance(getattr(rule, "matcher", None), ReadPath)
-    )
+    are matched relative to the sandbox root, as the rules match a Read's,
+    and again with their symlinks resolved (a search of a linked directory)."""
+    patterns = read_rule_patterns(ctx)
     if not patterns:
         return lambda path: False
-    return lambda path: any(path_matches(p, sandbox.relative(path)) for p in patterns)
+    return lambda path: is_protected(patterns, sandbox, path)
 
 
 def _left_out(count: int) -> str:
@@ -82,12 +85,57 @@ def _check_pattern(pattern: str) -> None:
         )
 
 
-class _SearchTool:
-    __slots__ = ("max_results", "sandbox")
+class _Deadline:
+    """The time a search must stop by; checked between lines and entries."""
 
-    def __init__(self, sandbox: Sandbox, *, max_results: int = 1000) -> None:
+    __slots__ = ("at", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
+            raise ToolError(
+                f"the search was stopped after {self.seconds:g} s; narrow the path, the glob or the pattern"
+            )
+
+
+def _compile(pattern: str, case_insensitive: bool) -> Any:
+    """The pattern compiled by RE2 (linear-time matching), with a clear error for
+    what RE2 does not support."""
+    try:
+        import re2
+    except ImportError:
+        raise ToolError(
+            "Grep needs the 'google-re2' package (a linear-time regex engine): "
+            "pip install 'paigasus-helikon[tools]'"
+        ) from None
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ToolError.invalid_args(f"invalid regular expression {pattern!r}: {exc}") from None
+    options = re2.Options()
+    options.case_sensitive = not case_insensitive
+    options.max_mem = 64 << 20
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        raise ToolError.invalid_args(
+            f"regular expression {pattern!r} is not supported by the linear-time engine (RE2 has no "
+            f"backreferences or lookaround): {exc}"
+        ) from None
+
+
+class _SearchTool:
+    __slots__ = ("max_results", "sandbox", "timeout")
+
+    def __init__(self, sandbox: Sandbox, *, max_results: int = 1000, timeout: float = 30.0) -> None:
         require_pathspec()
+        if timeout <= 0:
+            raise ConfigError(f"{type(self).__name__}: timeout must be positive, got {timeout}")
         self.sandbox = sandbox
+        self.timeout = timeout
         self.max_results = max_results
 
     @property
@@ -115,6 +163,10 @@ class GlobTool(_SearchTool):
     Args:
         sandbox: the directory the tool may search beneath.
         max_results: the most paths returned.
+        timeout: seconds one search may take; the search stops itself then.
+
+    The glob is matched without backtracking, and bounded: at most 256 brace
+    alternatives, 16 ``**`` components, 4096 characters.
     """
 
     __slots__ = ()
@@ -149,15 +201,19 @@ class GlobTool(_SearchTool):
             raise ToolError.invalid_args("'pattern' must be a non-empty string")
         path = _optional_string(args, "path", ".")
         _check_pattern(pattern)
-        return await anyio.to_thread.run_sync(self._glob, pattern, path, _protected(ctx, self.sandbox))
-
-    def _glob(self, pattern: str, path: str, protected: Callable[[str], bool]) -> str:
         regex = glob_regex(pattern)
+        return await anyio.to_thread.run_sync(self._glob, regex, path, _protected(ctx, self.sandbox))
+
+    def _glob(self, regex: GlobMatcher, path: str, protected: Callable[[str], bool]) -> str:
+        pattern = regex.pattern
         prefix = _prefix(path)
+        deadline = _Deadline(self.timeout)
+        matched = []
         try:
-            matched = [
-                prefix + e.path for e in walk(self.sandbox, path) if not e.is_dir and regex.fullmatch(e.path)
-            ]
+            for entry in walk(self.sandbox, path):
+                deadline.check()
+                if not entry.is_dir and regex.fullmatch(entry.path):
+                    matched.append(prefix + entry.path)
         except OSError as exc:
             raise ToolError(f"{path}: {exc.strerror or exc}") from None
         found = [shown for shown in matched if not protected(shown)]
@@ -175,14 +231,24 @@ class GrepTool(_SearchTool):
         sandbox: the directory the tool may search beneath.
         max_results: the most lines (or files) returned.
         max_file_bytes: larger files are skipped.
+        timeout: seconds one search may take; the search stops itself then.
+
+    The pattern runs on RE2 (``google-re2``, the ``tools`` extra): matching
+    time is linear in the text, so no pattern can tie up a run (``(a+)+$`` is
+    as fast as ``a``); backreferences and lookaround are not supported.
     """
 
     __slots__ = ("max_file_bytes",)
 
     def __init__(
-        self, sandbox: Sandbox, *, max_results: int = 500, max_file_bytes: int = 8 * 1024 * 1024
+        self,
+        sandbox: Sandbox,
+        *,
+        max_results: int = 500,
+        max_file_bytes: int = 8 * 1024 * 1024,
+        timeout: float = 30.0,
     ) -> None:
-        super().__init__(sandbox, max_results=max_results)
+        super().__init__(sandbox, max_results=max_results, timeout=timeout)
         self.max_file_bytes = max_file_bytes
 
     @property
@@ -192,7 +258,8 @@ class GrepTool(_SearchTool):
     @property
     def description(self) -> str:
         return (
-            "Search file contents in the sandbox with a regular expression (Python syntax). "
+            "Search file contents in the sandbox with a regular expression (RE2 syntax: no "
+            "backreferences or lookaround). "
             "output_mode: files_with_matches (default: the paths), content (path:line:text, with "
             "`context` lines around each match) or count (path:matches). Filter files with `glob` "
             "(`*.py` matches names, `src/**/*.py` paths). Binary and .gitignore'd files are skipped."
@@ -229,20 +296,19 @@ class GrepTool(_SearchTool):
         context = args.get("context", 0)
         if isinstance(context, bool) or not isinstance(context, int) or context < 0:
             raise ToolError.invalid_args("'context' must be a non-negative integer")
-        try:
-            regex = re.compile(pattern, re.IGNORECASE if args.get("case_insensitive") is True else 0)
-        except re.error as exc:
-            raise ToolError.invalid_args(f"invalid regular expression {pattern!r}: {exc}") from None
+        regex = _compile(pattern, args.get("case_insensitive") is True)
+        matcher = None
         if glob:
             _check_pattern(glob)
+            matcher = glob_regex(glob)
         protected = _protected(ctx, self.sandbox)
-        return await anyio.to_thread.run_sync(self._grep, regex, path, glob, mode, context, protected)
+        return await anyio.to_thread.run_sync(self._grep, regex, path, matcher, mode, context, protected)
 
     def _grep(
         self,
-        regex: re.Pattern[str],
+        regex: Any,
         path: str,
-        glob: str,
+        glob: GlobMatcher | None,
         mode: str,
         context: int,
         protected: Callable[[str], bool],
@@ -250,8 +316,14 @@ class GrepTool(_SearchTool):
         out: list[str] = []
         total = 0
         skipped = [0]
-        for shown, lines in self._files(path, glob, protected, skipped):
-            hits = [index for index, line in enumerate(lines) if regex.search(line)]
+        deadline = _Deadline(self.timeout)
+        for shown, lines in self._files(path, glob, protected, skipped, deadline):
+            hits = []
+            for index, line in enumerate(lines):
+                if index % 256 == 0:
+                    deadline.check()
+                if regex.search(line):
+                    hits.append(index)
             if not hits:
                 continue
             if mode == "files_with_matches":
@@ -272,7 +344,12 @@ class GrepTool(_SearchTool):
         return self._capped(out, max(total, len(out)), noun) + hidden
 
     def _files(
-        self, path: str, glob: str, protected: Callable[[str], bool], skipped: list[int]
+        self,
+        path: str,
+        glob: GlobMatcher | None,
+        protected: Callable[[str], bool],
+        skipped: list[int],
+        deadline: _Deadline,
     ) -> Iterator[tuple[str, list[str]]]:
         """``(shown path, lines)`` of every text file to search (``skipped[0]``
         counts the files left out for the read rules)."""
@@ -293,13 +370,13 @@ class GrepTool(_SearchTool):
                 yield path, lines
             return
         prefix = _prefix(path)
-        regex = glob_regex(glob) if glob else None
         for entry in walk(self.sandbox, path):
+            deadline.check()
             if entry.is_dir or entry.is_symlink:
                 continue
-            if regex is not None:
-                subject = entry.path if "/" in glob else entry.path.rsplit("/", 1)[-1]
-                if not regex.fullmatch(subject):
+            if glob is not None:
+                subject = entry.path if "/" in glob.pattern else entry.path.rsplit("/", 1)[-1]
+                if not glob.fullmatch(subject):
                     continue
             if protected(prefix + entry.path):
                 skipped[0] += 1

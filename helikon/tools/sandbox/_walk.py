@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 import stat
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final, final
 
 import attrs
 
-from helikon.errors import ConfigError
+from helikon.errors import ConfigError, ToolError
 from helikon.tools.sandbox._sandbox import Sandbox
 
 if TYPE_CHECKING:
@@ -187,14 +186,48 @@ def _walk_dir(
 # -- glob patterns -------------------------------------------------------------
 
 
-def expand_braces(pattern: str) -> list[str]:
+#: The most alternatives one glob's braces may expand to.
+MAX_GLOB_ALTERNATIVES: Final = 256
+
+#: The most ``**`` components one glob alternative may hold (repeats collapse first).
+MAX_GLOBSTARS: Final = 16
+
+#: The longest glob pattern accepted.
+MAX_GLOB_LENGTH: Final = 4096
+
+
+def expand_braces(pattern: str, limit: int = MAX_GLOB_ALTERNATIVES) -> list[str]:
     """``{a,b}`` alternatives expanded (nested too); a lone brace stays literal.
+
+    At most ``limit`` alternatives: a pattern with more (``{a,b}`` eighteen
+    times is 262,144) is refused before it is built.
 
     >>> expand_braces("src/**/*.{ts,tsx}")
     ['src/**/*.ts', 'src/**/*.tsx']
     >>> expand_braces("{a,b{c,d}}x")
     ['ax', 'bcx', 'bdx']
+
+    Raises:
+        ToolError: the pattern expands to more than ``limit`` alternatives.
     """
+    done: list[str] = []
+    work = [pattern]
+    while work:
+        current = work.pop()
+        expanded = _expand_first(current)
+        if expanded is None:
+            done.append(current)
+        else:
+            work.extend(reversed(expanded))
+        if len(done) + len(work) > limit:
+            raise ToolError.invalid_args(
+                f"the glob's braces expand to more than {limit} alternatives; use fewer {{a,b}} groups"
+            )
+    return done
+
+
+def _expand_first(pattern: str) -> list[str] | None:
+    """The alternatives of the first ``{a,b}`` group of ``pattern`` (None: there is none)."""
     depth = 0
     open_at = -1
     for index, char in enumerate(pattern):
@@ -217,60 +250,162 @@ def expand_braces(pattern: str) -> list[str]:
                 if len(options) < 2:
                     continue
                 head, tail = pattern[:open_at], pattern[index + 1 :]
-                return [out for option in options for out in expand_braces(head + option + tail)]
-    return [pattern]
+                return [head + option + tail for option in options]
+    return None
 
 
-def _segment(segment: str) -> str:
-    out = ""
+# A component pattern as tokens: "*", "?", or (characters, negated) for a class or a literal.
+_Token = str | tuple[frozenset[str], bool]
+
+
+def _tokens(segment: str) -> tuple[_Token, ...]:
+    out: list[_Token] = []
     index = 0
     while index < len(segment):
         char = segment[index]
-        if char == "*":
-            out += "[^/]*"
-        elif char == "?":
-            out += "[^/]"
-        elif char == "[":
-            end = segment.find("]", index + 2)
-            if end < 0:
-                out += re.escape(char)
-            else:
-                body = segment[index + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out += "[" + body.replace("\\", "\\\\") + "]"
-                index = end
+        if char in "*?":
+            if not (char == "*" and out and out[-1] == "*"):  # ``**`` inside a component is ``*``
+                out.append(char)
+        elif char == "[" and (end := segment.find("]", index + 2)) >= 0:
+            body = segment[index + 1 : end]
+            negated = body[:1] in ("!", "^")
+            body = body[1:] if negated else body
+            chars: set[str] = set()
+            k = 0
+            while k < len(body):
+                if k + 2 < len(body) and body[k + 1] == "-":
+                    low, high = ord(body[k]), ord(body[k + 2])
+                    chars.update(chr(c) for c in range(low, min(high, low + 0x3000) + 1))
+                    k += 3
+                else:
+                    chars.add(body[k])
+                    k += 1
+            out.append((frozenset(chars), negated))
+            index = end
         else:
-            out += re.escape(char)
+            out.append((frozenset(char), False))
         index += 1
+    return tuple(out)
+
+
+def _one(token: _Token, char: str) -> bool:
+    if token == "?":
+        return char != "/"
+    assert not isinstance(token, str)
+    chars, negated = token
+    return (char in chars) != negated
+
+
+def _component_matches(tokens: tuple[_Token, ...], name: str) -> bool:
+    """Wildcard match in O(len(tokens) * len(name)): greedy ``*`` with one backtrack point."""
+    t = n = 0
+    star_t, star_n = -1, 0
+    while n < len(name):
+        if t < len(tokens) and tokens[t] != "*" and _one(tokens[t], name[n]):
+            t += 1
+            n += 1
+        elif t < len(tokens) and tokens[t] == "*":
+            star_t, star_n = t, n
+            t += 1
+        elif star_t >= 0:
+            star_n += 1
+            t, n = star_t + 1, star_n
+        else:
+            return False
+    while t < len(tokens) and tokens[t] == "*":
+        t += 1
+    return t == len(tokens)
+
+
+@attrs.frozen
+class GlobMatcher:
+    """A glob over ``/``-separated relative paths, matched without backtracking:
+    components by a linear wildcard match, ``**`` by a reachability walk over
+    (pattern component, path component) pairs, so no pattern takes more than
+    O(pattern x path) steps per alternative."""
+
+    pattern: str
+    alternatives: tuple[tuple[tuple[_Token, ...] | None, ...], ...]
+
+    def fullmatch(self, path: str) -> bool:
+        parts = path.split("/")
+        return any(_path_matches(alternative, parts) for alternative in self.alternatives)
+
+
+def _path_matches(segments: tuple[tuple[_Token, ...] | None, ...], parts: list[str]) -> bool:
+    states = {0}  # pattern positions reachable after consuming the parts so far
+    for part in parts:
+        closure = _closure(segments, states)
+        states = set()
+        for i in closure:
+            if i < len(segments):
+                segment = segments[i]
+                if segment is None:
+                    states.add(i)  # ``**`` eats this component and stays
+                elif _component_matches(segment, part):
+                    states.add(i + 1)
+        if not states:
+            return False
+    return len(segments) in _closure(segments, states)
+
+
+def _closure(segments: tuple[tuple[_Token, ...] | None, ...], states: set[int]) -> set[int]:
+    out = set(states)
+    for i in sorted(states):
+        k = i
+        while k < len(segments) and segments[k] is None:  # ``**`` may match zero components
+            k += 1
+            out.add(k)
     return out
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A regex for a glob over ``/``-separated relative paths.
+def glob_regex(pattern: str) -> GlobMatcher:
+    """A matcher for a glob over ``/``-separated relative paths.
 
     ``*`` and ``?`` stay within a component, ``**`` as a whole component
     spans any number of them (zero included), ``[...]``/``[!...]`` are
-    character classes and ``{a,b}`` alternatives.
+    character classes and ``{a,b}`` alternatives. Bounded: at most
+    :data:`MAX_GLOB_ALTERNATIVES` alternatives, :data:`MAX_GLOBSTARS` ``**``
+    components each (repeats collapse), :data:`MAX_GLOB_LENGTH` characters.
 
     >>> rx = glob_regex("src/**/*.py")
     >>> [bool(rx.fullmatch(p)) for p in ("src/a.py", "src/x/y/b.py", "a.py", "src/a.pyc")]
     [True, True, False, False]
     >>> bool(glob_regex("*.md").fullmatch("docs/a.md"))
     False
+
+    Raises:
+        ToolError: the pattern is past one of the bounds.
     """
+    if len(pattern) > MAX_GLOB_LENGTH:
+        raise ToolError.invalid_args(f"the glob is longer than {MAX_GLOB_LENGTH} characters")
     alternatives = []
     for each in expand_braces(pattern):
-        segments = each.strip("/").split("/")
-        out = ""
-        for index, segment in enumerate(segments):
-            last = index == len(segments) - 1
+        segments: list[tuple[_Token, ...] | None] = []
+        for segment in each.strip("/").split("/"):
             if segment == "**":
-                out += ".*" if last else "(?:[^/]*/)*"
+                if segments and segments[-1] is None:
+                    continue
+                segments.append(None)
             else:
-                out += _segment(segment) + ("" if last else "/")
-        alternatives.append(out)
-    return re.compile("|".join(f"(?:{a})" for a in alternatives))
+                segments.append(_tokens(segment))
+        if segments and segments[-1] is None:
+            segments.append(("*",))  # a trailing ``**`` matches what is inside: one component or more
+        if sum(s is None for s in segments) > MAX_GLOBSTARS:
+            raise ToolError.invalid_args(f"the glob has more than {MAX_GLOBSTARS} '**' components")
+        alternatives.append(tuple(segments))
+    return GlobMatcher(pattern, tuple(alternatives))
 
 
-__all__ = ["MAX_ENTRIES", "Entry", "expand_braces", "glob_regex", "require_pathspec", "walk"]
+__all__ = [
+    "MAX_ENTRIES",
+    "MAX_GLOBSTARS",
+    "MAX_GLOB_ALTERNATIVES",
+    "MAX_GLOB_LENGTH",
+    "Entry",
+    "GlobMatcher",
+    "expand_braces",
+    "glob_regex",
+    "require_pathspec",
+    "walk",
+]

@@ -105,7 +105,8 @@ def test_wrappers_and_their_flags_are_stripped(line: str) -> None:
 
 def test_a_bare_wrapper_or_assignment_runs_nothing() -> None:
     assert programs("sudo") == []
-    assert programs("FOO=bar") == []
+    assert programs("FOO=bar") == [""]  # no program, but an assignment an allow rule refuses
+    assert resolve("FOO=bar").commands[0].assignments == ("FOO=bar",)
     assert parse_command("fi") is None
 
 
@@ -192,25 +193,30 @@ def test_allow_matching_requires_every_sub_command_and_fails_closed() -> None:
 # -- scope & limitations (documented; these pin them) ------------------------------------
 
 
-def test_limitation_substitution_inside_double_quotes_is_not_inspected() -> None:
+def test_a_substitution_inside_double_quotes_is_inspected() -> None:
     resolution = resolve('echo "$(rm -rf /)"')
-    assert [c.program for c in resolution.commands] == ["echo"]
-    assert resolution.opaque
+    assert [c.program for c in resolution.commands] == ["echo", "rm"]
+    assert not resolution.opaque
 
 
 @pytest.mark.parametrize(
     ("line", "seen"),
     [
         ("find / -delete", "find"),
-        ("find . -exec rm {} +", "find"),
-        ("echo x | xargs rm", "xargs"),
-        ("eval 'rm -rf /'", "eval"),
-        ("$CMD -rf /", "$CMD"),
+        ("find . -exec rm {} +", "rm"),
+        ("echo x | xargs rm", "rm"),
+        ("eval 'rm -rf /'", "rm"),
     ],
 )
-def test_limitation_indirect_programs_are_not_followed(line: str, seen: str) -> None:
+def test_indirect_programs_are_followed(line: str, seen: str) -> None:
     assert seen in programs(line)
-    assert not runs_any(line, {"rm"})
+
+
+def test_a_variable_program_is_opaque_and_deny_matching_fails_closed() -> None:
+    resolution = resolve("$CMD -rf /")
+    assert resolution.opaque and resolution.reasons == ("a program named by a variable or a substitution",)
+    assert runs_any("$CMD -rf /", {"rm"})
+    assert not runs_only("$CMD status", {"git"})
 
 
 def test_limitation_heredoc_bodies_read_as_commands_err_on_the_side_of_matching() -> None:

@@ -75,9 +75,9 @@ def test_ordinary_removes_do_not_trip(command: str) -> None:
     assert "RecursiveRemoveOfRootOrHome" not in bash_trips(command)
 
 
-def test_limitation_system_subtrees_are_not_guarded_against_rm() -> None:
-    assert bash_trips("rm -rf /etc") == []
-    assert bash_trips("rm -rf /usr/local") == []
+def test_a_recursive_remove_of_a_system_subtree_is_a_system_path_write() -> None:
+    assert bash_trips("rm -rf /etc") == ["SystemPathWrite"]
+    assert bash_trips("rm -rf /usr/local") == ["SystemPathWrite"]
 
 
 # -- writes to protected system paths ----------------------------------------------------
@@ -136,8 +136,9 @@ def test_write_tools_are_guarded_by_their_path_argument() -> None:
     assert trips("Read", {"path": "/etc/passwd"}) == []
 
 
-def test_limitation_relative_targets_are_not_canonicalized() -> None:
-    assert bash_trips("echo x > ../../etc/passwd") == []
+def test_a_relative_target_climbing_into_a_system_directory_name_trips() -> None:
+    assert bash_trips("echo x > ../../etc/passwd") == ["SystemPathWrite"]
+    assert bash_trips("echo x > ../notes/etc.txt") == []
 
 
 @pytest.mark.parametrize(

@@ -298,7 +298,8 @@ def test_dev_null_is_not_blocked() -> None:
 def test_steps_name_the_guard_that_asked() -> None:
     step = fold_permissions("Write", WRITE, {"path": "/etc/hosts"}, PermissionSettings())
     assert step == ApprovalNeeded(
-        "write to a protected system path (/, /etc, /usr, /bin, /sbin, /sys, /boot, /dev)", FromGuard(1)
+        "write to a protected system path (/, /etc, /usr, /bin, /sbin, /lib, /boot, /proc, /dev, ...)",
+        FromGuard(1),
     )
     assert after_policy(AskUser("ok?")) == ApprovalNeeded("ok?", FromPolicy())
 

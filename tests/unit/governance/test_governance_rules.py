@@ -149,6 +149,7 @@ def test_default_mapping_names_the_sandboxed_tools() -> None:
         ("Read", ArgumentRole.READ_PATH): ("path", "file_path"),
         ("Write", ArgumentRole.WRITE_PATH): ("path", "file_path"),
         ("Edit", ArgumentRole.WRITE_PATH): ("path", "file_path"),
+        ("Edit", ArgumentRole.READ_PATH): ("path", "file_path"),
         ("Bash", ArgumentRole.COMMAND): ("command",),
         ("Glob", ArgumentRole.READ_PATH): ("path",),
         ("Grep", ArgumentRole.READ_PATH): ("path",),
