@@ -12,12 +12,14 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import click
 import trio
+from rich.console import Console
 from rich.markup import escape
 
 from helikon.agent import LlmAgent
@@ -94,7 +96,7 @@ def run(agents_file: Path, agent_name: str | None, as_json: bool, record: Path |
         recorder.trace.dump(record)
         printer.err.print(f"[dim]recorded {escape(str(record))}[/dim]")
     if printer.failed:
-        raise Failed("the run failed")
+        raise Failed("")  # the printer said why, in one line
 
 
 @app.command()
@@ -244,20 +246,35 @@ def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool, l
     out.print(f"replay matches the recording ({len(trace.steps)} steps)")
 
 
+def _warning_printer(err: Console) -> Callable[..., None]:
+    """Warnings as one line each (``warning: ...``), not Python's category and source path."""
+
+    def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+        if _DEBUG["on"]:
+            err.print(f"[dim]({escape(category.__name__)})[/dim]", end=" ")
+        err.print(f"[yellow]warning:[/yellow] {escape(str(message))}")
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``helikon`` console script; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     _DEBUG["on"] = os.environ.get("HELIKON_DEBUG", "") not in ("", "0") or "--debug" in args
     err = console(sys.stderr)
     try:
-        result = app.main(args, prog_name="helikon", standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _warning_printer(err)
+            result = app.main(args, prog_name="helikon", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except click.exceptions.Abort:
         err.print("aborted")
         return 130
     except click.ClickException as exc:
         if isinstance(exc, Failed):
-            err.print(f"[red]{escape(exc.format_message())}[/red]")
+            if exc.format_message():
+                err.print(f"[red]{escape(exc.format_message())}[/red]")
         else:
             exc.show()
         return exc.exit_code

@@ -131,7 +131,7 @@ class Repl:
             return
         token = CancellationToken()
         ctx = RunContext.ephemeral(None).with_session(self.session).with_cancel(token)
-        printer = EventPrinter(self.out, self.err)
+        printer = EventPrinter(self.out, self.err, quiet_cancel=True)
 
         async def go() -> None:
             trio_token = trio.lowlevel.current_trio_token()

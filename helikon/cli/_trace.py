@@ -13,6 +13,7 @@ from typing import Any
 from helikon import codec
 from helikon.cli._render import preview
 from helikon.diff import diff
+from helikon.errors import describe
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, ExecuteTools, InvokeTool, PerformAll
 from helikon.events import (
     AgentEvent,
@@ -79,7 +80,7 @@ def event_line(event: AgentEvent) -> str | None:
         case RunCompleted(usage=usage):
             return f"run completed ({usage.input_tokens} tokens in, {usage.output_tokens} out)"
         case RunFailed(error=error):
-            return f"run failed: {error}"
+            return f"run failed: {describe(error)}"
         case _:
             return None
 
