@@ -13,8 +13,8 @@ from typing import Any
 from helikon import codec
 from helikon.cli._render import preview
 from helikon.diff import diff
-from helikon.errors import describe
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, ExecuteTools, InvokeTool, PerformAll
+from helikon.errors import describe
 from helikon.events import (
     AgentEvent,
     AgentUpdated,
