@@ -31,7 +31,7 @@ from helikon.cli._trace import timeline, trace_diff
 from helikon.context import RunContext
 from helikon.errors import HelikonError
 from helikon.evals import EvalDataset, EvalRun, SqliteTraceSink
-from helikon.interpreters import RecordingInterpreter, ReplayDivergence, ReplayInterpreter
+from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayDivergence, ReplayInterpreter
 from helikon.items import AgentInput
 from helikon.trace import Trace
 
@@ -75,8 +75,16 @@ def app(debug: bool) -> None:
 @click.option(
     "--record", type=click.Path(dir_okay=False, path_type=Path), help="Record the run as a trace file."
 )
+@click.option("--run-id", help="The run's id (default: a fresh random one).")
 @click.argument("prompt")
-def run(agents_file: Path, agent_name: str | None, as_json: bool, record: Path | None, prompt: str) -> None:
+def run(
+    agents_file: Path,
+    agent_name: str | None,
+    as_json: bool,
+    record: Path | None,
+    run_id: str | None,
+    prompt: str,
+) -> None:
     """Run one agent once on PROMPT, streaming what it does.
 
     Text streams as it comes; tool calls, their outputs and handoffs are shown
@@ -85,10 +93,13 @@ def run(agents_file: Path, agent_name: str | None, as_json: bool, record: Path |
     sidecar = load_sidecar(agents_file)
     agent = sidecar.build(agent_name_of(sidecar, agent_name))
     printer = EventPrinter(console(), console(sys.stderr), json=as_json)
-    recorder = RecordingInterpreter() if record is not None else None
+    if run_id is not None and not run_id.strip():
+        raise click.BadParameter("must not be empty", param_hint="--run-id")
+    live = LiveInterpreter(run_id=run_id)
+    recorder = RecordingInterpreter(live) if record is not None else None
 
     async def go() -> None:
-        async for event in agent.run(RunContext.ephemeral(None), prompt, interpreter=recorder):
+        async for event in agent.run(RunContext.ephemeral(None), prompt, interpreter=recorder or live):
             printer(event)
 
     trio.run(go)
@@ -197,9 +208,14 @@ def trace_show(file: Path) -> None:
 @trace_group.command(name="diff")
 @click.argument("expected", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("actual", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def trace_diff_command(expected: Path, actual: Path) -> None:
-    """Compare two traces field by field (the diff replay divergences use). Exit 1 when they differ."""
-    lines = trace_diff(Trace.load(expected), Trace.load(actual))
+@click.option("--exact", is_flag=True, help="Compare every byte: run ids, call ids and timestamps too.")
+def trace_diff_command(expected: Path, actual: Path, exact: bool) -> None:
+    """Compare two traces field by field (the diff replay divergences use). Exit 1 when they differ.
+
+    Compares behaviour: run ids, the call ids derived from them, provider
+    response ids and timestamps are normalised first (--exact compares them too).
+    """
+    lines = trace_diff(Trace.load(expected), Trace.load(actual), exact=exact)
     out = console()
     if not lines:
         out.print("the traces agree")

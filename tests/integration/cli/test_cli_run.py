@@ -194,6 +194,33 @@ def test_trace_diff_of_two_recordings_names_the_changed_reply(tmp_path: Path) ->
     assert "header:" not in done.stdout  # the definition (instructions, tools) did not change
 
 
+def test_trace_diff_compares_behaviour_not_run_ids_and_exact_compares_bytes(tmp_path: Path) -> None:
+    project(tmp_path)
+    for name in ("a.jsonl", "b.jsonl"):  # two runs, two random run ids (and derived call ids)
+        done = helikon("run", "--agent", "triage", "--record", name, "How much?", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    same = helikon("trace", "diff", "a.jsonl", "b.jsonl", cwd=tmp_path)
+    assert (same.returncode, same.stdout.strip()) == (0, "the traces agree"), same.stdout
+    exact = helikon("trace", "diff", "--exact", "a.jsonl", "b.jsonl", cwd=tmp_path)
+    assert exact.returncode == 1
+    assert "  events[0].run_id: expected '" in exact.stdout
+    assert "effect.steps[0].call_id: expected 'call_" in exact.stdout
+
+
+def test_run_id_makes_a_recording_reproducible_byte_for_byte(tmp_path: Path) -> None:
+    project(tmp_path)
+    for name in ("a.jsonl", "b.jsonl"):
+        args = ("run", "--agent", "triage", "--run-id", "run-7", "--record", name, "How much?")
+        done = helikon(*args, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert "call_run-7_1_0" in (tmp_path / "a.jsonl").read_text()
+    exact = helikon("trace", "diff", "--exact", "a.jsonl", "b.jsonl", cwd=tmp_path)
+    assert (exact.returncode, exact.stdout.strip()) == (0, "the traces agree")
+    shown = helikon("trace", "show", "a.jsonl", cwd=tmp_path)
+    assert shown.stdout.startswith("agent triage, run run-7, 4 steps, ")
+
+
 def test_a_truncated_trace_is_a_clear_error(tmp_path: Path) -> None:
     cut = tmp_path / "cut.jsonl"
     cut.write_text("".join((GOLDEN / "single_tool.jsonl").read_text().splitlines(keepends=True)[:2]))
