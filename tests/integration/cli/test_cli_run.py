@@ -81,6 +81,37 @@ def test_a_starlark_tool_that_loops_forever_is_a_tool_error_the_model_sees(tmp_p
     assert done.stdout.rstrip().endswith("It failed.")
 
 
+def test_the_step_cap_is_exact_through_the_cli(tmp_path: Path) -> None:
+    # run(args) is one step, each iteration one more: 999 iterations are exactly max_steps = 1000.
+    write(
+        tmp_path,
+        "agents.toml",
+        """
+        [agents.a]
+        model = { provider = "mock", replies = [
+            { call = [ { name = "count", arguments = { n = 999 } } ] },
+            { call = [ { name = "count", arguments = { n = 1000 } } ] },
+            { say = "done" },
+        ] }
+        tools = ["count"]
+        [tools.count]
+        description = "Counts"
+        max_steps = 1000
+        params = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+        inline = '''
+        def run(args):
+            for i in range(args["n"]):
+                pass
+            return args["n"]
+        '''
+        """,
+    )
+    done = helikon("run", "Count", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "← count: 999" in done.stdout
+    assert "← count: tool 'count': the script exceeded its step cap of 1000 steps" in done.stdout
+
+
 def test_a_missing_api_key_fails_fast(tmp_path: Path) -> None:
     write(tmp_path, "agents.toml", '[agents.a]\nmodel = { provider = "openai", id = "gpt-5-mini" }\n')
     done = helikon("run", "Hi", cwd=tmp_path)
