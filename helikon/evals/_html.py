@@ -506,8 +506,9 @@ def _input_text(trace: Trace) -> str:
     return "\n".join(lines)
 
 
-def render_trace_page(trace: Trace, *, title: str) -> str:
-    """One trace as an HTML page: the header, then a row per step (effect, result, events)."""
+def render_trace_page(trace: Trace, *, title: str, report: str = "report.html") -> str:
+    """One trace as an HTML page: the header, then a row per step (effect, result, events);
+    ``report`` is the report page's file name (the page links back to ``../<report>``)."""
     header = trace.header
     rows: list[str] = []
     for step in trace.steps:
@@ -526,7 +527,7 @@ def render_trace_page(trace: Trace, *, title: str) -> str:
     final = ", ".join(_event_line(e) for e in trace.final_events)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Trace {_e(title)}</title><style>{_STYLE}</style></head>
-<body><p><a href="../report.html">&larr; report</a></p><h1>Trace {_e(title)}</h1>
+<body><p><a href="../{_e(report)}">&larr; report</a></p><h1>Trace {_e(title)}</h1>
 <p class="meta">agent <code>{_e(header.agent)}</code> &middot; run <code>{_e(header.run_id)}</code> &middot;
 {_e(header.fingerprint)} &middot; format {_e(header.format)} v{header.version} &middot;
 {len(trace.steps)} step(s)</p>
