@@ -131,8 +131,10 @@ def test_a_reload_mid_turn_leaves_the_turn_in_flight_alone(repl: pexpect.spawn, 
     ask(repl, "go")
     repl.expect_exact("Working... ")
     save(path, sidecar("first version", slow_ending="new ending"))
+    repl.expect_exact("old ending")  # the turn in flight finishes as it started ...
+    # ... uninterrupted: the reload notice waits until the answer is complete.
+    assert repl.before == "", repr(repl.before)
     repl.expect_exact("reloaded agents.toml (saved)")
-    repl.expect_exact("old ending")  # the turn in flight finishes as it started
     repl.expect_exact("slow> ")
     ask(repl, "go again")
     repl.expect_exact("new ending")  # the next turn uses the new definitions
