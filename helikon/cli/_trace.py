@@ -11,6 +11,7 @@ response ids, timestamps) is normalised first; ``exact=True`` compares every byt
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +19,17 @@ from typing import Any
 from helikon import codec
 from helikon.cli._render import preview
 from helikon.diff import diff
-from helikon.effects import AtPath, CallModel, Effect, EffectResult, ExecuteTools, InvokeTool, PerformAll
+from helikon.effects import (
+    AtPath,
+    CallModel,
+    Effect,
+    EffectResult,
+    ExecuteTools,
+    InvokeTool,
+    PerformAll,
+    StepResult,
+    ToolsExecuted,
+)
 from helikon.errors import describe
 from helikon.events import (
     AgentEvent,
@@ -90,19 +101,41 @@ def event_line(event: AgentEvent) -> str | None:
             return None
 
 
+def result_line(result: EffectResult) -> str | None:
+    """What a result brought, as JSON where it carries data (``None`` when the events say it all)."""
+    match result:
+        case ToolsExecuted(results=results):
+            parts = []
+            for outcome in results:
+                data = codec.unstructure(outcome, StepResult)
+                shown = {k: v for k, v in data.items() if k not in ("type", "call_id")}
+                parts.append(f"{data['type']} {data['call_id']}: {_json(shown)}")
+            return "; ".join(parts) or None
+        case _:
+            return None
+
+
+def _json(value: object) -> str:
+    return preview(json.dumps(value, ensure_ascii=False, separators=(",", ":")), 160)
+
+
 def timeline(trace: Trace) -> list[str]:
-    """The trace as readable lines: header, then each step with its events."""
+    """The trace as readable lines: header, then each step with the events it brought."""
     head = trace.header
+    start, per_step, end = trace.events_by_step()
     lines = [
         f"agent {head.agent}, run {head.run_id}, {len(trace.steps)} steps, {head.fingerprint}",
         *(f"  input: {preview(_text(item))}" for item in head.input),
     ]
-    for step in trace.steps:
+    lines.extend(f"    {line}" for e in start if (line := event_line(e)) is not None)
+    for step, events in zip(trace.steps, per_step, strict=True):
         where = f" @{'/'.join(map(str, step.path))}" if step.path else ""
         lines.append(f"#{step.index}{where} {effect_label(step.effect)} -> {type(step.result).__name__}")
-        lines.extend(f"    {line}" for e in step.events if (line := event_line(e)) is not None)
+        if (shown := result_line(step.result)) is not None:
+            lines.append(f"    = {shown}")
+        lines.extend(f"    {line}" for e in events if (line := event_line(e)) is not None)
     lines.append("end")
-    lines.extend(f"    {line}" for e in trace.final_events if (line := event_line(e)) is not None)
+    lines.extend(f"    {line}" for e in end if (line := event_line(e)) is not None)
     return lines
 
 

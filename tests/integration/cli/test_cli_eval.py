@@ -195,6 +195,14 @@ def test_html_writes_every_page_it_links(tmp_path: Path) -> None:
                 assert (target.parent / back).resolve() == report.resolve(), back
     trace = (report.parent / "traces" / "0001-where-is-a1.jsonl").read_text()
     assert '"agent":"support"' in trace.splitlines()[0]
+    # The trace page: each event under its own step, the tool's result as JSON (not a Python repr).
+    page = (report.parent / "traces" / "0001-where-is-a1.html").read_text()
+    rows = page.split("<tr><td")[1:]
+    step0 = next(row for row in rows if "CallModel turn 1" in row)
+    assert "ToolCallItem lookup_order" in step0
+    tools = next(row for row in rows if "ToolsExecuted" in row)
+    assert "{&quot;order&quot;:&quot;A1&quot;,&quot;status&quot;:&quot;shipped&quot;}" in tools
+    assert "&#x27;order&#x27;" not in page
 
 
 def test_fail_under_is_a_threshold_on_the_mean_and_max_failures_counts_cases(tmp_path: Path) -> None:

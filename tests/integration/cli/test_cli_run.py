@@ -195,6 +195,22 @@ def test_trace_show_reads_every_golden(tmp_path: Path, golden: str) -> None:
     assert done.stdout.splitlines()[-1].strip().startswith(("run completed", "run failed"))
 
 
+def test_trace_show_lists_each_event_under_its_own_step_with_json_results(tmp_path: Path) -> None:
+    project(tmp_path)
+    args = ("run", "--agent", "triage", "--run-id", "r0", "--record", "t.jsonl", "How much?")
+    done = helikon(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = helikon("trace", "show", "t.jsonl", cwd=tmp_path).stdout.splitlines()
+    at = lines.index("#0 CallModel turn 1 -> ModelResponded")
+    # The model's reply of step 0 asked for the tool: its call is listed under step 0 ...
+    assert lines[at + 1] == '    → lookup_spending({"month":"2026-11"})'
+    # ... and step 1 (the tool ran) shows its result as JSON, then the tool's output event.
+    assert lines[at + 2] == "#1 ExecuteTools lookup_spending -> ToolsExecuted"
+    assert lines[at + 3] == '    = ToolReturned call_r0_1_0: {"output":{"month":"2026-11","total":412}}'
+    assert lines[at + 4] == '    ← lookup_spending: {"month":"2026-11","total":412}'
+    assert "{'month'" not in "\n".join(lines)
+
+
 def test_trace_diff_of_a_golden_with_itself_agrees(tmp_path: Path) -> None:
     done = helikon(
         "trace", "diff", str(GOLDEN / "single_tool.jsonl"), str(GOLDEN / "single_tool.jsonl"), cwd=tmp_path
