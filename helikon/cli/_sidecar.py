@@ -83,7 +83,9 @@ class ModelSpec:
         match self.provider:
             case "mock":
                 assert self.scripts is not None
-                return MockModel.from_script_file(self.scripts, case_id, model_id=self.id or "mock-model")
+                return MockModel.from_script_file(
+                    self.scripts, case_id, model_id=self.id or "mock-model", estimate_usage=True
+                )
             case _:
                 return _live_model(self)
 

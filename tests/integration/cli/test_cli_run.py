@@ -42,6 +42,14 @@ def test_run_json_is_the_event_stream(tmp_path: Path) -> None:
     assert "".join(e["text"] for e in events if e["type"] == "TokenDelta") == "You spent $412 in November."
 
 
+def test_a_mock_model_reports_plausible_token_usage(tmp_path: Path) -> None:
+    project(tmp_path)
+    done = helikon("run", "--agent", "budgeting", "Hi", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # One token per four characters: "Answer budgeting questions." + "Hi" in, the answer out.
+    assert done.stderr.strip() == "done: 8 tokens in, 7 out"
+
+
 def test_the_default_agent_is_the_alphabetically_first(tmp_path: Path) -> None:
     project(tmp_path)
     done = helikon("run", "Hi", cwd=tmp_path)  # ./agents.toml, agent "budgeting"
