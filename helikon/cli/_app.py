@@ -44,10 +44,13 @@ def _any(value: object) -> Any:
 
 
 class _Lazy(click.Group):
-    """A group whose ``mcp`` subcommand is imported only when used: the MCP SDK
-    takes longer to import than everything else, and only ``mcp serve`` needs it."""
+    """A group whose ``mcp`` and ``serve`` subcommands are imported only when used: the
+    MCP SDK and the server's Starlette take longer to import than everything else."""
 
-    LAZY: ClassVar[dict[str, tuple[str, str]]] = {"mcp": ("helikon.cli._mcp", "mcp_group")}
+    LAZY: ClassVar[dict[str, tuple[str, str]]] = {
+        "mcp": ("helikon.cli._mcp", "mcp_group"),
+        "serve": ("helikon.cli._serve", "serve_command"),
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
