@@ -22,13 +22,11 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from helikon.agent import LlmAgent
 from helikon.cli._options import AGENTS_OPTION, Failed, agent_name_of
 from helikon.cli._render import EventPrinter, console
 from helikon.cli._repl import Repl
 from helikon.cli._sidecar import load_sidecar
 from helikon.cli._trace import timeline, trace_diff
-from helikon.context import RunContext
 from helikon.errors import HelikonError
 from helikon.evals import EvalDataset, EvalReport, EvalRun, SqliteTraceSink
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayDivergence, ReplayInterpreter
@@ -102,7 +100,7 @@ def run(
     recorder = RecordingInterpreter(live) if record is not None else None
 
     async def go() -> None:
-        async for event in agent.run(RunContext.ephemeral(None), prompt, interpreter=recorder or live):
+        async for event in agent.run(sidecar.context(), prompt, interpreter=recorder or live):
             printer(event)
 
     trio.run(go)
@@ -240,6 +238,7 @@ def eval_run(
     evaluation = EvalRun(
         dataset=cases,
         agent_factory=lambda case: sidecar.build(name, case.id),
+        ctx_factory=lambda case: sidecar.context(),
         evaluators=_any(tuple(sidecar.eval.build())),
         concurrency=concurrency,
         sinks=_any(tuple(sinks)),
@@ -331,6 +330,7 @@ def eval_replay(
     evaluation = EvalRun(
         dataset=cases,
         agent_factory=lambda case: sidecar.build(name, case.id),
+        ctx_factory=lambda case: sidecar.context(),
         evaluators=_any(tuple(sidecar.eval.build())),
         sinks=_any(tuple(_sinks(trace_target))),
         name=f"{name}: replay of {saved.run_id}",
@@ -393,14 +393,12 @@ def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool, l
     """
     trace = Trace.load(file)
     sidecar = load_sidecar(agents_file)
-    agent: LlmAgent[Any] = sidecar.build(agent_name or trace.header.agent)
+    agent = sidecar.build(agent_name or trace.header.agent)
     out = console()
     interpreter = ReplayInterpreter(trace, strict=not loose, live_tools=live_tools)
 
     async def go() -> None:
-        async for _ in agent.run(
-            RunContext.ephemeral(None), AgentInput(trace.header.input), interpreter=interpreter
-        ):
+        async for _ in agent.run(sidecar.context(), AgentInput(trace.header.input), interpreter=interpreter):
             pass
 
     try:

@@ -22,15 +22,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import trio
 from rich.markup import escape
 
-from helikon.agent import LlmAgent
 from helikon.cancel import CancellationToken
 from helikon.cli._render import EventPrinter, console
 from helikon.cli._sidecar import Sidecar, load_sidecar
-from helikon.context import RunContext
 from helikon.errors import HelikonError
 from helikon.events import AgentUpdated
 from helikon.sessions import MemorySession
@@ -154,9 +153,9 @@ class Repl:
         finally:
             self._flush_notices()
 
-    def _turn(self, agent: LlmAgent[None], text: str, sidecar: Sidecar) -> None:
+    def _turn(self, agent: Any, text: str, sidecar: Sidecar) -> None:
         token = CancellationToken()
-        ctx = RunContext.ephemeral(None).with_session(self.session).with_cancel(token)
+        ctx = sidecar.context().with_session(self.session).with_cancel(token)
         printer = EventPrinter(self.out, self.err, quiet_cancel=True)
 
         async def go() -> None:
@@ -205,7 +204,7 @@ class Repl:
                     sidecar, current = self.sidecar, self.agent
                 for name in sidecar.agent_names:
                     mark = "*" if name == current else " "
-                    description = sidecar.agents[name].description
+                    description = sidecar.description(name)
                     self.out.print(
                         f"{mark} {name}" + (f" - {description}" if description else ""), markup=False
                     )

@@ -42,7 +42,7 @@ def serve_command(agents_file: Path, agent_names: tuple[str, ...], host: str, po
     sidecar = load_sidecar(agents_file)
     names = [agent_name_of(sidecar, name) for name in agent_names] or list(sidecar.agent_names)
     agents = [sidecar.build(name) for name in dict.fromkeys(names)]
-    server = AgentServer(agents=agents, title=f"helikon: {agents_file.name}")
+    server = AgentServer(agents=agents, context=sidecar.context(), title=f"helikon: {agents_file.name}")
     base = f"http://{host}:{port}"
     served = escape(", ".join(dict.fromkeys(names)))
     console(sys.stderr).print(f"serving {served} at {base}/ (API: {base}/agents, {base}/openapi.json)")
