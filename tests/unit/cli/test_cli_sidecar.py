@@ -223,7 +223,7 @@ def test_a_diamond_is_not_a_cycle(tmp_path: Path) -> None:
         ),
         (
             f"[agents.a]\n{MOCK}\n[workflows.w]\nkind = 'parallel'\nsteps = ['a']\nmax_iterations = 2\n",
-            "[workflows.w] max_iterations: is for kind = \"loop\" only",
+            '[workflows.w] max_iterations: is for kind = "loop" only',
         ),
         ("[agents]\n", "[agents]: must hold at least one"),
         ("[agents.a\n", "not valid TOML"),
