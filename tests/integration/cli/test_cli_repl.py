@@ -134,8 +134,7 @@ def test_a_reload_mid_turn_leaves_the_turn_in_flight_alone(repl: pexpect.spawn, 
     repl.expect_exact("old ending")  # the turn in flight finishes as it started ...
     # ... uninterrupted: the reload notice waits until the answer is complete.
     assert repl.before == "", repr(repl.before)
-    repl.expect_exact("reloaded agents.toml (saved)")
-    repl.expect_exact("slow> ")
+    repl.expect_exact("reloaded agents.toml (saved)")  # (before or after the prompt, under load)
     ask(repl, "go again")
     repl.expect_exact("new ending")  # the next turn uses the new definitions
     repl.expect_exact("slow> ")
