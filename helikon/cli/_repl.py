@@ -109,7 +109,7 @@ class Repl:
         with self._lock:
             self.sidecar = fresh
             self._watched = _stamps(fresh.files)
-            gone = self.agent not in fresh.agents
+            gone = self.agent not in fresh.agent_names
             if gone:
                 was, self.agent = self.agent, fresh.default_agent
         if gone:
@@ -211,7 +211,7 @@ class Repl:
             case "agent":
                 name = rest.strip()
                 with self._lock:
-                    known = name in self.sidecar.agents
+                    known = name in self.sidecar.agent_names
                     if known:
                         self.agent = name
                 if known:
