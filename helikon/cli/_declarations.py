@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import msgspec
@@ -20,8 +20,10 @@ from helikon.config import PermissionMode
 from helikon.context import RunContext
 from helikon.governance import AllowRule, DenyRule
 from helikon.loop import OutputSchema
-from helikon.mcp import McpServerHandle
 from helikon.workflows import LoopAgent, ParallelAgent, SequentialAgent
+
+if TYPE_CHECKING:  # the MCP SDK is slow to import: only a run that uses a server loads it
+    from helikon.mcp import McpServerHandle
 
 #: The workflow kinds a ``[workflows.NAME]`` table may declare.
 WORKFLOW_KINDS = ("sequential", "parallel", "loop")
@@ -68,6 +70,8 @@ class McpServerDef:
 
     def build(self) -> McpServerHandle:
         """A fresh handle (it connects when the agent's run resolves its tools)."""
+        from helikon.mcp import McpServerHandle
+
         if self.url is not None:
             return McpServerHandle.streamable_http(
                 self.url, headers=dict(self.headers), tool_prefix=self.tool_prefix
