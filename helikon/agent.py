@@ -83,6 +83,9 @@ class LlmAgent(Generic[Ctx]):
             resolved: ``await agent.resolved()``, or the start of ``run``.
         mcp_servers: the book's name for more tool sources (resolved after
             ``tool_sources``).
+        output_schema: a named JSON Schema the final answer must match, for
+            an output declared as a schema rather than a class (``output_type``
+            wins when both are given).
     """
 
     name: str
@@ -99,6 +102,7 @@ class LlmAgent(Generic[Ctx]):
     output_guardrails: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
     tool_sources: tuple[ToolSource, ...] = attrs.field(default=(), converter=as_tuple)
     mcp_servers: tuple[ToolSource, ...] = attrs.field(default=(), converter=as_tuple)
+    output_schema: OutputSchema | None = None
     spec: AgentSpec = attrs.field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = attrs.field(init=False, repr=False)
 
@@ -141,7 +145,9 @@ class LlmAgent(Generic[Ctx]):
                 ToolDef(t.name, t.description, t.parameters, t.output_schema, t.effect) for t in self.tools
             ),
             settings=self.settings,
-            output=output_schema_for(self.output_type) if self.output_type is not None else None,
+            output=(
+                output_schema_for(self.output_type) if self.output_type is not None else self.output_schema
+            ),
             config=self.config,
             model_id=getattr(self.model, "model_id", ""),
             handoffs=tuple(handoff_specs),

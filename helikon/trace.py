@@ -166,6 +166,28 @@ class Trace:
         """Every event of the run, in order."""
         return (*(e for step in self.steps for e in step.events), *self.final_events)
 
+    def events_by_step(
+        self,
+    ) -> tuple[tuple[AgentEvent, ...], tuple[tuple[AgentEvent, ...], ...], tuple[AgentEvent, ...]]:
+        """The events grouped by the step they belong to: ``(start, per_step, end)``.
+
+        A step's ``events`` field holds what was emitted *before* its effect
+        ran (the machine's events on the previous result) and then the live
+        events its effect streamed. Here each step gets its own: its live
+        events, then the machine's events on its result (recorded with the
+        next step, or among the final events for the last one). ``start``
+        is what came before the first effect (``RunStarted``, ...); ``end``
+        the terminal event (``RunCompleted`` or ``RunFailed``).
+        """
+        machine = [step.events[: len(step.events) - len(step.live)] for step in self.steps]
+        terminal = tuple(e for e in self.final_events if type(e).__name__ in ("RunCompleted", "RunFailed"))
+        rest = tuple(e for e in self.final_events if e not in terminal)
+        if not self.steps:
+            return rest, (), terminal
+        after = [*machine[1:], rest]
+        per_step = tuple((*step.live, *after[n]) for n, step in enumerate(self.steps))
+        return tuple(machine[0]), per_step, terminal
+
     def to_lines(self) -> list[bytes]:
         """The trace as JSON Lines (without newlines)."""
         texts = _Texts()

@@ -12,24 +12,24 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import click
 import trio
+from rich.console import Console
 from rich.markup import escape
 
-from helikon.agent import LlmAgent
 from helikon.cli._options import AGENTS_OPTION, Failed, agent_name_of
 from helikon.cli._render import EventPrinter, console
 from helikon.cli._repl import Repl
 from helikon.cli._sidecar import load_sidecar
 from helikon.cli._trace import timeline, trace_diff
-from helikon.context import RunContext
 from helikon.errors import HelikonError
-from helikon.evals import EvalDataset, EvalRun, SqliteTraceSink
-from helikon.interpreters import RecordingInterpreter, ReplayDivergence, ReplayInterpreter
+from helikon.evals import EvalDataset, EvalReport, EvalRun, SqliteTraceSink
+from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayDivergence, ReplayInterpreter
 from helikon.items import AgentInput
 from helikon.trace import Trace
 
@@ -42,10 +42,13 @@ def _any(value: object) -> Any:
 
 
 class _Lazy(click.Group):
-    """A group whose ``mcp`` subcommand is imported only when used: the MCP SDK
-    takes longer to import than everything else, and only ``mcp serve`` needs it."""
+    """A group whose ``mcp`` and ``serve`` subcommands are imported only when used: the
+    MCP SDK and the server's Starlette take longer to import than everything else."""
 
-    LAZY: ClassVar[dict[str, tuple[str, str]]] = {"mcp": ("helikon.cli._mcp", "mcp_group")}
+    LAZY: ClassVar[dict[str, tuple[str, str]]] = {
+        "mcp": ("helikon.cli._mcp", "mcp_group"),
+        "serve": ("helikon.cli._serve", "serve_command"),
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -73,8 +76,16 @@ def app(debug: bool) -> None:
 @click.option(
     "--record", type=click.Path(dir_okay=False, path_type=Path), help="Record the run as a trace file."
 )
+@click.option("--run-id", help="The run's id (default: a fresh random one).")
 @click.argument("prompt")
-def run(agents_file: Path, agent_name: str | None, as_json: bool, record: Path | None, prompt: str) -> None:
+def run(
+    agents_file: Path,
+    agent_name: str | None,
+    as_json: bool,
+    record: Path | None,
+    run_id: str | None,
+    prompt: str,
+) -> None:
     """Run one agent once on PROMPT, streaming what it does.
 
     Text streams as it comes; tool calls, their outputs and handoffs are shown
@@ -83,10 +94,13 @@ def run(agents_file: Path, agent_name: str | None, as_json: bool, record: Path |
     sidecar = load_sidecar(agents_file)
     agent = sidecar.build(agent_name_of(sidecar, agent_name))
     printer = EventPrinter(console(), console(sys.stderr), json=as_json)
-    recorder = RecordingInterpreter() if record is not None else None
+    if run_id is not None and not run_id.strip():
+        raise click.BadParameter("must not be empty", param_hint="--run-id")
+    live = LiveInterpreter(run_id=run_id)
+    recorder = RecordingInterpreter(live) if record is not None else None
 
     async def go() -> None:
-        async for event in agent.run(RunContext.ephemeral(None), prompt, interpreter=recorder):
+        async for event in agent.run(sidecar.context(), prompt, interpreter=recorder or live):
             printer(event)
 
     trio.run(go)
@@ -94,7 +108,7 @@ def run(agents_file: Path, agent_name: str | None, as_json: bool, record: Path |
         recorder.trace.dump(record)
         printer.err.print(f"[dim]recorded {escape(str(record))}[/dim]")
     if printer.failed:
-        raise Failed("the run failed")
+        raise Failed("")  # the printer said why, in one line
 
 
 @app.command()
@@ -117,14 +131,85 @@ def eval_group() -> None:
     """Evaluate a sidecar agent on a dataset."""
 
 
+def _report_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options every ``eval`` command shares: how the report is shown, kept and judged."""
+    options = (
+        click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of a table."),
+        click.option(
+            "--fail-under",
+            type=click.FloatRange(0, 1),
+            help="Pass when the mean score is at least this (failed cases alone do not fail the run).",
+        ),
+        click.option(
+            "--max-failures",
+            type=click.IntRange(0),
+            help="Pass with up to N failed, errored or diverged cases.",
+        ),
+        click.option("--trace", "trace_target", metavar="sqlite:PATH", help="Record the run in SQLite."),
+        click.option(
+            "--html",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write the HTML report here (its trace pages go to traces/ beside it).",
+        ),
+        click.option(
+            "--save",
+            type=click.Path(file_okay=False, path_type=Path),
+            help="Save the run (report.json, report.html, traces/) for eval rescore / replay.",
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _sinks(trace_target: str | None) -> list[SqliteTraceSink]:
+    if trace_target is None:
+        return []
+    kind, _, target = trace_target.partition(":")
+    if kind != "sqlite" or not target:
+        raise click.BadParameter("must be sqlite:PATH", param_hint="--trace")
+    return [SqliteTraceSink(target)]
+
+
+def _finish(
+    report: EvalReport,
+    *,
+    as_json: bool,
+    fail_under: float | None,
+    max_failures: int | None,
+    html: Path | None,
+    save: Path | None,
+) -> None:
+    """Show, write and judge a report: exit 1 when it misses the bar."""
+    out = console()
+    if as_json:
+        out.file.write(report.to_json() + "\n")
+    else:
+        out.print(report.render_table(), markup=False)
+    if html is not None:
+        report.write_html(html)
+    if save is not None:
+        report.save(save)
+    failures = len(report.failures())
+    if max_failures is not None and failures > max_failures:
+        raise Failed(
+            f"{failures} case(s) failed, errored or diverged: more than --max-failures {max_failures}"
+        )
+    if fail_under is not None:
+        if report.mean is None:
+            raise Failed(f"no case was scored, so there is no mean to hold to --fail-under {fail_under:g}")
+        if report.mean < fail_under:
+            raise Failed(f"mean score {report.mean:.3f} is below --fail-under {fail_under:g}")
+    elif max_failures is None and failures:
+        raise Failed(f"the eval did not pass: {failures} case(s) failed, errored or diverged")
+    console(sys.stderr).print("[green]eval passed[/green]")
+
+
 @eval_group.command(name="run")
 @click.argument("dataset", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @AGENTS_OPTION
 @click.option("--agent", "agent_name", required=True, help="The agent to evaluate.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of a table.")
-@click.option("--fail-under", type=click.FloatRange(0, 1), help="Exit 1 when the mean score is below this.")
-@click.option("--trace", "trace_target", metavar="sqlite:PATH", help="Record the run in a SQLite database.")
-@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report here.")
+@_report_options
 @click.option("--concurrency", type=click.IntRange(1), default=1, show_default=True, help="Cases at once.")
 def eval_run(
     dataset: Path,
@@ -132,29 +217,28 @@ def eval_run(
     agent_name: str,
     as_json: bool,
     fail_under: float | None,
+    max_failures: int | None,
     trace_target: str | None,
     html: Path | None,
+    save: Path | None,
     concurrency: int,
 ) -> None:
     """Run DATASET (JSON Lines) against one agent and score it with [eval]'s evaluators.
 
     Each case gets a freshly built agent (a mock model plays that case's
-    scripts). Exit code 1 when any case failed or errored, or when the mean
-    score is below --fail-under; 2 on bad input.
+    scripts). Exit code 1 when any case failed or errored; with --fail-under,
+    when the mean score is below it instead; with --max-failures N, when more
+    than N cases failed. 2 on bad input.
     """
     sidecar = load_sidecar(agents_file)
     name = agent_name_of(sidecar, agent_name)
     sidecar.build(name)  # fail fast: a missing API key before any case runs
-    sinks = []
-    if trace_target is not None:
-        kind, _, target = trace_target.partition(":")
-        if kind != "sqlite" or not target:
-            raise click.BadParameter("must be sqlite:PATH", param_hint="--trace")
-        sinks.append(SqliteTraceSink(target))
+    sinks = _sinks(trace_target)
     cases = EvalDataset.from_jsonl_path(dataset)
     evaluation = EvalRun(
         dataset=cases,
         agent_factory=lambda case: sidecar.build(name, case.id),
+        ctx_factory=lambda case: sidecar.context(),
         evaluators=_any(tuple(sidecar.eval.build())),
         concurrency=concurrency,
         sinks=_any(tuple(sinks)),
@@ -162,20 +246,98 @@ def eval_run(
         progress=not as_json,
     )
     report = evaluation.run_sync()
-    out = console()
-    if as_json:
-        out.file.write(report.to_json() + "\n")
-    else:
-        out.print(report.render_table(), markup=False)
-    if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(report.to_html(), encoding="utf-8")
-    err = console(sys.stderr)
-    if not report.passed():
-        raise Failed("the eval did not pass: some cases failed or errored")
-    if fail_under is not None and report.mean is not None and report.mean < fail_under:
-        raise Failed(f"mean score {report.mean:.3f} is below --fail-under {fail_under:g}")
-    err.print("[green]eval passed[/green]")
+    _finish(report, as_json=as_json, fail_under=fail_under, max_failures=max_failures, html=html, save=save)
+
+
+def _saved(run: Path, dataset: Path | None) -> tuple[EvalReport, EvalDataset]:
+    """A saved run and the dataset to score it on (by default the cases it saved)."""
+    report = EvalReport.load(run)
+    if dataset is not None:
+        return report, EvalDataset.from_jsonl_path(dataset)
+    return report, EvalDataset(_any(tuple(case.case for case in report.cases)))
+
+
+@eval_group.command(name="rescore")
+@click.argument("run_dir", metavar="RUN", type=click.Path(exists=True, path_type=Path))
+@AGENTS_OPTION
+@click.option(
+    "--dataset",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Score against this dataset (default: the cases the run saved).",
+)
+@_report_options
+def eval_rescore(
+    run_dir: Path,
+    agents_file: Path,
+    dataset: Path | None,
+    as_json: bool,
+    fail_under: float | None,
+    max_failures: int | None,
+    trace_target: str | None,
+    html: Path | None,
+    save: Path | None,
+) -> None:
+    """Score a saved run (a directory --save wrote) again with [eval]'s evaluators.
+
+    No agent and no model run: each case's outcome comes from its saved
+    trace. Exit codes as for eval run.
+    """
+    sidecar = load_sidecar(agents_file)
+    saved, cases = _saved(run_dir, dataset)
+    evaluation = EvalRun(
+        dataset=cases,
+        evaluators=_any(tuple(sidecar.eval.build())),
+        sinks=_any(tuple(_sinks(trace_target))),
+        name=f"rescore of {saved.run_id}",
+        progress=not as_json,
+    )
+    report = evaluation.rescore_sync(saved)
+    _finish(report, as_json=as_json, fail_under=fail_under, max_failures=max_failures, html=html, save=save)
+
+
+@eval_group.command(name="replay")
+@click.argument("run_dir", metavar="RUN", type=click.Path(exists=True, path_type=Path))
+@AGENTS_OPTION
+@click.option("--agent", "agent_name", required=True, help="The agent to replay the traces against.")
+@click.option(
+    "--dataset",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Score against this dataset (default: the cases the run saved).",
+)
+@click.option("--loose", is_flag=True, help="Compare only effect kinds, turns and tool calls.")
+@_report_options
+def eval_replay(
+    run_dir: Path,
+    agents_file: Path,
+    agent_name: str,
+    dataset: Path | None,
+    loose: bool,
+    as_json: bool,
+    fail_under: float | None,
+    max_failures: int | None,
+    trace_target: str | None,
+    html: Path | None,
+    save: Path | None,
+) -> None:
+    """Replay a saved run's traces against a sidecar agent, offline, and score them.
+
+    A case whose agent no longer does what was recorded is reported as
+    diverged (and fails the run). Exit codes as for eval run.
+    """
+    sidecar = load_sidecar(agents_file)
+    name = agent_name_of(sidecar, agent_name)
+    saved, cases = _saved(run_dir, dataset)
+    evaluation = EvalRun(
+        dataset=cases,
+        agent_factory=lambda case: sidecar.build(name, case.id),
+        ctx_factory=lambda case: sidecar.context(),
+        evaluators=_any(tuple(sidecar.eval.build())),
+        sinks=_any(tuple(_sinks(trace_target))),
+        name=f"{name}: replay of {saved.run_id}",
+        progress=not as_json,
+    )
+    report = evaluation.replay_sync(saved, strict=not loose)
+    _finish(report, as_json=as_json, fail_under=fail_under, max_failures=max_failures, html=html, save=save)
 
 
 @app.group(name="trace")
@@ -195,9 +357,14 @@ def trace_show(file: Path) -> None:
 @trace_group.command(name="diff")
 @click.argument("expected", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("actual", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def trace_diff_command(expected: Path, actual: Path) -> None:
-    """Compare two traces field by field (the diff replay divergences use). Exit 1 when they differ."""
-    lines = trace_diff(Trace.load(expected), Trace.load(actual))
+@click.option("--exact", is_flag=True, help="Compare every byte: run ids, call ids and timestamps too.")
+def trace_diff_command(expected: Path, actual: Path, exact: bool) -> None:
+    """Compare two traces field by field (the diff replay divergences use). Exit 1 when they differ.
+
+    Compares behaviour: run ids, the call ids derived from them, provider
+    response ids and timestamps are normalised first (--exact compares them too).
+    """
+    lines = trace_diff(Trace.load(expected), Trace.load(actual), exact=exact)
     out = console()
     if not lines:
         out.print("the traces agree")
@@ -226,14 +393,12 @@ def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool, l
     """
     trace = Trace.load(file)
     sidecar = load_sidecar(agents_file)
-    agent: LlmAgent[Any] = sidecar.build(agent_name or trace.header.agent)
+    agent = sidecar.build(agent_name or trace.header.agent)
     out = console()
     interpreter = ReplayInterpreter(trace, strict=not loose, live_tools=live_tools)
 
     async def go() -> None:
-        async for _ in agent.run(
-            RunContext.ephemeral(None), AgentInput(trace.header.input), interpreter=interpreter
-        ):
+        async for _ in agent.run(sidecar.context(), AgentInput(trace.header.input), interpreter=interpreter):
             pass
 
     try:
@@ -244,20 +409,35 @@ def replay(file: Path, agents_file: Path, agent_name: str | None, loose: bool, l
     out.print(f"replay matches the recording ({len(trace.steps)} steps)")
 
 
+def _warning_printer(err: Console) -> Callable[..., None]:
+    """Warnings as one line each (``warning: ...``), not Python's category and source path."""
+
+    def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+        if _DEBUG["on"]:
+            err.print(f"[dim]({escape(category.__name__)})[/dim]", end=" ")
+        err.print(f"[yellow]warning:[/yellow] {escape(str(message))}")
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``helikon`` console script; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     _DEBUG["on"] = os.environ.get("HELIKON_DEBUG", "") not in ("", "0") or "--debug" in args
     err = console(sys.stderr)
     try:
-        result = app.main(args, prog_name="helikon", standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _warning_printer(err)
+            result = app.main(args, prog_name="helikon", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except click.exceptions.Abort:
         err.print("aborted")
         return 130
     except click.ClickException as exc:
         if isinstance(exc, Failed):
-            err.print(f"[red]{escape(exc.format_message())}[/red]")
+            if exc.format_message():
+                err.print(f"[red]{escape(exc.format_message())}[/red]")
         else:
             exc.show()
         return exc.exit_code

@@ -37,7 +37,7 @@ def mcp_serve(agents_file: Path, agent_name: str, http: str | None) -> None:
     """
     sidecar = load_sidecar(agents_file)
     name = agent_name_of(sidecar, agent_name)
-    server: McpAgentServer[None] = McpAgentServer(sidecar.build(name))
+    server: McpAgentServer[None] = McpAgentServer(sidecar.build(name), context=sidecar.context)
     if http is None:
         anyio.run(server.serve_stdio)
         return

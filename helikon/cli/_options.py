@@ -19,7 +19,8 @@ AGENTS_OPTION = click.option(
 
 
 class Failed(click.ClickException):
-    """The command ran and its answer is no: exit code 1, the message on stderr."""
+    """The command ran and its answer is no: exit code 1, the message on stderr
+    (an empty message when the command already said why)."""
 
     exit_code = 1
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from helikon import codec
+from helikon.errors import Cancelled, describe
 from helikon.events import (
     AgentEvent,
     GuardrailTriggered,
@@ -52,6 +53,8 @@ class EventPrinter:
     json: bool = False
     at_line_start: bool = True
     failed: bool = False
+    #: Leave a cancelled run's failure unsaid (the REPL says ``turn cancelled`` itself).
+    quiet_cancel: bool = False
 
     def newline(self) -> None:
         if not self.at_line_start:
@@ -90,7 +93,8 @@ class EventPrinter:
                 self.line(f"[red]guardrail {escape(kind)}: {escape(info)}[/red]")
             case RunFailed(error=error):
                 self.newline()
-                self.err.print(f"[red]run failed: {escape(str(error))}[/red]")
+                if not (self.quiet_cancel and isinstance(error, Cancelled)):
+                    self.err.print(f"[red]run failed: {escape(describe(error))}[/red]")
             case RunCompleted(usage=usage):
                 self.newline()
                 self.err.print(f"[dim]done: {usage.input_tokens} tokens in, {usage.output_tokens} out[/dim]")

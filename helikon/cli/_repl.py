@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import trio
 from rich.markup import escape
@@ -29,7 +30,6 @@ from rich.markup import escape
 from helikon.cancel import CancellationToken
 from helikon.cli._render import EventPrinter, console
 from helikon.cli._sidecar import Sidecar, load_sidecar
-from helikon.context import RunContext
 from helikon.errors import HelikonError
 from helikon.events import AgentUpdated
 from helikon.sessions import MemorySession
@@ -76,8 +76,25 @@ class Repl:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watched = _stamps(sidecar.files)
+        self._turning = False
+        self._notices: list[str] = []
 
     # -- reloading ---------------------------------------------------------
+
+    def _notice(self, markup: str) -> None:
+        """Print a notice now, or after the turn in flight (never into a streaming answer)."""
+        with self._lock:
+            if self._turning:
+                self._notices.append(markup)
+                return
+        self.err.print(markup)
+
+    def _flush_notices(self) -> None:
+        with self._lock:
+            self._turning = False
+            notices, self._notices = self._notices, []
+        for markup in notices:
+            self.err.print(markup)
 
     def reload(self, reason: str = "changed") -> bool:
         """Load the sidecar again; keep the last good definitions when it fails."""
@@ -86,18 +103,18 @@ class Repl:
         except HelikonError as exc:
             with self._lock:
                 self._watched = _stamps((*self.sidecar.files, self.path))
-            self.err.print(f"[red]reload failed: {escape(str(exc))}[/red]")
-            self.err.print("[yellow]keeping the last good definitions[/yellow]")
+            self._notice(f"[red]reload failed: {escape(str(exc))}[/red]")
+            self._notice("[yellow]keeping the last good definitions[/yellow]")
             return False
         with self._lock:
             self.sidecar = fresh
             self._watched = _stamps(fresh.files)
-            if self.agent not in fresh.agents:
-                self.err.print(
-                    f"[yellow]agent {escape(self.agent)} is gone; now {fresh.default_agent}[/yellow]"
-                )
-                self.agent = fresh.default_agent
-        self.err.print(
+            gone = self.agent not in fresh.agent_names
+            if gone:
+                was, self.agent = self.agent, fresh.default_agent
+        if gone:
+            self._notice(f"[yellow]agent {escape(was)} is gone; now {fresh.default_agent}[/yellow]")
+        self._notice(
             f"[green]reloaded {escape(self.path.name)} ({reason}): {', '.join(fresh.agent_names)}[/green]"
         )
         return True
@@ -129,9 +146,17 @@ class Repl:
         except HelikonError as exc:
             self.err.print(f"[red]{escape(str(exc))}[/red]")
             return
+        with self._lock:
+            self._turning = True
+        try:
+            self._turn(agent, text, sidecar)
+        finally:
+            self._flush_notices()
+
+    def _turn(self, agent: Any, text: str, sidecar: Sidecar) -> None:
         token = CancellationToken()
-        ctx = RunContext.ephemeral(None).with_session(self.session).with_cancel(token)
-        printer = EventPrinter(self.out, self.err)
+        ctx = sidecar.context().with_session(self.session).with_cancel(token)
+        printer = EventPrinter(self.out, self.err, quiet_cancel=True)
 
         async def go() -> None:
             trio_token = trio.lowlevel.current_trio_token()
@@ -179,14 +204,14 @@ class Repl:
                     sidecar, current = self.sidecar, self.agent
                 for name in sidecar.agent_names:
                     mark = "*" if name == current else " "
-                    description = sidecar.agents[name].description
+                    description = sidecar.description(name)
                     self.out.print(
                         f"{mark} {name}" + (f" - {description}" if description else ""), markup=False
                     )
             case "agent":
                 name = rest.strip()
                 with self._lock:
-                    known = name in self.sidecar.agents
+                    known = name in self.sidecar.agent_names
                     if known:
                         self.agent = name
                 if known:

@@ -1,4 +1,5 @@
-"""The ``agents.toml`` sidecar: agents, Starlark tools and ``[eval]``, declared in TOML.
+"""The ``agents.toml`` sidecar: agents, Starlark tools, MCP servers, permissions,
+workflow agents and ``[eval]``, declared in TOML.
 
 :func:`load_sidecar` reads and validates the whole file up front — unknown
 keys, dangling tool and handoff references (named by file, table and key),
@@ -21,6 +22,16 @@ import attrs
 import msgspec
 
 from helikon.agent import LlmAgent
+from helikon.cli._declarations import (
+    McpServerDef,
+    PermissionsDef,
+    WorkflowDef,
+    check_workflows,
+    parse_mcp_server,
+    parse_output,
+    parse_permissions,
+    parse_workflow,
+)
 from helikon.cli._starlark import (
     DEFAULT_MAX_STEPS,
     DEFAULT_MEMORY_MB,
@@ -29,6 +40,7 @@ from helikon.cli._starlark import (
     StarlarkTool,
     check_script,
 )
+from helikon.context import RunContext
 from helikon.errors import ConfigError
 from helikon.evals import (
     EvalCase,
@@ -38,6 +50,7 @@ from helikon.evals import (
     LlmJudge,
     ToolUseTrajectory,
 )
+from helikon.loop import OutputSchema
 from helikon.protocols import Model
 from helikon.providers.anthropic import AnthropicModel
 from helikon.providers.bedrock import BedrockModel
@@ -83,7 +96,9 @@ class ModelSpec:
         match self.provider:
             case "mock":
                 assert self.scripts is not None
-                return MockModel.from_script_file(self.scripts, case_id, model_id=self.id or "mock-model")
+                return MockModel.from_script_file(
+                    self.scripts, case_id, model_id=self.id or "mock-model", estimate_usage=True
+                )
             case _:
                 return _live_model(self)
 
@@ -147,6 +162,8 @@ class AgentDef:
     model: ModelSpec
     tools: tuple[str, ...] = ()
     handoffs: tuple[str, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
+    output: OutputSchema | None = None
 
 
 @attrs.frozen
@@ -191,36 +208,57 @@ class Sidecar:
     eval: EvalDef
     #: Every file the definitions came from (the sidecar first): what a reload watches.
     files: tuple[Path, ...]
+    mcp_servers: Mapping[str, McpServerDef] = attrs.field(factory=dict)
+    permissions: PermissionsDef = PermissionsDef()
+    workflows: Mapping[str, WorkflowDef] = attrs.field(factory=dict)
 
     @property
     def agent_names(self) -> tuple[str, ...]:
-        """The agents' names, sorted."""
-        return tuple(sorted(self.agents))
+        """The agents' and workflows' names, sorted (a workflow runs like an agent)."""
+        return tuple(sorted((*self.agents, *self.workflows)))
+
+    def description(self, name: str) -> str:
+        """What agent or workflow ``name`` does."""
+        found = self.agents.get(name) or self.workflows.get(name)
+        return found.description if found is not None else ""
+
+    def context(self) -> RunContext[None]:
+        """A fresh run context with the sidecar's ``[permissions]``."""
+        return self.permissions.context()
 
     @property
     def default_agent(self) -> str:
         """The alphabetically first agent (the book's rule, whatever the file order)."""
         return self.agent_names[0]
 
-    def agent(self, name: str) -> AgentDef:
-        """The named agent's definition; :class:`SidecarError` listing the known ones otherwise."""
+    def agent(self, name: str) -> AgentDef | WorkflowDef:
+        """The named agent's (or workflow's) definition; :class:`SidecarError` listing
+        the known ones otherwise."""
+        if name in self.workflows:
+            return self.workflows[name]
         if name not in self.agents:
             known = ", ".join(self.agent_names)
             raise SidecarError(f"{self.path}: no agent {name!r} (agents: {known})")
         return self.agents[name]
 
-    def build(self, name: str, case_id: str | None = None) -> LlmAgent[Any]:
-        """A fresh agent ``name``, its handoff targets built too (fresh models, fresh tools).
+    def build(self, name: str, case_id: str | None = None) -> Any:
+        """A fresh agent ``name`` — an :class:`~helikon.LlmAgent`, or a workflow agent
+        for a ``[workflows.NAME]`` — with its handoff targets and steps built too
+        (fresh models, fresh tools, fresh MCP server handles).
 
         Raises:
             SidecarError: no such agent, or a model cannot be built (a missing API key).
         """
         self.agent(name)
-        built: dict[str, LlmAgent[Any]] = {}
+        built: dict[str, Any] = {}
 
-        def make(current: str) -> LlmAgent[Any]:
+        def make(current: str) -> Any:
             if current in built:
                 return built[current]
+            if current in self.workflows:
+                workflow = self.workflows[current].build(make)
+                built[current] = workflow
+                return workflow
             definition = self.agents[current]
             try:
                 model = definition.model.build(case_id)
@@ -233,6 +271,8 @@ class Sidecar:
                 description=definition.description,
                 tools=[self.tools[tool].build() for tool in definition.tools],
                 handoffs=[Handoff.to(make(target)) for target in definition.handoffs],
+                mcp_servers=[self.mcp_servers[server].build() for server in definition.mcp_servers],
+                output_schema=definition.output,
             )
             built[current] = agent
             return agent
@@ -309,7 +349,18 @@ class _Loader:
 
     def load(self, data: dict[str, Any]) -> Sidecar:
         self.files.append(self.path)
-        top = self.keys("top level", data, ("agents",), ("tools", "eval"))
+        top = self.keys(
+            "top level", data, ("agents",), ("tools", "eval", "mcp_servers", "permissions", "workflows")
+        )
+        raw_servers = top.get("mcp_servers", {})
+        if not isinstance(raw_servers, dict):
+            raise self.error("mcp_servers", None, "must be a table of [mcp_servers.NAME] tables")
+        servers = {name: parse_mcp_server(self, name, raw) for name, raw in raw_servers.items()}
+        permissions = parse_permissions(self, top.get("permissions", {}))
+        raw_workflows = top.get("workflows", {})
+        if not isinstance(raw_workflows, dict):
+            raise self.error("workflows", None, "must be a table of [workflows.NAME] tables")
+        workflows = {name: parse_workflow(self, name, raw) for name, raw in raw_workflows.items()}
         raw_tools = top.get("tools", {})
         if not isinstance(raw_tools, dict):
             raise self.error("tools", None, "must be a table of [tools.NAME] tables")
@@ -328,9 +379,24 @@ class _Loader:
                     raise self.error(
                         table, "handoffs", f"names {target!r}, but there is no [agents.{target}]"
                     )
+            for server in agent.mcp_servers:
+                if server not in servers:
+                    raise self.error(
+                        table, "mcp_servers", f"names {server!r}, but there is no [mcp_servers.{server}]"
+                    )
         self.check_cycles(agents)
+        check_workflows(self, workflows, tuple(agents))
         evaluation = self.evaluation(top.get("eval", {}))
-        return Sidecar(self.path, agents, tools, evaluation, tuple(dict.fromkeys(self.files)))
+        return Sidecar(
+            self.path,
+            agents,
+            tools,
+            evaluation,
+            tuple(dict.fromkeys(self.files)),
+            servers,
+            permissions,
+            workflows,
+        )
 
     def tool(self, name: str, raw: object) -> ToolDef:
         table = f"tools.{name}"
@@ -375,7 +441,12 @@ class _Loader:
 
     def agent(self, name: str, raw: object) -> AgentDef:
         table = f"agents.{name}"
-        body = self.keys(table, raw, ("model",), ("description", "instructions", "tools", "handoffs"))
+        body = self.keys(
+            table,
+            raw,
+            ("model",),
+            ("description", "instructions", "tools", "handoffs", "mcp_servers", "output"),
+        )
         instructions = body.get("instructions", "")
         if isinstance(instructions, dict):
             file = self.keys(f"{table}.instructions", instructions, ("file",), ())
@@ -389,6 +460,8 @@ class _Loader:
             self.model(table, "model", body["model"]),
             self.names(table, "tools", body.get("tools", [])),
             self.names(table, "handoffs", body.get("handoffs", [])),
+            self.names(table, "mcp_servers", body.get("mcp_servers", [])),
+            parse_output(self, table, body["output"]) if "output" in body else None,
         )
 
     def model(self, table: str, key: str, raw: object) -> ModelSpec:

@@ -9,8 +9,9 @@ keep a script in its box:
   ``struct`` modules are the only extras;
 - the process: each call runs in a fresh child process
   (:mod:`helikon.cli._starlark_worker`, which imports nothing of helikon)
-  under a step cap (the interpreter's checkpoints, passed at every loop
-  iteration and function call), a wall-clock limit, an address-space limit
+  under a step cap (exact: every function call, loop iteration,
+  comprehension item and lambda call, counted by a call the worker inserts
+  into the script), a wall-clock limit, an address-space limit
   and a CPU-time limit; the parent kills it when it overstays, and a
   cancelled run kills it at once.
 
@@ -39,7 +40,7 @@ from helikon.context import ToolContext
 from helikon.errors import ToolError
 from helikon.model import ToolEffect
 
-#: The default step cap (interpreter checkpoints) of one tool call.
+#: The default step cap of one tool call (calls, loop iterations, comprehension items).
 DEFAULT_MAX_STEPS = 100_000
 #: The default wall-clock limit of one tool call, in seconds.
 DEFAULT_TIMEOUT = 5.0

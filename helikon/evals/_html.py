@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import html
+import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from helikon.effects import Effect, EffectResult
 from helikon.evals._evaluators import pretty_json
 from helikon.evals._results import FAILING, CaseResult
 from helikon.evals._scores import ScoreOutcome
-from helikon.events import AgentEvent, MessageOutput
+from helikon.events import AgentEvent, MessageOutput, ToolCallItem, ToolOutputItem
 from helikon.items import AssistantMessage, SystemMessage, UserMessage, text_of
 from helikon.sessions import (
     AssistantMessageEvent,
@@ -477,7 +478,7 @@ def _summary(value: dict[str, Any]) -> str:
         entries = value.get("steps", value.get("results", []))
         labels = [
             f"{e.get('type')}:{e.get('tool', e.get('call_id', ''))}"
-            + (f" \u2192 {_short(str(e['output']), 80)}" if "output" in e else "")
+            + (f" \u2192 {_short(_compact_json(e['output']), 80)}" if "output" in e else "")
             for e in entries
         ]
         return f"{kind}: " + "; ".join(labels)
@@ -485,10 +486,21 @@ def _summary(value: dict[str, Any]) -> str:
     return f"{kind} {_short(pretty_json(fields).replace(chr(10), ' '), 120)}" if fields else kind
 
 
+def _compact_json(value: Any) -> str:
+    """A value as compact JSON (what a tool returned reads as JSON, not as a Python repr)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def _event_line(event: AgentEvent) -> str:
-    if type(event) is MessageOutput:
-        return f"MessageOutput \u201c{_short(text_of(event.item.content), 100)}\u201d"
-    return type(event).__name__
+    match event:
+        case MessageOutput(item=item):
+            return f"MessageOutput \u201c{_short(text_of(item.content), 100)}\u201d"
+        case ToolCallItem(item=call):
+            return f"ToolCallItem {call.name}({_short(call.arguments, 80)})"
+        case ToolOutputItem(item=result):
+            return f"ToolOutputItem {result.name}: {_short(result.content, 80)}"
+        case _:
+            return type(event).__name__
 
 
 def _input_text(trace: Trace) -> str:
@@ -506,16 +518,26 @@ def _input_text(trace: Trace) -> str:
     return "\n".join(lines)
 
 
-def render_trace_page(trace: Trace, *, title: str) -> str:
-    """One trace as an HTML page: the header, then a row per step (effect, result, events)."""
+def render_trace_page(trace: Trace, *, title: str, report: str = "report.html") -> str:
+    """One trace as an HTML page: the header, then a row per step (effect, result, events);
+    ``report`` is the report page's file name (the page links back to ``../<report>``)."""
     header = trace.header
     rows: list[str] = []
-    for step in trace.steps:
+    start, per_step, end = trace.events_by_step()
+
+    def shown(events: Iterable[AgentEvent]) -> str:
+        return ", ".join(
+            _event_line(e) for e in events if type(e).__name__ not in ("TokenDelta", "ToolCallDelta")
+        )
+
+    if start:
+        rows.append(
+            f'<tr><td class="num">-</td><td>-</td><td>start</td><td>-</td><td>{_e(shown(start))}</td></tr>'
+        )
+    for step, own in zip(trace.steps, per_step, strict=True):
         effect = codec.unstructure(step.effect, Effect)
         result = codec.unstructure(step.result, EffectResult)
-        events = ", ".join(
-            _event_line(e) for e in step.events if type(e).__name__ not in ("TokenDelta", "ToolCallDelta")
-        )
+        events = shown(own)
         rows.append(
             f'<tr><td class="num">{step.index}</td>'
             f"<td><code>{_e('/'.join(map(str, step.path)) or '-')}</code></td>"
@@ -523,10 +545,10 @@ def render_trace_page(trace: Trace, *, title: str) -> str:
             f"</details></td><td>{_e(_summary(result))}<details><summary>result</summary>"
             f"<pre>{_e(pretty_json(result))}</pre></details></td><td>{_e(events)}</td></tr>"
         )
-    final = ", ".join(_event_line(e) for e in trace.final_events)
+    final = ", ".join(_event_line(e) for e in end)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Trace {_e(title)}</title><style>{_STYLE}</style></head>
-<body><p><a href="../report.html">&larr; report</a></p><h1>Trace {_e(title)}</h1>
+<body><p><a href="../{_e(report)}">&larr; report</a></p><h1>Trace {_e(title)}</h1>
 <p class="meta">agent <code>{_e(header.agent)}</code> &middot; run <code>{_e(header.run_id)}</code> &middot;
 {_e(header.fingerprint)} &middot; format {_e(header.format)} v{header.version} &middot;
 {len(trace.steps)} step(s)</p>

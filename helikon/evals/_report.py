@@ -153,7 +153,8 @@ class EvalReport:
         return render_table(self, width=width)
 
     def to_html(self) -> str:
-        """The report as one self-contained HTML page (see :meth:`save` for trace links)."""
+        """The report as one self-contained HTML page; its trace links need the pages
+        :meth:`write_html` (or :meth:`save`) writes beside it."""
         return render_report(self)
 
     # -- JSON --------------------------------------------------------------
@@ -236,14 +237,24 @@ class EvalReport:
         Returns the path of ``report.html``.
         """
         root = Path(directory)
-        (root / "traces").mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "report.json").write_text(self.to_json(indent=2) + "\n", encoding="utf-8")
+        return self.write_html(root / "report.html")
+
+    def write_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write the HTML report to ``path`` and every page it links: ``traces/<case>.html``
+        and ``traces/<case>.jsonl`` beside it, for every recorded case. Returns ``path``.
+        """
+        html = Path(path)
+        traces = html.parent / "traces"
+        traces.mkdir(parents=True, exist_ok=True)
         for case in self.cases:
             if case.trace is not None:
-                case.trace.dump(root / "traces" / f"{case.trace_name}.jsonl")
-                page = render_trace_page(case.trace, title=f"{case.case.id} ({self.run_id})")
-                (root / "traces" / f"{case.trace_name}.html").write_text(page, encoding="utf-8")
-        (root / "report.json").write_text(self.to_json(indent=2) + "\n", encoding="utf-8")
-        html = root / "report.html"
+                case.trace.dump(traces / f"{case.trace_name}.jsonl")
+                page = render_trace_page(
+                    case.trace, title=f"{case.case.id} ({self.run_id})", report=html.name
+                )
+                (traces / f"{case.trace_name}.html").write_text(page, encoding="utf-8")
         html.write_text(self.to_html(), encoding="utf-8")
         return html
 

@@ -1,8 +1,9 @@
 """The plain-text report for a terminal: :func:`render_table`.
 
 One row per case (status, then each evaluator's score: ``1.00``, ``0.00 x``
-for a failure, ``skip``, ``-`` when it did not run), the failures' reasons,
-the per-evaluator statistics, and one summary line. ASCII only, so it reads
+for a failure, ``skip``, ``-`` when it did not run), the failures — each
+reason in full, with the expected and actual values a failed score
+carries — the per-evaluator statistics, and one summary line. ASCII only, so it reads
 the same in any terminal and in CI logs.
 """
 
@@ -40,13 +41,25 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _full(text: str) -> str:
+    """``text`` on one line, whole (a reason is never cut: it is what explains the failure)."""
+    return " ".join(text.split())
+
+
+def _value_lines(label: str, text: str) -> list[str]:
+    """``expected:``/``actual:`` and the value, its lines indented under the label."""
+    lines = text.splitlines() or [""]
+    return [f"      {label:<10}{lines[0]}", *(f"      {'':<10}{line}" for line in lines[1:])]
+
+
 def _grid(rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def render_table(report: EvalReport, *, width: int = 32) -> str:
-    """``report`` as plain text (case ids and reasons cut to ``width``/``2 * width`` characters)."""
+    """``report`` as plain text (case ids cut to ``width`` characters; reasons, expected and
+    actual values in full)."""
     label = f"eval {report.mode} {report.run_id}" + (f" ({report.name})" if report.name else "")
     lines = [f"{label}: {len(report.cases)} case(s), {len(report.evaluators)} evaluator(s)", ""]
     rows: list[list[str]] = [["case", "status", *report.evaluators]]
@@ -63,15 +76,21 @@ def render_table(report: EvalReport, *, width: int = 32) -> str:
         if case.divergence is not None:
             problems.append(
                 f"  {_short(case.case.id, width)}: diverged at step {case.divergence.step}: "
-                f"{_short(case.divergence.headline, 2 * width)}"
+                f"{_full(case.divergence.headline)}"
             )
-            problems.extend(f"      {_short(d, 2 * width)}" for d in case.divergence.differences[:3])
+            problems.extend(f"      {_full(d)}" for d in case.divergence.differences[:3])
+            if len(case.divergence.differences) > 3:
+                problems.append(f"      ... and {len(case.divergence.differences) - 3} more")
         elif case.error is not None:
-            problems.append(f"  {_short(case.case.id, width)}: error: {_short(case.error, 2 * width)}")
+            problems.append(f"  {_short(case.case.id, width)}: error: {_full(case.error)}")
         for scored in case.scores:
             if scored.score.outcome is ScoreOutcome.FAILED:
-                reason = _short(scored.score.reason, 2 * width)
-                problems.append(f"  {_short(case.case.id, width)}: {scored.evaluator}: {reason}")
+                score = scored.score
+                problems.append(f"  {_short(case.case.id, width)}: {scored.evaluator}: {_full(score.reason)}")
+                if score.expected is not None:
+                    problems.extend(_value_lines("expected:", score.expected))
+                if score.actual is not None:
+                    problems.extend(_value_lines("actual:", score.actual))
     if problems:
         lines.extend(["", "failures:", *problems])
     if report.evaluators:

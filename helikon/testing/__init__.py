@@ -14,6 +14,7 @@ from helikon.testing._mock import (
     ScriptFileError,
     ScriptItem,
     call_tools,
+    estimate_tokens,
     say,
 )
 
@@ -34,5 +35,6 @@ __all__ = [
     "Step",
     "TestInterpreter",
     "call_tools",
+    "estimate_tokens",
     "say",
 ]

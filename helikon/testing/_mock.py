@@ -15,7 +15,15 @@ from helikon._json import JsonValue
 from helikon.cancel import CancellationToken
 from helikon.errors import ConfigError, ModelError
 from helikon.ids import RunId
-from helikon.items import AssistantMessage, Item, ToolCall, UserMessage, text_of
+from helikon.items import (
+    AssistantMessage,
+    Item,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    text_of,
+)
 from helikon.loop import FINALIZE_PROMPT, REPAIR_PROMPT, aggregate
 from helikon.model import (
     Finish,
@@ -67,6 +75,17 @@ class MockModel:
     ``docs/testing.md``: a scripted :class:`~helikon.errors.ModelError`
     leaves no turn, so a fresh process retrying it plays it again.
 
+    **Token usage.** With ``estimate_usage=True`` (what the ``helikon`` CLI's
+    ``provider = "mock"`` uses), a script that reports no
+    :class:`~helikon.model.Usage` of its own gets an estimate, added just
+    before its ``Finish``: about one token per four characters
+    (:func:`estimate_tokens`) of what was sent — every message's text, tool
+    calls' names and arguments, tool results, and each tool's name,
+    description and JSON Schema — and of what the script streams (text,
+    reasoning, tool calls' names and arguments). A script's own ``Usage``
+    events are reported as they are. Off by default, so scripted usage in
+    tests and golden traces stays exactly what the script says.
+
     >>> model = MockModel([say("Hello!")])
     >>> len(model.remaining)
     1
@@ -78,8 +97,10 @@ class MockModel:
         *,
         model_id: str = "mock-model",
         capabilities: ModelCapabilities | None = None,
+        estimate_usage: bool = False,
     ) -> None:
         self._scripts: list[Sequence[ScriptItem]] = list(scripts)
+        self.estimate_usage = estimate_usage
         self._next = 0
         self._turns: dict[int, _Turn | None] = {}
         self.requests: list[ModelRequest] = []
@@ -125,6 +146,7 @@ class MockModel:
         case_id: str | None = None,
         *,
         model_id: str = "mock-model",
+        estimate_usage: bool = False,
     ) -> MockModel:
         """A model playing the scripts a :class:`ScriptFile` holds for ``case_id``.
 
@@ -136,7 +158,7 @@ class MockModel:
             ScriptFileError: the file is not a valid script file.
         """
         scripts = source if isinstance(source, ScriptFile) else ScriptFile.load(source)
-        return cls(scripts.scripts_for(case_id), model_id=model_id)
+        return cls(scripts.scripts_for(case_id), model_id=model_id, estimate_usage=estimate_usage)
 
     def position(self, request: ModelRequest) -> int:
         """The index of the script a call with ``request`` plays (see the class docs)."""
@@ -151,7 +173,10 @@ class MockModel:
         if index >= len(self._scripts):
             raise ModelError.other(f"MockModel has no script left for call {index + 1}")
         self._next = index + 1
-        return _play(self._scripts[index], cancel)
+        script = self._scripts[index]
+        if self.estimate_usage and not any(isinstance(item, Usage) for item in script):
+            script = _with_usage(script, request)
+        return _play(script, cancel)
 
     def _played(self, turns: Sequence[_Turn]) -> int:
         """How many scripts, in order, left their turn in ``turns``.
@@ -253,6 +278,49 @@ def _conversation_turns(messages: Sequence[Item]) -> list[_Turn]:
     if text is not None or calls:
         turns.append(_Turn(text or "", tuple(calls)))
     return turns
+
+
+def estimate_tokens(text: str) -> int:
+    """A token count for ``text``: one per four characters, rounded up (0 for no text).
+
+    >>> estimate_tokens(""), estimate_tokens("Hi"), estimate_tokens("Hello, world")
+    (0, 1, 3)
+    """
+    return -(-len(text) // 4)
+
+
+def _item_text(item: Item) -> str:
+    match item:
+        case ToolCall(name=name, arguments=arguments):
+            return name + arguments
+        case ToolResult(content=content):
+            return content
+        case UserMessage(content=parts) | AssistantMessage(content=parts) | SystemMessage(content=parts):
+            return text_of(parts)
+        case _:
+            return ""
+
+
+def _request_text(request: ModelRequest) -> str:
+    tools = (
+        tool.name + tool.description + msgspec.json.encode(tool.parameters).decode() for tool in request.tools
+    )
+    return "".join(_item_text(item) for item in request.messages) + "".join(tools)
+
+
+def _with_usage(script: Sequence[ScriptItem], request: ModelRequest) -> list[ScriptItem]:
+    """``script`` with an estimated :class:`Usage` before its ``Finish`` (or at its end)."""
+    out = "".join(
+        item.text
+        if isinstance(item, TextChunk | ReasoningChunk)
+        else (item.name or "") + item.arguments
+        if isinstance(item, ToolCallChunk)
+        else ""
+        for item in script
+    )
+    usage = Usage(estimate_tokens(_request_text(request)), estimate_tokens(out))
+    at = next((n for n, item in enumerate(script) if isinstance(item, Finish)), len(script))
+    return [*script[:at], usage, *script[at:]]
 
 
 async def _play(script: Sequence[ScriptItem], cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
@@ -543,4 +611,14 @@ def _event(value: object, where: _Where, path: str, calls_before: int) -> Script
             return ModelError.other(text("message"))
 
 
-__all__ = ["MockModel", "Pause", "Script", "ScriptFile", "ScriptFileError", "ScriptItem", "call_tools", "say"]
+__all__ = [
+    "MockModel",
+    "Pause",
+    "Script",
+    "ScriptFile",
+    "ScriptFileError",
+    "ScriptItem",
+    "call_tools",
+    "estimate_tokens",
+    "say",
+]

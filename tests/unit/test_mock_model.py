@@ -217,3 +217,25 @@ def test_the_loops_own_prompts_do_not_start_a_run() -> None:
     model = MockModel([say("not json"), say('{"total": 1}')])
     prompt = user_text(REPAIR_PROMPT.format(name="Sum", errors="$: expected an object"))
     assert model.position(conversation(AssistantMessage((TextPart("not json"),)), prompt)) == 1
+
+
+async def invoke(model: MockModel, request: ModelRequest) -> list[ModelEvent]:
+    return [event async for event in model.invoke(request, CancellationToken())]
+
+
+def test_estimate_usage_counts_a_token_per_four_characters_in_and_out() -> None:
+    from helikon.model import ToolDef
+
+    request = ModelRequest(
+        (user_text("Where is A1?"),),  # 12 characters
+        (ToolDef("look", "Look up", {"type": "object"}),),  # 4 + 7 + 17 characters
+    )
+    model = MockModel([say("Shipped today."), say("Said.", usage=Usage(3, 2))], estimate_usage=True)
+    played = anyio.run(invoke, model, request)
+    usage = [e for e in played if isinstance(e, Usage)]
+    assert usage == [Usage(-(-40 // 4), -(-14 // 4))]  # (12 + 4 + 7 + 17) / 4 in, 14 / 4 out
+    assert played.index(usage[0]) == len(played) - 2  # just before the Finish
+    # A script's own usage is reported as it is.
+    assert [e for e in anyio.run(invoke, model, request) if isinstance(e, Usage)] == [Usage(3, 2)]
+    # Off by default: a script without usage reports none.
+    assert not [e for e in anyio.run(invoke, MockModel([say("x")]), request) if isinstance(e, Usage)]

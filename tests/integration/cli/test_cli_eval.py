@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -164,3 +165,101 @@ def test_a_bad_dataset_line_exits_2_naming_it(tmp_path: Path) -> None:
     done = helikon("eval", "run", "cases.jsonl", "--agent", "support", cwd=tmp_path)
     assert done.returncode == 2
     assert "cases.jsonl:2" in done.stderr and "Traceback" not in done.stderr
+
+
+WRONG = {
+    "id": "wrong",
+    "input": "Hi",
+    "expected": "Hello! I am the order assistant and I can look up any order you placed with us.",
+}
+
+
+def links(page: Path) -> list[str]:
+    """The relative links (href) of an HTML page."""
+    found = re.findall(r'href="([^"#][^"]*)"', page.read_text())
+    return [link for link in found if "://" not in link]
+
+
+def test_html_writes_every_page_it_links(tmp_path: Path) -> None:
+    setup(tmp_path, [*PASSING, WRONG])
+    done = helikon("eval", "run", "cases.jsonl", "--agent", "support", "--html", "out/run.html", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    report = tmp_path / "out" / "run.html"
+    linked = links(report)
+    assert "traces/0001-where-is-a1.html" in linked and "traces/0003-wrong.jsonl" in linked
+    for link in linked:
+        target = report.parent / link
+        assert target.is_file(), f"{report.name} links {link}, which was not written"
+        if target.suffix == ".html":
+            for back in links(target):
+                assert (target.parent / back).resolve() == report.resolve(), back
+    trace = (report.parent / "traces" / "0001-where-is-a1.jsonl").read_text()
+    assert '"agent":"support"' in trace.splitlines()[0]
+    # The trace page: each event under its own step, the tool's result as JSON (not a Python repr).
+    page = (report.parent / "traces" / "0001-where-is-a1.html").read_text()
+    rows = page.split("<tr><td")[1:]
+    step0 = next(row for row in rows if "CallModel turn 1" in row)
+    assert "ToolCallItem lookup_order" in step0
+    tools = next(row for row in rows if "ToolsExecuted" in row)
+    assert "{&quot;order&quot;:&quot;A1&quot;,&quot;status&quot;:&quot;shipped&quot;}" in tools
+    assert "&#x27;order&#x27;" not in page
+
+
+def test_fail_under_is_a_threshold_on_the_mean_and_max_failures_counts_cases(tmp_path: Path) -> None:
+    setup(tmp_path, [*PASSING, WRONG])  # one failed case; mean (2 + 2 + 0) / 5 = 0.8
+    base = ("eval", "run", "cases.jsonl", "--agent", "support")
+    assert helikon(*base, cwd=tmp_path).returncode == 1  # no threshold: any failure fails
+    met = helikon(*base, "--fail-under", "0.5", cwd=tmp_path)
+    assert met.returncode == 0, met.stderr
+    assert "eval passed" in met.stderr
+    missed = helikon(*base, "--fail-under", "0.9", cwd=tmp_path)
+    assert missed.returncode == 1
+    assert "mean score 0.800 is below --fail-under 0.9" in missed.stderr
+    assert helikon(*base, "--max-failures", "1", cwd=tmp_path).returncode == 0
+    over = helikon(*base, "--max-failures", "0", cwd=tmp_path)
+    assert over.returncode == 1
+    assert "1 case(s) failed, errored or diverged: more than --max-failures 0" in over.stderr
+    both = helikon(*base, "--fail-under", "0.5", "--max-failures", "0", cwd=tmp_path)
+    assert both.returncode == 1
+
+
+def test_the_table_shows_expected_and_actual_for_failures_in_full(tmp_path: Path) -> None:
+    setup(tmp_path, [*PASSING, WRONG])
+    done = helikon("eval", "run", "cases.jsonl", "--agent", "support", cwd=tmp_path)
+    lines = done.stdout.splitlines()
+    at = lines.index("  wrong: exact_match: the answer differs from the expected text")
+    assert lines[at + 1] == "      expected: " + str(WRONG["expected"])
+    assert lines[at + 2] == "      actual:   Sorry, I can only help with orders."
+    assert "..." not in done.stdout
+
+
+def test_save_then_rescore_and_replay_a_run(tmp_path: Path) -> None:
+    setup(tmp_path, [*PASSING, WRONG])
+    saved = helikon("eval", "run", "cases.jsonl", "--agent", "support", "--save", "runs/one", cwd=tmp_path)
+    assert saved.returncode == 1
+    root = tmp_path / "runs" / "one"
+    assert (root / "report.json").is_file() and (root / "report.html").is_file()
+    assert sorted(p.name for p in (root / "traces").iterdir())[:2] == [
+        "0001-where-is-a1.html",
+        "0001-where-is-a1.jsonl",
+    ]
+    # Rescore with other evaluators: no agent runs (the model has no replies left), the traces are scored.
+    write(tmp_path, "scripts.json", json.dumps({"default": []}))
+    sidecar = tmp_path / "agents.toml"
+    sidecar.write_text(
+        sidecar.read_text().replace('["exact_match", "tool_trajectory"]', '["tool_trajectory"]')
+    )
+    rescored = helikon("eval", "rescore", "runs/one", "--json", cwd=tmp_path)
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    report = json.loads(rescored.stdout)
+    assert report["mode"] == "rescore" and report["evaluators"] == ["tool_trajectory"]
+    assert [case["status"] for case in report["cases"]] == ["passed", "passed", "skipped"]
+    # Replay against the agent: offline, the same agent matches its recording ...
+    same = helikon("eval", "replay", "runs/one", "--agent", "support", "--json", cwd=tmp_path)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert json.loads(same.stdout)["summary"]["diverged_cases"] == 0
+    # ... and a changed agent diverges, which fails the run.
+    sidecar.write_text(sidecar.read_text().replace("Use lookup_order, then answer.", "Be brief."))
+    changed = helikon("eval", "replay", "runs/one", "--agent", "support", cwd=tmp_path)
+    assert changed.returncode == 1
+    assert "diverged at step 0: the agent's definition differs from the recording" in changed.stdout

@@ -186,6 +186,45 @@ def test_a_diamond_is_not_a_cycle(tmp_path: Path) -> None:
             "[eval.json_schema]: must be a table",
         ),
         (f"[agents.a]\n{MOCK}\n[eval]\nevaluators = ['llm_judge']\n", "[eval.llm_judge]: must be a table"),
+        (
+            f'[agents.a]\n{MOCK}\nmcp_servers = ["nope"]\n',
+            "[agents.a] mcp_servers: names 'nope', but there is no [mcp_servers.nope]",
+        ),
+        (f"[agents.a]\n{MOCK}\n[mcp_servers.m]\ntool_prefix = 'x'\n", "[mcp_servers.m]: give exactly one"),
+        (
+            f"[agents.a]\n{MOCK}\n[mcp_servers.m]\nurl = 'ftp://x'\n",
+            "[mcp_servers.m] url: must be an http:// or https:// URL",
+        ),
+        (f"[agents.a]\n{MOCK}\n[permissions]\nmode = 'yolo'\n", "[permissions] mode: must be one of"),
+        (
+            f"[agents.a]\n{MOCK}\n[permissions]\ndeny = [ {{ tol = 'x' }} ]\n",
+            "[permissions] deny[0]: must be one of { tool = ... | bash = ...",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\noutput = {{ schema = {{ type = 'string' }} }}\n",
+            "[agents.a] output.schema: must be a JSON Schema object schema",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[workflows.w]\nkind = 'swarm'\nsteps = ['a']\n",
+            "[workflows.w] kind: must be one of sequential, parallel, loop",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[workflows.w]\nkind = 'loop'\nsteps = ['b']\n",
+            "[workflows.w] steps: names 'b', but there is no such agent or workflow",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[workflows.w]\nkind = 'loop'\nsteps = ['v']\n"
+            "[workflows.v]\nkind = 'sequential'\nsteps = ['w']\n",
+            "a workflow cannot contain itself: v -> w -> v",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[workflows.a]\nkind = 'loop'\nsteps = ['a']\n",
+            "[workflows.a]: [agents.a] has the same name",
+        ),
+        (
+            f"[agents.a]\n{MOCK}\n[workflows.w]\nkind = 'parallel'\nsteps = ['a']\nmax_iterations = 2\n",
+            '[workflows.w] max_iterations: is for kind = "loop" only',
+        ),
         ("[agents]\n", "[agents]: must hold at least one"),
         ("[agents.a\n", "not valid TOML"),
     ],

@@ -59,6 +59,78 @@ def test_the_step_cap_also_covers_top_level_code() -> None:
         tool(source, max_steps=100).call({})
 
 
+# Each case: a script whose steps are exactly ``args["n"]`` plus a known overhead (``run``'s
+# own call is one step): every loop iteration, comprehension item, function and lambda call.
+STEP_CASES = {
+    "for loop": ("def run(args):\n    for i in range(args['n']):\n        pass\n", 1),
+    "nested for loops": (
+        "def run(args):\n    for i in range(args['n'] // 10):\n        for j in range(9): pass\n",
+        1,
+    ),
+    "a loop with break (Starlark's while)": (
+        "def run(args):\n    for i in range(1000000000):\n"
+        "        if i == args['n'] - 1:\n            break\n",
+        1,
+    ),
+    "comprehension": ("def run(args):\n    return len([i for i in range(args['n'])])\n", 1),
+    "nested comprehension with a filter": (
+        "def run(args):\n    return len([j for i in range(args['n'] // 5) if i >= 0 for j in range(4)])\n",
+        1,
+    ),
+    "function calls": (
+        "def f(x):\n    return x\ndef run(args):\n    for i in range(args['n'] // 2):\n        f(i)\n",
+        1,
+    ),
+    "lambda calls": (
+        "def run(args):\n    return sorted(range(args['n']), key=lambda v: -v if v else v)[0]\n",
+        1,
+    ),
+    "top-level code": (
+        "X = [i for i in range(10)]\ndef run(args):\n    return [x for x in range(args['n'])]\n",
+        11,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STEP_CASES))
+def test_the_step_cap_counts_every_step_exactly(case: str) -> None:
+    source, overhead = STEP_CASES[case]
+    n = 100  # steps the loops take: all of them divide 100
+    cap = n + overhead
+    tool(source, max_steps=cap).call({"n": n})  # exactly max_steps: runs
+    with pytest.raises(ToolError, match=f"exceeded its step cap of {cap - 1} steps"):
+        tool(source, max_steps=cap - 1).call({"n": n})  # one step over: refused
+
+
+def test_the_step_cap_boundary_one_below_and_one_above() -> None:
+    source = "def run(args):\n    for i in range(args['n']):\n        pass\n    return args['n']\n"
+    assert tool(source, max_steps=1000).call({"n": 998}) == 998  # max_steps - 1 steps
+    assert tool(source, max_steps=1000).call({"n": 999}) == 999  # max_steps steps
+    with pytest.raises(ToolError, match="step cap of 1000 steps"):
+        tool(source, max_steps=1000).call({"n": 1000})  # max_steps + 1 steps
+
+
+def test_a_script_cannot_name_reach_or_reset_the_step_counter() -> None:
+    for source in (
+        "def run(args):\n    _helikon_step = lambda: True\n    return 1\n",
+        "_helikon_step = 0\ndef run(args):\n    return 1\n",
+        "def run(args):\n    return _helikon_step()\n",
+        "def run(_helikon_step):\n    return 1\n",
+    ):
+        with pytest.raises(StarlarkLoadError, match="the name _helikon_step is reserved"):
+            check_script("t.star", source)
+        with pytest.raises(ToolError, match="the name _helikon_step is reserved"):
+            tool(source).call({})
+    # Only named through a string it is just a string; no builtin turns a name into a global.
+    assert tool('def run(args):\n    return "_helikon_step"\n').call({}) == "_helikon_step"
+
+
+def test_errors_point_at_the_script_s_own_lines_after_instrumenting() -> None:
+    source = "def run(args):\n    for i in range(2):\n        x = i\n    fail('boom')\n"
+    with pytest.raises(ToolError, match=r"fail: boom --> t\.star:4:5"):
+        tool(source).call({})
+
+
 def test_deep_recursion_is_stopped() -> None:
     with pytest.raises(ToolError, match="tool 't'"):
         tool("def run(args):\n    return run(args)\n").call({})
@@ -159,7 +231,8 @@ def test_a_greedy_or_endless_top_level_is_rejected_when_the_sidecar_loads() -> N
             "t.star",
             "def f():\n    for i in range(1 << 30):\n        pass\nf()\ndef run(args):\n    return 1\n",
         )
-    with pytest.raises(StarlarkLoadError, match="ran out of memory"):
+    # Each comprehension item is a step: the cap stops this long before memory runs out.
+    with pytest.raises(StarlarkLoadError, match="step cap of 100000 steps"):
         check_script("t.star", "x = [i for i in range(1000000000)]\ndef run(args):\n    return 1\n")
 
 

@@ -202,7 +202,12 @@ def test_the_trace_page(report: EvalReport) -> None:
     trace = report.case("shipped").trace
     assert trace is not None
     page = render_trace_page(trace, title="shipped")
-    assert page.count("<tr><td") == 3
+    assert page.count("<tr><td") == 4  # the start (RunStarted), then the three steps
+    rows = page.split("<tr><td")[1:]
+    # Each event under the step whose result brought it: the model's tool call under CallModel.
+    assert "start" in rows[0] and "RunStarted" in rows[0]
+    assert "CallModel turn 1" in rows[1] and "ToolCallItem lookup_order" in rows[1]
+    assert "ToolCallItem" not in rows[2] and "ToolOutputItem lookup_order" in rows[2]
     assert "CallModel turn 1" in page and "ExecuteTools: InvokeTool:lookup_order" in page
     assert "order A1: shipped" in page and "Where is order A1?" in page
     assert 'href="../report.html"' in page
