@@ -375,6 +375,23 @@ class ConfigError(HelikonError, ValueError):
     """An agent, tool or run was configured with invalid values."""
 
 
+class NormalFormError(HelikonError, TypeError, ValueError):
+    """A value has no canonical JSON form, so it cannot enter the core.
+
+    Raised by :func:`helikon.normal_form` for a non-string dict key, NaN or
+    infinity, a string holding a lone surrogate, or a value of a type with no
+    JSON form (a set's members are sorted, tuples become lists: those are
+    fine). ``path`` says where the value sits (``$.rows[2]``), ``reason``
+    what is wrong with it. A ``TypeError`` and a ``ValueError`` both, so code
+    that caught what the JSON encoder used to raise still catches it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 __all__ = [
     "AgentError",
     "Cancelled",
@@ -395,6 +412,7 @@ __all__ = [
     "ModelError",
     "ModelFailed",
     "ModelFailure",
+    "NormalFormError",
     "OtherError",
     "OtherModelFailure",
     "RateLimited",

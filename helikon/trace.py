@@ -393,8 +393,14 @@ class _Texts:
                 return ref
             if kind is dict:
                 # Sorted, as written: numbers follow the order a reader meets
-                # texts in. Class tags (``"type"``) stay in place, readable.
-                inner = {k: item[k] if k == "type" else walk(item[k]) for k in sorted(item)}
+                # texts in. Class tags (``"type"``: strings) stay in place,
+                # readable; anything else under that key is walked like any
+                # value (a payload's own ``"type"`` must read back the same).
+                inner = {
+                    k: v if k == "type" and type(v) is str else walk(v)
+                    for k in sorted(item)
+                    for v in (item[k],)
+                }
                 if _TEXT_KEY in item or _LITERAL_KEY in item:
                     return {_LITERAL_KEY: inner}
                 return inner
