@@ -101,6 +101,27 @@ def normal_text(value: object) -> str:
         raise NormalFormError("$", refused.reason) from None
 
 
+def require_normal(value: object, path: str = "$") -> None:
+    """Refuse ``value`` unless it already is in normal form: what a snapshot
+    writer needs (a tuple would be read back as a list: not the same value).
+
+    >>> require_normal({"a": [1]})
+    >>> require_normal({"a": (1,)}, "state")
+    Traceback (most recent call last):
+    ...
+    helikon.errors.NormalFormError: state.a: a value of type tuple is not JSON data in normal form (helikon.normal_form gives its normal form)
+
+    Raises:
+        NormalFormError: naming the first place that is not in normal form.
+    """
+    if is_normal(value):
+        return
+    try:
+        _walk(value, None, strict=True)
+    except _Refused as refused:
+        raise NormalFormError(path + "".join(reversed(refused.where)), refused.reason) from None
+
+
 def is_normal(value: object) -> bool:
     """Whether ``value`` is already in normal form (lists, not tuples; no
     sets; string keys; no NaN, infinity or lone surrogate).
@@ -193,7 +214,7 @@ def _flat_canonical(value: dict[Any, Any]) -> bool:
     return True
 
 
-def _walk(value: object, convert: Convert | None) -> JsonValue:
+def _walk(value: object, convert: Convert | None, strict: bool = False) -> JsonValue:
     if value is None or value is True or value is False:
         return value  # type: ignore[return-value]
     kind = type(value)
@@ -213,23 +234,28 @@ def _walk(value: object, convert: Convert | None) -> JsonValue:
                     raise _Refused(f"a dict key must be a string, not {type(key).__name__} ({key!r:.60})")
                 key = str.__str__(key)
             try:
-                out[_text(key)] = _walk(item, convert)
+                out[_text(key)] = _walk(item, convert, strict)
             except _Refused as refused:
                 refused.where.append(f".{key}" if key.isidentifier() else f"[{key!r}]")
                 raise
         return out
+    if strict and kind is not list:
+        raise _Refused(
+            f"a value of type {kind.__qualname__} is not JSON data in normal form "
+            "(helikon.normal_form gives its normal form)"
+        )
     if kind is list or kind is tuple:
         items: list[JsonValue] = []
         for index, item in enumerate(value):  # type: ignore[arg-type]
             try:
-                items.append(_walk(item, convert))
+                items.append(_walk(item, convert, strict))
             except _Refused as refused:
                 refused.where.append(f"[{index}]")
                 raise
         return items
     if kind is set or kind is frozenset:
         try:
-            members = [_walk(item, convert) for item in value]  # type: ignore[attr-defined]
+            members = [_walk(item, convert, strict) for item in value]  # type: ignore[attr-defined]
         except _Refused as refused:
             refused.where.append("{...}")
             raise
@@ -260,4 +286,4 @@ def _walk(value: object, convert: Convert | None) -> JsonValue:
     raise _Refused(f"a value of type {type(value).__qualname__} has no JSON form")
 
 
-__all__ = ["Convert", "is_normal", "normal_form", "normal_text", "set_order"]
+__all__ = ["Convert", "is_normal", "normal_form", "normal_text", "require_normal", "set_order"]

@@ -67,6 +67,8 @@ ModelFailure: TypeAlias = (
     Unavailable | RateLimited | ContextLengthExceeded | Refused | TransportFailure | OtherModelFailure
 )
 
+_MODEL_FAILURES = (Unavailable, RateLimited, ContextLengthExceeded, Refused, TransportFailure, OtherModelFailure)
+
 #: Model failures worth retrying.
 TRANSIENT_MODEL_FAILURES = (Unavailable, RateLimited, TransportFailure)
 
@@ -269,6 +271,9 @@ def describe(error: AgentError | ModelFailure | ToolFailure) -> str:
             return f"denied: {reason}"
         case ToolCrashed(message):
             return message
+    # Not a failure value at all (a plain string passed where one belongs):
+    # described as it is rather than failing while describing a failure.
+    return str(error)
 
 
 # -- exceptions --------------------------------------------------------------
@@ -283,11 +288,22 @@ class ModelError(HelikonError):
 
     Adapters raise it from ``invoke`` (before or during the stream). Build it
     with the class methods: ``ModelError.rate_limited("...", retry_after_ms=500)``.
+    ``ModelError("upstream 503")``, with text, is ``ModelError.other(...)``.
+
+    Raises:
+        TypeError: ``failure`` is neither text nor a :data:`ModelFailure`.
     """
 
-    def __init__(self, failure: ModelFailure) -> None:
+    def __init__(self, failure: ModelFailure | str) -> None:
+        if isinstance(failure, str):
+            failure = OtherModelFailure(failure)
+        elif not isinstance(failure, _MODEL_FAILURES):
+            raise TypeError(
+                f"ModelError takes a model failure or its text, not {type(failure).__name__}: use "
+                "ModelError.unavailable/.rate_limited/.context_length_exceeded/.refused/.transport/.other"
+            )
         super().__init__(describe(failure))
-        self.failure = failure
+        self.failure: ModelFailure = failure
 
     @classmethod
     def unavailable(cls, message: str) -> ModelError:

@@ -26,9 +26,10 @@ import attrs
 import msgspec
 
 from helikon import codec
+from helikon._normal import normal_form
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import CallModel, Effect, EffectResult
-from helikon.errors import HelikonError
+from helikon.errors import HelikonError, NormalFormError
 from helikon.events import AgentEvent
 from helikon.items import Item
 from helikon.loop import AgentSpec
@@ -45,8 +46,11 @@ TEXT_MIN: Final = 24
 
 
 class TraceFormatError(HelikonError):
-    """A trace file could not be read: not a trace, truncated, malformed, or
-    of a version this helikon cannot read."""
+    """A trace file could not be read: not a trace, truncated, malformed (a
+    value of the wrong type is named by its line and field path: reading
+    never coerces), or of a version this helikon cannot read; or a trace
+    could not be written so that it reads back the same (NaN, a lone
+    surrogate, a non-string key in a step)."""
 
 
 class TraceVersionWarning(UserWarning):
@@ -190,6 +194,13 @@ class Trace:
         )
         lines.extend(texts.flush())
         for record in records:
+            where = f"step {record['index']}" if record["kind"] == "step" else "the end line"
+            try:
+                # What is written must read back the same: no NaN (msgspec
+                # would write null), no lone surrogate, no non-string key.
+                record = normal_form(record, path=where)
+            except NormalFormError as exc:
+                raise TraceFormatError(f"the trace cannot be written: {exc}") from None
             interned = texts.intern(record)
             lines.extend(texts.flush())
             lines.append(_encode(interned))
@@ -274,16 +285,16 @@ class Trace:
                 elif kind == "step":
                     steps.append(
                         TraceStep(
-                            record["index"],
+                            codec.structure(record["index"], int),
                             _shared_prefix(codec.structure(record["effect"], Effect), steps),
                             codec.structure(record["result"], EffectResult),
-                            tuple(codec.structure(e, AgentEvent) for e in record["events"]),
-                            tuple(record.get("path", ())),
-                            tuple(codec.structure(e, AgentEvent) for e in record.get("live", ())),
+                            codec.structure(record["events"], tuple[AgentEvent, ...]),
+                            codec.structure(record.get("path", []), tuple[str | int, ...]),
+                            codec.structure(record.get("live", []), tuple[AgentEvent, ...]),
                         )
                     )
                 elif kind == "end":
-                    final = tuple(codec.structure(e, AgentEvent) for e in record["events"])
+                    final = codec.structure(record["events"], tuple[AgentEvent, ...])
                 else:
                     raise ValueError(f"unknown line kind {kind!r}")
         except TraceFormatError:
