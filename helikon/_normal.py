@@ -64,7 +64,7 @@ def normal_form(value: object, convert: Convert | None = None, path: str = "$") 
             no canonical JSON form.
     """
     kind = type(value)
-    if kind is str and value.isascii():  # type: ignore[union-attr]
+    if kind is str and value.isascii():  # type: ignore[attr-defined]
         return value  # type: ignore[return-value]
     if kind in _SCALARS:
         return value  # type: ignore[return-value]
@@ -106,10 +106,10 @@ def require_normal(value: object, path: str = "$") -> None:
     writer needs (a tuple would be read back as a list: not the same value).
 
     >>> require_normal({"a": [1]})
-    >>> require_normal({"a": (1,)}, "state")
+    >>> require_normal({"a": (1,)}, "state")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    helikon.errors.NormalFormError: state.a: a value of type tuple is not JSON data in normal form (helikon.normal_form gives its normal form)
+    helikon.errors.NormalFormError: state.a: a value of type tuple is not JSON data in normal form ...
 
     Raises:
         NormalFormError: naming the first place that is not in normal form.
@@ -216,7 +216,7 @@ def _flat_canonical(value: dict[Any, Any]) -> bool:
 
 def _walk(value: object, convert: Convert | None, strict: bool = False) -> JsonValue:
     if value is None or value is True or value is False:
-        return value  # type: ignore[return-value]
+        return value
     kind = type(value)
     if kind is str:
         return _text(value)  # type: ignore[arg-type]

@@ -75,10 +75,11 @@ def _kind(value: object) -> str:
     """How a wrong value is named in an error: its JSON type and the value."""
     if value is None:
         return "null"
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    names: dict[type, str] = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
     name = names.get(type(value))
     if name is None:
-        return {list: "an array", dict: "an object", tuple: "an array"}.get(type(value), type(value).__name__)
+        containers: dict[type, str] = {list: "an array", dict: "an object", tuple: "an array"}
+        return containers.get(type(value), type(value).__name__)
     return f"{name} ({value!r:.40})"
 
 
@@ -106,7 +107,7 @@ def _strict_float(value: Any, _: Any = None) -> float:
 def _strict_bool(value: Any, _: Any = None) -> bool:
     if type(value) is not bool:
         raise TypeError(f"expected a boolean, got {_kind(value)}")
-    return value  # type: ignore[no-any-return]
+    return bool(value)
 
 
 _STRICT: Final[dict[type, Callable[[Any, Any], Any]]] = {

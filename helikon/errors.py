@@ -67,7 +67,14 @@ ModelFailure: TypeAlias = (
     Unavailable | RateLimited | ContextLengthExceeded | Refused | TransportFailure | OtherModelFailure
 )
 
-_MODEL_FAILURES = (Unavailable, RateLimited, ContextLengthExceeded, Refused, TransportFailure, OtherModelFailure)
+_MODEL_FAILURES = (
+    Unavailable,
+    RateLimited,
+    ContextLengthExceeded,
+    Refused,
+    TransportFailure,
+    OtherModelFailure,
+)
 
 #: Model failures worth retrying.
 TRANSIENT_MODEL_FAILURES = (Unavailable, RateLimited, TransportFailure)

@@ -198,10 +198,10 @@ class Trace:
             try:
                 # What is written must read back the same: no NaN (msgspec
                 # would write null), no lone surrogate, no non-string key.
-                record = normal_form(record, path=where)
+                checked = normal_form(record, path=where)
             except NormalFormError as exc:
                 raise TraceFormatError(f"the trace cannot be written: {exc}") from None
-            interned = texts.intern(record)
+            interned = texts.intern(checked)
             lines.extend(texts.flush())
             lines.append(_encode(interned))
         return lines

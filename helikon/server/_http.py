@@ -184,9 +184,8 @@ def run_input(body: Any) -> AgentInput:
         # a text) is refused here, naming its path, never coerced.
         items: tuple[Item, ...] = structure(messages, tuple[Item, ...])
     except Exception as exc:
-        raise BadRequest(
-            422, "bad_input", f"'messages' holds an item helikon cannot read: {structure_error(exc, 'messages')}"
-        ) from None
+        why = structure_error(exc, "messages")
+        raise BadRequest(422, "bad_input", f"'messages' holds an item helikon cannot read: {why}") from None
     return AgentInput(items)
 
 
