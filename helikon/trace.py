@@ -270,6 +270,15 @@ class Trace:
         final: tuple[AgentEvent, ...] = ()
         header: TraceHeader | None = None
         number = 1
+
+        def read(value: Any, as_type: Any, field: str) -> Any:
+            """A field of the line, strictly: a wrong type is named by its path."""
+            try:
+                return codec.structure(value, as_type)
+            except Exception as exc:
+                why = codec.structure_error(exc, field)
+                raise TraceFormatError(f"{source}:{number}: malformed trace line: {why}") from exc
+
         try:
             for number, raw in records:  # noqa: B007 (``number`` names the line in the error)
                 if not isinstance(raw, dict):
@@ -281,20 +290,20 @@ class Trace:
                 if kind == "header":
                     if header is not None:
                         raise ValueError("a second header line")
-                    header = codec.structure({k: v for k, v in record.items() if k != "kind"}, TraceHeader)
+                    header = read({k: v for k, v in record.items() if k != "kind"}, TraceHeader, "header")
                 elif kind == "step":
                     steps.append(
                         TraceStep(
-                            codec.structure(record["index"], int),
-                            _shared_prefix(codec.structure(record["effect"], Effect), steps),
-                            codec.structure(record["result"], EffectResult),
-                            codec.structure(record["events"], tuple[AgentEvent, ...]),
-                            codec.structure(record.get("path", []), tuple[str | int, ...]),
-                            codec.structure(record.get("live", []), tuple[AgentEvent, ...]),
+                            read(record["index"], int, "index"),
+                            _shared_prefix(read(record["effect"], Effect, "effect"), steps),
+                            read(record["result"], EffectResult, "result"),
+                            read(record["events"], tuple[AgentEvent, ...], "events"),
+                            read(record.get("path", []), tuple[str | int, ...], "path"),
+                            read(record.get("live", []), tuple[AgentEvent, ...], "live"),
                         )
                     )
                 elif kind == "end":
-                    final = codec.structure(record["events"], tuple[AgentEvent, ...])
+                    final = read(record["events"], tuple[AgentEvent, ...], "events")
                 else:
                     raise ValueError(f"unknown line kind {kind!r}")
         except TraceFormatError:
