@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import callbacks_for, governed, instructions_fn, run_ids, scaled, scripts, tools_for
@@ -36,6 +37,9 @@ from helikon.snapshots import dump_state, load_state
 from helikon.testing import call_tools, say
 from helikon.testing.strategies import agent_specs
 from helikon.trace import Trace, TraceHeader, TraceStep, fingerprint
+
+#: ``from_type(object)`` makes coroutines too (Hypothesis drops some unseen).
+pytestmark = pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
 
 # -- junk --------------------------------------------------------------------------------
 
