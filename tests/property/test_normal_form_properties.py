@@ -141,7 +141,8 @@ JUNK_SPEC = AgentSpec("junk", tools=(ToolDef("t", "returns junk", {"type": "obje
 @settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(junk)
 def test_a_run_whose_tool_returns_junk_ends_and_reads_back_from_its_bytes(value: object) -> None:
-    interpreter = TestInterpreter([call_tools(("t", {})), say("done")], tools={"t": lambda args: value})
+    answer: Any = value
+    interpreter = TestInterpreter([call_tools(("t", {})), say("done")], tools={"t": lambda args: answer})
     states, steps, events = drive(JUNK_SPEC, interpreter, RunId("r"))
 
     outputs = [e.item for e in events if isinstance(e, ToolOutputItem)]

@@ -28,7 +28,7 @@ from helikon.trace import TraceFormatError
 
 
 def _snapshot() -> dict[str, Any]:
-    agent = LlmAgent(name="a", model=MockModel([say("hi")]))
+    agent: LlmAgent[Any] = LlmAgent(name="a", model=MockModel([say("hi")]))
     spec = prepare(agent, RunContext.ephemeral(None), run_id="run-1").spec
     done = TestInterpreter([call_tools(("t", {})), say("hi")]).run(spec, "go")
     data: dict[str, Any] = json.loads(dump_state(done.state))
@@ -110,7 +110,8 @@ async def echo() -> str:
 
 
 def _recorded_lines() -> list[dict[str, Any]]:
-    agent = LlmAgent(name="b", model=MockModel([call_tools(("echo", {})), say("ok")]), tools=[echo])
+    model = MockModel([call_tools(("echo", {})), say("ok")])
+    agent: LlmAgent[Any] = LlmAgent(name="b", model=model, tools=[echo])
     recorder = RecordingInterpreter(LiveInterpreter("r"))
 
     async def go() -> None:
@@ -188,7 +189,7 @@ def test_the_server_refuses_a_wrong_type_in_a_body_naming_the_field(body: Any, n
 
 
 def test_a_model_error_built_from_text_describes_itself() -> None:
-    error = ModelError("upstream 503")  # type: ignore[arg-type]
+    error = ModelError("upstream 503")
 
     assert error.failure == OtherModelFailure("upstream 503")
     assert describe(ModelFailed(error.failure)) == "model call failed: upstream 503"

@@ -26,6 +26,7 @@ from helikon import (
     prepare,
     tool,
 )
+from helikon.effects import ToolReturned, ToolsExecuted
 from helikon.events import ToolOutputItem
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter, TestInterpreter
 from helikon.testing import MockModel, call_tools, say
@@ -80,6 +81,7 @@ _SET_TOOL = """
 import trio
 from typing import Any
 from helikon import LlmAgent, tool
+from helikon.effects import ToolReturned, ToolsExecuted
 from helikon.events import ToolOutputItem
 from helikon.interpreters import LiveInterpreter
 from helikon.testing import MockModel, call_tools, say
@@ -186,7 +188,7 @@ class Source:
 
 
 def test_a_tool_source_with_a_bad_schema_is_refused_when_resolved() -> None:
-    agent = LlmAgent(name="a", model=MockModel([say("x")]), tool_sources=[Source()])
+    agent: LlmAgent[Any] = LlmAgent(name="a", model=MockModel([say("x")]), tool_sources=[Source()])
     with pytest.raises(ConfigError, match=r"tool 'raw' has an unusable parameters schema: \$\.properties\.s"):
         trio.run(agent.resolved)
 
@@ -209,11 +211,14 @@ def test_a_payload_with_a_type_key_reads_back_as_the_same_data(payload: Any) -> 
         """Typed."""
         return payload
 
-    agent = LlmAgent(name="b", model=MockModel([call_tools(("typed", {})), say("ok")]), tools=[typed])
+    model = MockModel([call_tools(("typed", {})), say("ok")])
+    agent: LlmAgent[Any] = LlmAgent(name="b", model=model, tools=[typed])
     recorder = RecordingInterpreter(LiveInterpreter("r"))
     _run(agent, None, recorder)
 
     back = Trace.from_bytes(recorder.trace.to_bytes())
 
     assert back == recorder.trace
-    assert back.steps[1].result.results[0].output == payload  # type: ignore[attr-defined]
+    result = back.steps[1].result
+    assert isinstance(result, ToolsExecuted) and isinstance(result.results[0], ToolReturned)
+    assert result.results[0].output == payload
