@@ -23,6 +23,9 @@ from helikon._version import __version__
 # One ``from m import (A as A, ...)`` per module (``as`` marks the re-export; isort would split them).
 # isort: off
 if typing.TYPE_CHECKING:
+    from helikon._normal import (
+        normal_form as normal_form,
+    )
     from helikon.agent import (
         LlmAgent as LlmAgent,
     )
@@ -45,6 +48,7 @@ if typing.TYPE_CHECKING:
         ConfigError as ConfigError,
         HelikonError as HelikonError,
         ModelError as ModelError,
+        NormalFormError as NormalFormError,
         RunError as RunError,
         RunSuspended as RunSuspended,
         StepError as StepError,
@@ -158,13 +162,14 @@ if typing.TYPE_CHECKING:
 
 #: The public names, by the module that defines them.
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "helikon._normal": ("normal_form",),
     "helikon.agent": ("LlmAgent",),
     "helikon.cancel": ("CancellationToken",),
     "helikon.config": ("PermissionMode", "RunConfig"),
     "helikon.context": ("HookRegistry", "RunContext", "SessionState", "ToolContext", "TracerHandle"),
     "helikon.errors": (
-        "AgentError", "ConfigError", "HelikonError", "ModelError", "RunError", "RunSuspended", "StepError",
-        "ToolError",
+        "AgentError", "ConfigError", "HelikonError", "ModelError", "NormalFormError", "RunError",
+        "RunSuspended", "StepError", "ToolError",
     ),
     "helikon.events": (
         "AgentEvent", "AgentUpdated", "ApprovalRequested", "GuardrailTriggered", "HandoffItem",

@@ -27,7 +27,7 @@ from helikon.interpreters._machine import LoopMachine, TreeMachine
 from helikon.interpreters._recording import tree_of
 from helikon.interpreters._tree_env import compose
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug, resume
+from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, RunState, handoff_slug, resume, schema_problem
 from helikon.model import ModelSettings, ToolDef
 from helikon.protocols import Model, Tool, ToolSource
 from helikon.sessions import SessionRecorder, load_history, now_ms, persist_run
@@ -54,6 +54,20 @@ def output_schema_for(output_type: type) -> OutputSchema:
     schema = type_schema(output_type)
     title = schema.get("title")
     return OutputSchema(title if isinstance(title, str) and title else "StructuredOutput", schema)
+
+
+def _check_schemas(agent: str, tool: Tool) -> None:
+    """A tool's schemas must be usable (so checking arguments against them
+    can never fail inside the machine): refused here, naming the tool and
+    the place in the schema."""
+    for label, schema in (("parameters", tool.parameters), ("output_schema", tool.output_schema)):
+        if schema is None and label == "output_schema":
+            continue
+        problem = schema_problem(schema)
+        if problem is not None:
+            raise ConfigError(
+                f"agent {agent!r}: tool {tool.name!r} has an unusable {label} schema: {problem}"
+            )
 
 
 @attrs.frozen(eq=False)
@@ -118,6 +132,7 @@ class LlmAgent(Generic[Ctx]):
         for tool in self.tools:
             if tool.name in tool_map:
                 raise ConfigError(f"agent {self.name!r} has two tools named {tool.name!r}")
+            _check_schemas(self.name, tool)
             tool_map[tool.name] = tool
         instructions = self.instructions
         if instructions is not None and not isinstance(instructions, str) and not callable(instructions):

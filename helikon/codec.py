@@ -15,10 +15,13 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 import msgspec
+
+from helikon._normal import normal_form
+from helikon.errors import NormalFormError
 
 if TYPE_CHECKING:
     from cattrs import Converter
@@ -44,6 +47,10 @@ def _is_json_object(tp: object) -> bool:
     return typing.get_origin(tp) is Mapping and typing.get_args(tp)[:1] == (str,)
 
 
+def _is_any_dict(tp: object) -> bool:
+    return typing.get_origin(tp) is dict and typing.get_args(tp) == (str, Any)
+
+
 def _is_tagged_union(tp: object) -> bool:
     members = [a for a in _union_args(tp) if a is not type(None)]
     return len(members) >= 1 and all(isinstance(a, type) and attrs.has(a) for a in members)
@@ -53,13 +60,129 @@ def _passthrough(value: Any, _: Any = None) -> Any:
     return value
 
 
+def _json_value(value: Any, _: Any = None) -> Any:
+    """Raw JSON read back: in normal form (no NaN, no lone surrogate, ...)."""
+    return normal_form(value)
+
+
+def _json_object(value: Any, _: Any = None) -> Any:
+    if type(value) is not dict:
+        raise TypeError(f"expected a JSON object, got {_kind(value)}")
+    return normal_form(value)
+
+
+def _kind(value: object) -> str:
+    """How a wrong value is named in an error: its JSON type and the value."""
+    if value is None:
+        return "null"
+    names: dict[type, str] = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    name = names.get(type(value))
+    if name is None:
+        containers: dict[type, str] = {list: "an array", dict: "an object", tuple: "an array"}
+        return containers.get(type(value), type(value).__name__)
+    return f"{name} ({value!r:.40})"
+
+
+def _strict_str(value: Any, _: Any = None) -> str:
+    if type(value) is not str:
+        raise TypeError(f"expected a string, got {_kind(value)}")
+    return value
+
+
+def _strict_int(value: Any, _: Any = None) -> int:
+    if type(value) is not int:
+        raise TypeError(f"expected an integer, got {_kind(value)}")
+    return value
+
+
+def _strict_float(value: Any, _: Any = None) -> float:
+    kind = type(value)
+    if kind is float:
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return float(value)
+    raise TypeError(f"expected a number, got {_kind(value)}")
+
+
+def _strict_bool(value: Any, _: Any = None) -> bool:
+    if type(value) is not bool:
+        raise TypeError(f"expected a boolean, got {_kind(value)}")
+    return bool(value)
+
+
+_STRICT: Final[dict[type, Callable[[Any, Any], Any]]] = {
+    str: _strict_str,
+    int: _strict_int,
+    float: _strict_float,
+    bool: _strict_bool,
+}
+
+
+def _is_scalar_union(tp: object) -> bool:
+    args = _union_args(tp)
+    return bool(args) and not _is_json_value(tp) and all(a in _JSON_SCALARS for a in args)
+
+
+def _scalar_union(tp: object) -> Callable[[Any, Any], Any]:
+    allowed = tuple(a for a in _union_args(tp) if isinstance(a, type))
+    names = " or ".join("null" if a is type(None) else a.__name__ for a in allowed)
+
+    def structure(value: Any, _: Any) -> Any:
+        kind = type(value)
+        if kind in allowed:
+            return value
+        if kind is int and float in allowed:
+            return float(value)
+        raise TypeError(f"expected {names}, got {_kind(value)}")
+
+    return structure
+
+
+def _is_tuple(tp: object) -> bool:
+    return typing.get_origin(tp) is tuple
+
+
+def _make_tuple_structure(conv: Converter) -> Callable[[object], Callable[[Any, Any], Any]]:
+    """Tuples are JSON arrays, nothing else (cattrs would take any iterable:
+    a string as a tuple of its characters, an object as its keys)."""
+
+    def factory(tp: object) -> Callable[[Any, Any], Any]:
+        from cattrs.cols import homogenous_tuple_structure_factory
+
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            inner = homogenous_tuple_structure_factory(tp, conv)  # type: ignore[arg-type]
+            size = None
+        else:
+            hooks = [conv.get_structure_hook(a) for a in args]
+            size = len(args)
+
+            def inner(value: Any, _: Any) -> Any:
+                return tuple(h(v, a) for h, v, a in zip(hooks, value, args, strict=True))
+
+        def structure(value: Any, _: Any) -> Any:
+            if type(value) is not list and type(value) is not tuple:
+                raise TypeError(f"expected an array, got {_kind(value)}")
+            if size is not None and len(value) != size:
+                raise ValueError(f"expected an array of {size} items, got {len(value)}")
+            return inner(value, tp)
+
+        return structure
+
+    return factory
+
+
 def _make_union_structure(conv: Converter) -> Callable[[object], Callable[[Any, Any], Any]]:
     def factory(tp: object) -> Callable[[Any, Any], Any]:
         by_tag = {a.__name__: a for a in _union_args(tp) if isinstance(a, type) and attrs.has(a)}
 
+        optional = type(None) in _union_args(tp)
+
         def structure(value: Any, _: Any) -> Any:
-            if value is None:
+            if value is None and optional:
                 return None
+            if type(value) is not dict:
+                raise TypeError(f"expected an object with a {_TAG!r} tag, got {_kind(value)}")
             data = dict(value)
             tag = data.pop(_TAG, None)
             cls = by_tag.get(tag) if isinstance(tag, str) else None
@@ -93,10 +216,15 @@ def converter() -> Converter:
     from cattrs import Converter
 
     conv = Converter()
-    conv.register_structure_hook_func(_is_json_value, _passthrough)
+    for scalar, hook in _STRICT.items():
+        conv.register_structure_hook(scalar, hook)
+    conv.register_structure_hook_factory(_is_scalar_union, _scalar_union)
+    conv.register_structure_hook_factory(_is_tuple, _make_tuple_structure(conv))
+    conv.register_structure_hook_func(_is_json_value, _json_value)
     conv.register_unstructure_hook_func(_is_json_value, _passthrough)
-    conv.register_structure_hook_func(_is_json_object, _passthrough)
+    conv.register_structure_hook_func(_is_json_object, _json_object)
     conv.register_unstructure_hook_func(_is_json_object, _passthrough)
+    conv.register_structure_hook_func(_is_any_dict, _json_object)
     conv.register_structure_hook_factory(_is_tagged_union, _make_union_structure(conv))
     conv.register_unstructure_hook_factory(_is_tagged_union, _make_union_unstructure(conv))
     return conv
@@ -134,15 +262,26 @@ def structure_error(exc: Exception, root: str = "$", most: int = 5) -> str:
     ...     structure({"input_tokens": "x"}, __import__("helikon.model").model.Usage)
     ... except Exception as exc:
     ...     print(structure_error(exc, "usage"))
-    invalid value for type, expected int @ usage.input_tokens
+    expected an integer, got a string ('x') @ usage.input_tokens
     """
     from cattrs import BaseValidationError, transform_error
+    from cattrs.v import format_exception
 
     if isinstance(exc, KeyError):
         return f"missing key {exc}"
     if not isinstance(exc, BaseValidationError):
         return str(exc)
-    paths = transform_error(exc, path=root)
+
+    def described(error: BaseException, tp: type | None) -> str:
+        # The strict hooks' own words ("expected a boolean, got a string
+        # ('no')") say more than cattrs' generic ones.
+        if isinstance(error, NormalFormError):
+            return f"not JSON data in normal form: {error}"
+        if isinstance(error, TypeError | ValueError) and str(error).startswith(("expected ", "unknown ")):
+            return str(error)
+        return format_exception(error, tp)
+
+    paths = transform_error(exc, path=root, format_exception=described)
     return "; ".join(paths[:most]) + (f"; and {len(paths) - most} more" if len(paths) > most else "")
 
 

@@ -67,6 +67,15 @@ ModelFailure: TypeAlias = (
     Unavailable | RateLimited | ContextLengthExceeded | Refused | TransportFailure | OtherModelFailure
 )
 
+_MODEL_FAILURES = (
+    Unavailable,
+    RateLimited,
+    ContextLengthExceeded,
+    Refused,
+    TransportFailure,
+    OtherModelFailure,
+)
+
 #: Model failures worth retrying.
 TRANSIENT_MODEL_FAILURES = (Unavailable, RateLimited, TransportFailure)
 
@@ -269,6 +278,9 @@ def describe(error: AgentError | ModelFailure | ToolFailure) -> str:
             return f"denied: {reason}"
         case ToolCrashed(message):
             return message
+    # Not a failure value at all (a plain string passed where one belongs):
+    # described as it is rather than failing while describing a failure.
+    return str(error)
 
 
 # -- exceptions --------------------------------------------------------------
@@ -283,11 +295,22 @@ class ModelError(HelikonError):
 
     Adapters raise it from ``invoke`` (before or during the stream). Build it
     with the class methods: ``ModelError.rate_limited("...", retry_after_ms=500)``.
+    ``ModelError("upstream 503")``, with text, is ``ModelError.other(...)``.
+
+    Raises:
+        TypeError: ``failure`` is neither text nor a :data:`ModelFailure`.
     """
 
-    def __init__(self, failure: ModelFailure) -> None:
+    def __init__(self, failure: ModelFailure | str) -> None:
+        if isinstance(failure, str):
+            failure = OtherModelFailure(failure)
+        elif not isinstance(failure, _MODEL_FAILURES):
+            raise TypeError(
+                f"ModelError takes a model failure or its text, not {type(failure).__name__}: use "
+                "ModelError.unavailable/.rate_limited/.context_length_exceeded/.refused/.transport/.other"
+            )
         super().__init__(describe(failure))
-        self.failure = failure
+        self.failure: ModelFailure = failure
 
     @classmethod
     def unavailable(cls, message: str) -> ModelError:
@@ -375,6 +398,23 @@ class ConfigError(HelikonError, ValueError):
     """An agent, tool or run was configured with invalid values."""
 
 
+class NormalFormError(HelikonError, TypeError, ValueError):
+    """A value has no canonical JSON form, so it cannot enter the core.
+
+    Raised by :func:`helikon.normal_form` for a non-string dict key, NaN or
+    infinity, a string holding a lone surrogate, or a value of a type with no
+    JSON form (a set's members are sorted, tuples become lists: those are
+    fine). ``path`` says where the value sits (``$.rows[2]``), ``reason``
+    what is wrong with it. A ``TypeError`` and a ``ValueError`` both, so code
+    that caught what the JSON encoder used to raise still catches it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 __all__ = [
     "AgentError",
     "Cancelled",
@@ -395,6 +435,7 @@ __all__ = [
     "ModelError",
     "ModelFailed",
     "ModelFailure",
+    "NormalFormError",
     "OtherError",
     "OtherModelFailure",
     "RateLimited",

@@ -24,8 +24,9 @@ from typing import Any, Final
 import msgspec
 
 from helikon import codec
+from helikon._normal import require_normal
 from helikon.agents import TreeState
-from helikon.errors import HelikonError
+from helikon.errors import HelikonError, NormalFormError
 from helikon.loop import RunState
 
 FORMAT: Final = "helikon-state"
@@ -35,8 +36,11 @@ VERSION: Final = 2
 
 
 class StateFormatError(HelikonError):
-    """The bytes are not a helikon state snapshot this version can read, or
-    their signature does not check out."""
+    """The bytes are not a helikon state snapshot this version can read (a
+    value of the wrong type is named by its field path: decoding never
+    coerces), or their signature does not check out; or, from
+    :func:`dump_state`, the state cannot be written so that it reads back
+    equal."""
 
 
 def _key(key: bytes | str) -> bytes:
@@ -57,15 +61,38 @@ State = RunState | TreeState
 def dump_state(state: State, *, key: bytes | str | None = None) -> bytes:
     """``state`` as versioned, byte-stable JSON; signed when ``key`` is given.
 
+    What is written reads back as an equal state, or is not written: a state
+    holding a value that is not JSON data in normal form (NaN, a non-string
+    dict key, a tuple where JSON has a list: a state built by hand, never
+    one a run reached) is refused.
+
     Raises:
+        StateFormatError: the state cannot be written so that it reads back
+            equal; the message names the field path.
         ValueError: ``key`` is shorter than 16 bytes.
     """
     machine = "tree" if isinstance(state, TreeState) else "loop"
+    data = codec.unstructure(state)
+    try:
+        require_normal(data, "state")
+    except NormalFormError as exc:
+        raise StateFormatError(f"the state cannot be written as a snapshot: {exc}") from None
+    try:
+        back = codec.structure(data, TreeState if machine == "tree" else RunState)
+    except Exception as exc:
+        raise StateFormatError(
+            f"the state cannot be written as a snapshot: {codec.structure_error(exc, 'state')}"
+        ) from None
+    if back != state:
+        raise StateFormatError(
+            "the state cannot be written as a snapshot: it would not read back equal "
+            "(a field holds a value of another type than its declared one)"
+        )
     envelope: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "machine": machine,
-        "state": codec.unstructure(state),
+        "state": data,
     }
     if key is None:
         return msgspec.json.encode(envelope, order="sorted")

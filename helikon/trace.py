@@ -26,9 +26,10 @@ import attrs
 import msgspec
 
 from helikon import codec
+from helikon._normal import normal_form
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import CallModel, Effect, EffectResult
-from helikon.errors import HelikonError
+from helikon.errors import HelikonError, NormalFormError
 from helikon.events import AgentEvent
 from helikon.items import Item
 from helikon.loop import AgentSpec
@@ -45,8 +46,11 @@ TEXT_MIN: Final = 24
 
 
 class TraceFormatError(HelikonError):
-    """A trace file could not be read: not a trace, truncated, malformed, or
-    of a version this helikon cannot read."""
+    """A trace file could not be read: not a trace, truncated, malformed (a
+    value of the wrong type is named by its line and field path: reading
+    never coerces), or of a version this helikon cannot read; or a trace
+    could not be written so that it reads back the same (NaN, a lone
+    surrogate, a non-string key in a step)."""
 
 
 class TraceVersionWarning(UserWarning):
@@ -212,7 +216,14 @@ class Trace:
         )
         lines.extend(texts.flush())
         for record in records:
-            interned = texts.intern(record)
+            where = f"step {record['index']}" if record["kind"] == "step" else "the end line"
+            try:
+                # What is written must read back the same: no NaN (msgspec
+                # would write null), no lone surrogate, no non-string key.
+                checked = normal_form(record, path=where)
+            except NormalFormError as exc:
+                raise TraceFormatError(f"the trace cannot be written: {exc}") from None
+            interned = texts.intern(checked)
             lines.extend(texts.flush())
             lines.append(_encode(interned))
         return lines
@@ -281,6 +292,15 @@ class Trace:
         final: tuple[AgentEvent, ...] = ()
         header: TraceHeader | None = None
         number = 1
+
+        def read(value: Any, as_type: Any, field: str) -> Any:
+            """A field of the line, strictly: a wrong type is named by its path."""
+            try:
+                return codec.structure(value, as_type)
+            except Exception as exc:
+                why = codec.structure_error(exc, field)
+                raise TraceFormatError(f"{source}:{number}: malformed trace line: {why}") from exc
+
         try:
             for number, raw in records:  # noqa: B007 (``number`` names the line in the error)
                 if not isinstance(raw, dict):
@@ -292,20 +312,20 @@ class Trace:
                 if kind == "header":
                     if header is not None:
                         raise ValueError("a second header line")
-                    header = codec.structure({k: v for k, v in record.items() if k != "kind"}, TraceHeader)
+                    header = read({k: v for k, v in record.items() if k != "kind"}, TraceHeader, "header")
                 elif kind == "step":
                     steps.append(
                         TraceStep(
-                            record["index"],
-                            _shared_prefix(codec.structure(record["effect"], Effect), steps),
-                            codec.structure(record["result"], EffectResult),
-                            tuple(codec.structure(e, AgentEvent) for e in record["events"]),
-                            tuple(record.get("path", ())),
-                            tuple(codec.structure(e, AgentEvent) for e in record.get("live", ())),
+                            read(record["index"], int, "index"),
+                            _shared_prefix(read(record["effect"], Effect, "effect"), steps),
+                            read(record["result"], EffectResult, "result"),
+                            read(record["events"], tuple[AgentEvent, ...], "events"),
+                            read(record.get("path", []), tuple[str | int, ...], "path"),
+                            read(record.get("live", []), tuple[AgentEvent, ...], "live"),
                         )
                     )
                 elif kind == "end":
-                    final = tuple(codec.structure(e, AgentEvent) for e in record["events"])
+                    final = read(record["events"], tuple[AgentEvent, ...], "events")
                 else:
                     raise ValueError(f"unknown line kind {kind!r}")
         except TraceFormatError:
@@ -415,8 +435,14 @@ class _Texts:
                 return ref
             if kind is dict:
                 # Sorted, as written: numbers follow the order a reader meets
-                # texts in. Class tags (``"type"``) stay in place, readable.
-                inner = {k: item[k] if k == "type" else walk(item[k]) for k in sorted(item)}
+                # texts in. Class tags (``"type"``: strings) stay in place,
+                # readable; anything else under that key is walked like any
+                # value (a payload's own ``"type"`` must read back the same).
+                inner = {
+                    k: v if k == "type" and type(v) is str else walk(v)
+                    for k in sorted(item)
+                    for v in (item[k],)
+                }
                 if _TEXT_KEY in item or _LITERAL_KEY in item:
                     return {_LITERAL_KEY: inner}
                 return inner

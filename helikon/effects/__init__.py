@@ -18,6 +18,7 @@ from typing import TypeAlias
 import attrs
 
 from helikon._json import JsonValue
+from helikon._normal import normal_form
 from helikon.errors import AgentError, Cancelled, GuardrailTripped, ModelFailure, TimedOut, ToolFailure
 from helikon.governance import (
     HookDecision,
@@ -273,10 +274,12 @@ class PolicyAnswered:
 @attrs.frozen
 class ToolReturned:
     """Tool call ``call_id`` returned ``output``: text, or a JSON value the
-    machine encodes for the model."""
+    machine encodes for the model, taken in normal form
+    (:func:`helikon.normal_form`; a value with no JSON form raises
+    ``NormalFormError``: an interpreter reports it as a :class:`ToolRaised`)."""
 
     call_id: CallId
-    output: JsonValue
+    output: JsonValue = attrs.field(converter=normal_form)
 
 
 @attrs.frozen

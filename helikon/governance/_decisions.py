@@ -15,6 +15,8 @@ from typing import final
 
 import attrs
 
+from helikon._normal import normal_text
+
 
 @final
 @attrs.frozen
@@ -27,7 +29,7 @@ class Allow:
 class Deny:
     """Stop; ``reason`` is surfaced to the model (and to the user's events)."""
 
-    reason: str
+    reason: str = attrs.field(converter=normal_text)
 
 
 __all__ = ["Allow", "Deny"]

@@ -32,6 +32,7 @@ from typing import TypeAlias, TypeVar, assert_never, final
 import attrs
 
 from helikon._json import JsonValue
+from helikon._normal import normal_form, normal_text
 from helikon.governance._decisions import Allow, Deny
 
 T = TypeVar("T")
@@ -106,17 +107,22 @@ HookEvent: TypeAlias = (
 @final
 @attrs.frozen
 class ReplaceInput:
-    """Rewrite the value the runner is about to use (a PreToolUse's args)."""
+    """Rewrite the value the runner is about to use (a PreToolUse's args).
 
-    args: JsonValue
+    ``args`` is taken in normal form (:func:`helikon.normal_form`: a tuple
+    becomes a list); a value with no JSON form raises ``NormalFormError``.
+    """
+
+    args: JsonValue = attrs.field(converter=normal_form)
 
 
 @final
 @attrs.frozen
 class ReplaceOutput:
-    """Rewrite the value the runner just observed (a PostToolUse's output)."""
+    """Rewrite the value the runner just observed (a PostToolUse's output),
+    taken in normal form like :class:`ReplaceInput`'s."""
 
-    output: JsonValue
+    output: JsonValue = attrs.field(converter=normal_form)
 
 
 @final
@@ -124,7 +130,7 @@ class ReplaceOutput:
 class InjectSystemMessage:
     """Add ``text`` as a system message to the next model call."""
 
-    text: str
+    text: str = attrs.field(converter=normal_text)
 
 
 #: What a hook answers.

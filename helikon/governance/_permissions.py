@@ -49,6 +49,7 @@ from typing import TypeAlias, assert_never, final
 import attrs
 
 from helikon._json import JsonValue
+from helikon._normal import normal_form, normal_text
 from helikon.config import PermissionMode
 from helikon.governance._bash import Verdict, resolve
 from helikon.governance._decisions import Allow, Deny
@@ -62,15 +63,17 @@ from helikon.model import ToolEffect
 class AskUser:
     """Ask a human (through the approval handler) with ``prompt``."""
 
-    prompt: str
+    prompt: str = attrs.field(converter=normal_text)
 
 
 @final
 @attrs.frozen
 class Replace:
-    """Run the call with ``args`` instead (sanitize it)."""
+    """Run the call with ``args`` instead (sanitize it), taken in normal form
+    (:func:`helikon.normal_form`: a tuple becomes a list; a value with no
+    JSON form raises ``NormalFormError``)."""
 
-    args: JsonValue
+    args: JsonValue = attrs.field(converter=normal_form)
 
 
 #: What a permission policy (the book's canUseTool) answers.

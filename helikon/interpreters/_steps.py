@@ -91,13 +91,12 @@ def approval_answered(request: ApprovalRequest, value: object) -> ApprovalDecisi
 
 
 def tool_returned(call_id: CallId, value: object, tool: str | None = None) -> StepResult:
-    """A tool's return value as JSON data (text stays text).
+    """A tool's return value as JSON data in normal form (text stays text).
 
     A value with no JSON form (binary data included: it does not silently
-    become base64) is a crash of the tool, named when ``tool`` is given.
+    become base64; NaN, a lone surrogate, a non-string key) is a crash of
+    the tool the model sees, named when ``tool`` is given.
     """
-    if isinstance(value, str):
-        return ToolReturned(call_id, value)
     try:
         output: JsonValue = to_json(value)
     except (TypeError, msgspec.EncodeError) as exc:

@@ -40,7 +40,7 @@ from helikon.loop._states import (
 )
 from helikon.loop._table import TABLE, transition
 from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, start
-from helikon.loop._validate import parse_json, schema_errors
+from helikon.loop._validate import parse_json, schema_errors, schema_problem
 
 __all__ = [
     "ApprovalRoute",
@@ -83,6 +83,7 @@ __all__ = [
     "parse_json",
     "resume",
     "schema_errors",
+    "schema_problem",
     "start",
     "transition",
 ]

@@ -15,6 +15,8 @@ from typing import TypeAlias
 import msgspec
 
 from helikon._json import JsonObject, JsonValue
+from helikon._normal import normal_form
+from helikon.errors import NormalFormError
 
 #: A compiled check: instance -> schema errors (empty when valid).
 Check: TypeAlias = Callable[[JsonValue], tuple[str, ...]]
@@ -47,6 +49,47 @@ def schema_errors(instance: JsonValue, schema: JsonObject) -> tuple[str, ...]:
     ("$.a: 'x' is not of type 'integer'",)
     """
     return _compile(msgspec.json.encode(schema, order="sorted"))(instance)
+
+
+def schema_problem(schema: object) -> str | None:
+    """Why ``schema`` cannot be used to check values (``None``: it can): it
+    is not JSON data in normal form, not an object, or not a valid JSON
+    Schema of its draft (a typo'd ``type``, a ``pattern`` that is no regular
+    expression). The problem names its path in the schema.
+
+    An agent checks its tools' schemas with this when it is built, so
+    :func:`schema_errors` never meets a schema it cannot compile.
+
+    >>> schema_problem({"type": "object"}) is None
+    True
+    >>> schema_problem({"type": "object", "properties": {"n": {"type": "integr"}}})
+    "$.properties.n.type: 'integr' is not valid under any of the given schemas"
+    """
+    try:
+        normal = normal_form(schema)
+    except NormalFormError as exc:
+        return str(exc)
+    if not isinstance(normal, dict):
+        return f"$: a schema must be a JSON object, not {type(normal).__name__}"
+    return _schema_problem(msgspec.json.encode(normal, order="sorted"))
+
+
+@lru_cache(maxsize=1024)
+def _schema_problem(canonical: bytes) -> str | None:
+    import jsonschema
+
+    schema = msgspec.json.decode(canonical)
+    validator_class = jsonschema.validators.validator_for(schema)
+    try:
+        validator_class.check_schema(schema)
+        validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+        for _ in validator.iter_errors({}):  # resolves what a first check needs ($ref at the top)
+            pass
+    except jsonschema.SchemaError as exc:
+        return f"{exc.json_path}: {exc.message}"
+    except Exception as exc:  # an unresolvable $ref, a regex re cannot compile, ...
+        return f"$: {type(exc).__name__}: {exc}"
+    return None
 
 
 @lru_cache(maxsize=1024)
@@ -144,4 +187,4 @@ def _fast_check(schema: JsonValue) -> Callable[[JsonValue], bool] | None:
     return fast
 
 
-__all__ = ["parse_json", "schema_errors"]
+__all__ = ["parse_json", "schema_errors", "schema_problem"]

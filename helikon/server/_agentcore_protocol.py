@@ -34,7 +34,7 @@ from typing import Any, Final, final
 import attrs
 import msgspec
 
-from helikon.codec import structure, unstructure
+from helikon.codec import structure, structure_error, unstructure
 from helikon.events import AgentEvent
 from helikon.items import AgentInput, Item
 from helikon.model import Usage
@@ -192,7 +192,9 @@ def _items(messages: Any) -> tuple[Item, ...]:
             items.append(structure(message, Item))
         except Exception as exc:  # cattrs' validation errors, KeyError for a missing tag...
             raise BadInvocation(
-                422, "bad_input", f"messages[{index}] is not a helikon item ({type(exc).__name__}: {exc})"
+                422,
+                "bad_input",
+                f"messages[{index}] is not a helikon item: {structure_error(exc, f'messages[{index}]')}",
             ) from None
     return tuple(items)
 

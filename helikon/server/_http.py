@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from helikon.codec import structure
+from helikon.codec import structure, structure_error
 from helikon.items import AgentInput, Item
 from helikon.server._backend import (
     ApprovalRefused,
@@ -221,9 +221,12 @@ def run_input(body: Any) -> AgentInput:
     if not isinstance(messages, list) or not messages:
         raise BadRequest(422, "bad_input", "'messages' must be a non-empty list of items")
     try:
-        items: tuple[Item, ...] = tuple(structure(message, Item) for message in messages)
+        # Strict: a wrong type anywhere (``null`` for an item, ``null`` for
+        # a text) is refused here, naming its path, never coerced.
+        items: tuple[Item, ...] = structure(messages, tuple[Item, ...])
     except Exception as exc:
-        raise BadRequest(422, "bad_input", f"'messages' holds an item helikon cannot read: {exc}") from None
+        why = structure_error(exc, "messages")
+        raise BadRequest(422, "bad_input", f"'messages' holds an item helikon cannot read: {why}") from None
     return AgentInput(items)
 
 

@@ -25,6 +25,7 @@ from typing import Any, Final, Literal, TypeVar, overload
 import msgspec
 
 from helikon._json import JsonValue
+from helikon._normal import normal_form
 from helikon.errors import ConfigError
 from helikon.schema import json_type
 from helikon.tools._models import (
@@ -157,34 +158,45 @@ def convert(value: object, tp: object) -> Any:
 
 
 def to_json(obj: object) -> JsonValue:
-    """Convert a Python value to a JSON-compatible value.
+    """Convert a Python value to a JSON-compatible value, in the core's normal
+    form (:func:`helikon.normal_form`).
 
-    Models become objects, enums their values, tuples and sets lists,
-    datetimes ISO 8601 strings and UUIDs strings; the result is exactly what
-    a JSON round trip would give back. ``str`` stays ``str``.
+    Models become objects, enums their values, tuples lists, sets sorted
+    lists, datetimes ISO 8601 strings and UUIDs strings; the result is
+    exactly what a JSON round trip would give back. ``str`` stays ``str``.
 
     >>> import datetime
-    >>> to_json({"when": datetime.date(2024, 5, 1), "pair": (1, 2)})
-    {'when': '2024-05-01', 'pair': [1, 2]}
+    >>> to_json({"when": datetime.date(2024, 5, 1), "pair": (1, 2), "tags": {"b", "a"}})
+    {'when': '2024-05-01', 'pair': [1, 2], 'tags': ['a', 'b']}
 
     Binary data (``bytes``, ``bytearray``, ``memoryview``) has no JSON form
     either: rather than let it silently become base64 text, it raises too
-    (decode it, or encode it as you want the model to see it).
+    (decode it, or encode it as you want the model to see it). So do dict
+    keys that are not strings, NaN and infinity, and strings holding a lone
+    surrogate.
 
     Raises:
-        TypeError: ``obj`` holds a value with no JSON form.
+        NormalFormError: ``obj`` holds a value with no JSON form (the error
+            names its path; it is a ``TypeError`` too).
     """
-    if type(obj) in _JSON_SCALAR_TYPES:
-        return typing.cast(JsonValue, obj)
+    return normal_form(obj, _builtins)
+
+
+def _builtins(obj: object) -> object:
+    """A value of a type the normal form does not know, as builtins (the
+    dates, UUIDs, enums and models msgspec knows); binary data is refused."""
+    if isinstance(obj, _BINARY_TYPES):
+        raise TypeError(
+            f"a {type(obj).__name__} value is binary data: decode it or encode it (e.g. as base64) yourself"
+        )
     try:
-        plain = msgspec.to_builtins(obj, builtin_types=_BINARY_TYPES, str_keys=True)
-        binary = _binary_inside(plain)
-        if binary is not None:
-            raise TypeError(f"{binary} is binary data: decode it or encode it (e.g. as base64) yourself")
-        out: JsonValue = msgspec.json.decode(msgspec.json.encode(plain))
+        plain = msgspec.to_builtins(obj, builtin_types=_BINARY_TYPES, order="deterministic")
     except (TypeError, OverflowError) as exc:
-        raise TypeError(f"{type(obj).__qualname__} value is not JSON-compatible: {exc}") from None
-    return out
+        raise TypeError(f"a value of type {type(obj).__qualname__} has no JSON form ({exc})") from None
+    binary = _binary_inside(plain)
+    if binary is not None:
+        raise TypeError(f"{binary} is binary data: decode it or encode it (e.g. as base64) yourself")
+    return plain
 
 
 _BINARY_TYPES: Final = (bytes, bytearray, memoryview)

@@ -19,7 +19,7 @@ import attrs
 
 from helikon._json import JsonObject, JsonValue
 from helikon.context import ToolContext
-from helikon.errors import ConfigError, ToolError
+from helikon.errors import ConfigError, NormalFormError, ToolError
 from helikon.model import ToolEffect
 from helikon.protocols import Tool
 from helikon.tools._convert import (
@@ -38,7 +38,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_JSON_SCALAR_TYPES: Final[frozenset[type]] = frozenset({str, int, float, bool, type(None)})
 
 
 @attrs.frozen
@@ -154,12 +153,12 @@ class FunctionTool(Generic[P, R]):
             result = await pending
         else:
             result = await plan.call(ctx, args)
-        if type(result) in _JSON_SCALAR_TYPES:
-            return typing.cast(JsonValue, result)
         try:
             return to_json(result)
-        except TypeError as exc:
-            raise TypeError(f"tool {self.name!r} returned a value with no JSON form: {exc}") from None
+        except NormalFormError as exc:
+            # A failure the model sees, worded as when an interpreter
+            # normalises a raw value itself (``tool_returned``).
+            raise ToolError(f"tool {self.name!r} returned a value with no JSON form: {exc}") from None
 
     @property
     def __wrapped__(self) -> Callable[P, R]:

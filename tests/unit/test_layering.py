@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "carriers",
         (
             "helikon._json",
+            "helikon._normal",
             "helikon._version",
             "helikon._deprecated",
             "helikon.ids",

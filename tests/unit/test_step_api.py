@@ -124,7 +124,7 @@ def test_a_malformed_snapshot_names_the_field_path() -> None:
         load_state(msgspec.json.encode(data))
 
     message = str(caught.value)
-    assert "expected int @ state.usage.input_tokens" in message
+    assert "expected an integer, got a string ('many') @ state.usage.input_tokens" in message
     assert "@ state.conversation[1]" in message
 
 

@@ -476,8 +476,8 @@ def test_thread_false_runs_a_sync_tool_on_the_calling_thread_and_survives_redeco
 @pytest.mark.parametrize(
     ("value", "where"),
     [
-        (b"\x00", "$ (a bytes"),
-        ({"a": [1, bytearray(b"x")]}, "$.a[1] (a bytearray"),
+        (b"\x00", "$: a bytes"),
+        ({"a": [1, bytearray(b"x")]}, "$.a[1]: a bytearray"),
         ([memoryview(b"x")], "$[0]"),
     ],
 )
@@ -487,7 +487,7 @@ def test_a_binary_result_raises_naming_the_tool_and_where_not_as_base64(value: o
         """Return raw data."""
         return value
 
-    with pytest.raises(TypeError) as info:
+    with pytest.raises(ToolError) as info:
         invoke(raw, {})
     assert str(info.value).startswith("tool 'raw' returned a value with no JSON form")
     assert where in str(info.value)
