@@ -58,6 +58,7 @@ from helikon.effects import (
     ApprovalDecision,
     ApprovalRequest,
     ApprovalsGiven,
+    AskApprovals,
     AtPath,
     AwaitApproval,
     CallStep,
@@ -111,18 +112,32 @@ class OpaqueState:
 NodeState = RunState | WorkflowState | OpaqueState
 
 
+def _own_key(member: Member) -> str:
+    return member.name
+
+
 @attrs.frozen
 class Member:
     """An agent a tree may run, as data.
 
+    A member is told apart by its ``key``, never by its name: two agents of a
+    tree may share a name (two ``writer`` steps with different instructions)
+    and each runs with its own spec.
+
     Args:
-        name: the agent's name (what handoffs and workflow nodes name).
+        name: the agent's name (what its events and hooks say).
         spec: its definition: an agent loop's or a workflow's; None for an
             agent that is not a helikon machine (run whole, see :class:`OpaqueState`).
         handoffs: a swarm's handoff budget, for runs it enters (None: none).
         hooks: whether observing hooks fire for its runs.
         agent_tools: its tools that are agents (``AgentAsTool``): (tool name,
-            member name), sorted.
+            member key), sorted.
+        links: the members its children run: (child key, member key) for a
+            workflow's children and an agent's handoff targets (keyed by the
+            target's name); without a link, the child's agent name is the key.
+        key: the member's key in its tree, unique: its name, or, when an
+            earlier member has that name, the path (``/``-joined child keys)
+            it was first found at.
     """
 
     name: str
@@ -130,28 +145,43 @@ class Member:
     handoffs: int | None = None
     hooks: bool = False
     agent_tools: tuple[tuple[str, str], ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    key: str = attrs.field(default=attrs.Factory(_own_key, takes_self=True), kw_only=True)
 
     def agent_tool(self, tool: str) -> str | None:
-        """The member a tool of this agent runs (an agent used as a tool), or None."""
+        """The key of the member a tool of this agent runs (an agent used as
+        a tool), or None."""
         for name, agent in self.agent_tools:
             if name == tool:
                 return agent
         return None
 
+    def linked(self, child: str) -> str | None:
+        """The key of the member its child ``child`` runs, or None (no link)."""
+        for key, member in self.links:
+            if key == child:
+                return member
+        return None
+
 
 @attrs.frozen
 class TreeSpec:
-    """Every agent a tree can reach, sorted by name, and the root's name."""
+    """Every agent a tree can reach, sorted by key, and the root's key."""
 
     root: str
     members: tuple[Member, ...]
 
-    def member(self, name: str) -> Member | None:
-        """The member called ``name``, or None."""
+    def member(self, key: str) -> Member | None:
+        """The member keyed ``key``, or None."""
         for member in self.members:
-            if member.name == name:
+            if member.key == key:
                 return member
         return None
+
+    def name_of(self, key: str) -> str:
+        """The agent name of the member keyed ``key`` (``key`` if none)."""
+        member = self.member(key)
+        return member.name if member is not None else key
 
 
 @attrs.frozen
@@ -167,7 +197,7 @@ class TreeNode:
     """One sub-machine and where it is.
 
     Args:
-        agent: the member it runs.
+        agent: the key of the member it runs (see :class:`Member`).
         state: its own machine's state.
         effect: its own machine's pending effect.
         children: the children answering a ``Handoff``/``RunAgents`` effect.
@@ -362,7 +392,8 @@ def _agent_tools(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: l
 
 
 def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[AgentEvent]) -> TreeNode:
-    target = spec.member(effect.target)
+    owner = spec.member(node.agent)
+    target = spec.member((owner.linked(effect.target) if owner else None) or effect.target)
     if target is None:
         failed = HandoffCompleted("", Usage(), OtherError(f"no handoff target named {effect.target!r}"))
         return _feed_own(spec, node, failed, events)
@@ -372,24 +403,24 @@ def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[Agen
             events.pop()
         exceeded = MaxHandoffsExceeded(node.handoff_limit or 0)
         return _feed_own(spec, node, HandoffCompleted("", Usage(), exceeded), events)
-    run_id = RunId(f"{node.state.run_id}/{target.name}")
-    begun = _begin(target, target.name, effect.transcript, run_id, effect.depth)
+    run_id = RunId(f"{node.state.run_id}/{effect.target}")
+    begun = _begin(target, effect.target, effect.transcript, run_id, effect.depth)
     left = node.handoffs_left - 1 if node.handoffs_left is not None else None
     child = _new_node(spec, target, begun, (left, node.handoff_limit), [])
     events.extend(_forwarded(begun.events))
-    member = spec.member(node.agent)
     chores: tuple[NotifyHooks | StoreOutput, ...] = ()
-    if member is not None and member.hooks:
-        chores = (NotifyHooks(OnHandoff(node.agent, target.name)),)
-    node = attrs.evolve(node, children=(TreeChild(target.name, child),), chores=chores)
+    if owner is not None and owner.hooks:
+        chores = (NotifyHooks(OnHandoff(owner.name, target.name)),)
+    node = attrs.evolve(node, children=(TreeChild(effect.target, child),), chores=chores)
     return _after_children(spec, node, events)
 
 
 def _run_agents(spec: TreeSpec, node: TreeNode, effect: RunAgents, events: list[AgentEvent]) -> TreeNode:
     children: list[TreeChild] = []
     missing: list[AgentRunResult] = []
+    owner = spec.member(node.agent)
     for run in effect.runs:
-        member = spec.member(run.agent)
+        member = spec.member((owner.linked(run.key) if owner else None) or run.agent)
         if member is None:
             missing.append(AgentRunResult(run.key, "", Usage(), OtherError(f"no child agent {run.key!r}")))
             continue
@@ -416,7 +447,7 @@ def _new_node(
 ) -> TreeNode:
     """A node for ``member``, begun; ``budget`` is (handoffs left, the limit)."""
     left, limit = budget
-    node = TreeNode(member.name, begun.state, begun.effect, handoffs_left=left, handoff_limit=limit)
+    node = TreeNode(member.key, begun.state, begun.effect, handoffs_left=left, handoff_limit=limit)
     return _settle(spec, node, begun, events)
 
 
@@ -448,7 +479,7 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
         (child,) = node.children
         output, usage, error = _output_of(child.node)
         if hooks:
-            chores.append(NotifyHooks(OnSubagentStop(child.node.agent)))
+            chores.append(NotifyHooks(OnSubagentStop(spec.name_of(child.node.agent))))
         answer: HandoffCompleted | AgentsRan = HandoffCompleted(output, usage, error)
     else:
         earlier = node.deliver.results if type(node.deliver) is AgentsRan else ()
@@ -458,7 +489,7 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
             if error is None:
                 chores.append(StoreOutput(child.key, output))
             if hooks:
-                chores.append(NotifyHooks(OnSubagentStop(child.node.agent)))
+                chores.append(NotifyHooks(OnSubagentStop(spec.name_of(child.node.agent))))
             state = child.node.state
             escalated = child.node.escalated or (isinstance(state, OpaqueState) and state.escalated)
             results.append(AgentRunResult(child.key, output, usage, error, escalated))
@@ -482,7 +513,7 @@ def _join_round(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: li
         if error is None:
             results.append(ToolReturned(step.call_id, output))
         else:
-            failure = ToolCrashed(f"agent {child.agent!r} failed: {describe(error)}")
+            failure = ToolCrashed(f"agent {spec.name_of(child.agent)!r} failed: {describe(error)}")
             results.append(ToolRaised(step.call_id, failure))
     node = attrs.evolve(node, children=(), partial=None)
     return _feed_own(spec, node, ToolsExecuted(tuple(results)), events)
@@ -571,8 +602,16 @@ def leaves(node: TreeNode, path: tuple[str, ...] = ()) -> list[AtPath]:
         return found
     if type(node.effect) is Terminate:
         return []
-    return [AtPath(path, node.effect)]
+    return [AtPath(path, _addressed(node.effect, path))]
 
+
+def _addressed(effect: Effect, path: tuple[str, ...]) -> Effect:
+    """``effect`` with its approval requests marked with the path that asks."""
+    if not path or type(effect) not in (AskApprovals, AwaitApproval):
+        return effect
+    assert type(effect) is AskApprovals or type(effect) is AwaitApproval
+    requests = tuple(attrs.evolve(r, path=path) for r in effect.requests)
+    return type(effect)(requests)
 
 
 def pending_effect(state: TreeState) -> Effect:
@@ -606,7 +645,7 @@ def start_tree(spec: TreeSpec, input: AgentInput, run_id: RunId, depth: int = 0)
         raise StepError(f"the tree has no root agent {spec.root!r}")
     begun = _begin(root, root.name, input.items, run_id, depth)
     events = list(begun.events)
-    node = TreeNode(root.name, begun.state, begun.effect, handoffs_left=root.handoffs, root=True)
+    node = TreeNode(root.key, begun.state, begun.effect, handoffs_left=root.handoffs, root=True)
     node = _settle(spec, attrs.evolve(node, handoff_limit=root.handoffs), begun, events)
     return _outcome(TreeState(node), events, begun.appended)
 
@@ -652,17 +691,43 @@ def _route_approvals(
     result: ApprovalsGiven,
     events: list[AgentEvent],
 ) -> TreeNode:
-    answers = {d.call_id: d for d in result.decisions}
+    """Give each waiting sub-machine the decisions about its own calls: a
+    decision names its call by (path, call id); one without a path names the
+    only pending call with that id."""
+    exact = {(d.path, d.call_id): d for d in result.decisions}
+    asked = {(r.path, r.call_id) for r in requests}
+    for d in result.decisions:
+        if d.path and (d.path, d.call_id) not in asked:
+            raise StepError(f"no approval was asked for tool call {d.call_id} at {'/'.join(d.path)!r}")
     for leaf in leaves(root):
         assert type(leaf.effect) is AwaitApproval
         mine: list[ApprovalDecision] = []
         for request in leaf.effect.requests:
-            decision = answers.get(request.call_id)
+            decision = exact.get((request.path, request.call_id))
+            if decision is None and request.path:
+                decision = _unaddressed(requests, result, request)
             if decision is None:
                 raise StepError(f"no decision for tool call {request.call_id}")
-            mine.append(decision)
+            mine.append(attrs.evolve(decision, path=()))
         root = _feed(spec, root, leaf.path, ApprovalsGiven(tuple(mine)), events)
     return root
+
+
+def _unaddressed(
+    requests: tuple[ApprovalRequest, ...], result: ApprovalsGiven, request: ApprovalRequest
+) -> ApprovalDecision | None:
+    """The decision without a path about ``request``'s call id, when that id
+    names one pending call only."""
+    decision = next((d for d in result.decisions if not d.path and d.call_id == request.call_id), None)
+    if decision is None:
+        return None
+    sharing = sorted("/".join(r.path) or "(root)" for r in requests if r.call_id == request.call_id)
+    if len(sharing) > 1:
+        raise StepError(
+            f"tool call id {request.call_id} is pending at {', '.join(sharing)}: "
+            "answer each with its path (ApprovalRequest.decide)"
+        )
+    return decision
 
 
 def resume_tree(state: TreeState) -> TreeOutcome:

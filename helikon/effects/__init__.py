@@ -115,12 +115,22 @@ class RunHooks:
 
 @attrs.frozen
 class ApprovalRequest:
-    """A tool call waiting for a human's decision."""
+    """A tool call waiting for a human's decision.
+
+    ``path`` is the path of the sub-machine whose call it is in an agent
+    tree (``()``: the run's own agent): the call id names a call within its
+    path, so answer with :meth:`decide`, which keeps both.
+    """
 
     call_id: CallId
     tool: str
     arguments: str
     prompt: str
+    path: tuple[str, ...] = ()
+
+    def decide(self, approved: bool, reason: str = "") -> ApprovalDecision:
+        """The decision answering exactly this request."""
+        return ApprovalDecision(self.call_id, approved, reason, self.path)
 
 
 @attrs.frozen
@@ -328,11 +338,15 @@ class HooksRan:
 
 @attrs.frozen
 class ApprovalDecision:
-    """A human's answer about tool call ``call_id``."""
+    """A human's answer about tool call ``call_id`` of the sub-machine at
+    ``path`` (see :class:`ApprovalRequest`). A decision without a path
+    answers the one pending call with that id; when calls of several paths
+    share the id, it is refused as ambiguous."""
 
     call_id: CallId
     approved: bool
     reason: str = ""
+    path: tuple[str, ...] = ()
 
 
 @attrs.frozen

@@ -14,14 +14,17 @@ from helikon.loop import AgentSpec
 
 
 def child_keys(member: Member) -> tuple[tuple[str, str], ...]:
-    """The (key, agent name) of every child ``member`` can start: a
-    workflow's nodes, or an agent's handoff targets."""
+    """The (key, member key) of every child ``member`` can start: a
+    workflow's nodes, or an agent's handoff targets (a child without a
+    recorded link runs the member keyed by its agent's name)."""
     spec = member.spec
     if isinstance(spec, WorkflowSpec):
-        return tuple((node.key, node.agent) for node in spec.nodes)
-    if isinstance(spec, AgentSpec):
-        return tuple((handoff.target, handoff.target) for handoff in spec.handoffs)
-    return ()
+        pairs = tuple((node.key, node.agent) for node in spec.nodes)
+    elif isinstance(spec, AgentSpec):
+        pairs = tuple((handoff.target, handoff.target) for handoff in spec.handoffs)
+    else:
+        return ()
+    return tuple((key, member.linked(key) or agent) for key, agent in pairs)
 
 
 def member_at(tree: TreeSpec, path: tuple[str, ...]) -> Member | None:
