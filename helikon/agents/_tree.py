@@ -504,18 +504,21 @@ def _join_round(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: li
     answered = iter(node.partial or ())
     by_key = {c.key: c.node for c in node.children}
     results: list[StepResult] = []
+    spent = Usage()
     for step in effect.steps:
         child = by_key.get(f"{step.tool}:{step.call_id}") if type(step) is InvokeTool else None
         if child is None:
             results.append(next(answered))
             continue
-        output, _, error = _output_of(child)
+        output, usage, error = _output_of(child)
+        spent = spent + usage
         if error is None:
             results.append(ToolReturned(step.call_id, output))
         else:
             failure = ToolCrashed(f"agent {spec.name_of(child.agent)!r} failed: {describe(error)}")
             results.append(ToolRaised(step.call_id, failure))
-    node = attrs.evolve(node, children=(), partial=None)
+    # The sub-runs' usage is the caller's: it spent it through them.
+    node = attrs.evolve(node, state=_spent(node.state, spent), children=(), partial=None)
     return _feed_own(spec, node, ToolsExecuted(tuple(results)), events)
 
 
@@ -540,7 +543,8 @@ def _feed(
         child = node.children[index]
         own: list[AgentEvent] = []
         fed = _feed(spec, child.node, rest, result, own)
-        events.extend(_forwarded(tuple(own)))
+        if not _private(node):
+            events.extend(_forwarded(tuple(own)))
         children = (*node.children[:index], TreeChild(key, fed), *node.children[index + 1 :])
         return _after_children(spec, attrs.evolve(node, children=children), events)
     if node.chores:
@@ -569,11 +573,42 @@ def _interrupt(spec: TreeSpec, node: TreeNode, result: RunInterrupted, events: l
         # Its own run is over; only chores were left (an OnRunComplete, say):
         # an interruption drops them (the book: a cancelled run may abort it).
         return attrs.evolve(node, chores=(), children=(), deliver=None)
+    spent = Usage()
     for child in node.children:
         own: list[AgentEvent] = []
-        _interrupt(spec, child.node, result, own)
-        events.extend(_forwarded(tuple(own)))
-    return _feed_own(spec, attrs.evolve(node, children=(), chores=(), deliver=None), result, events)
+        ended = _interrupt(spec, child.node, result, own)
+        spent = spent + ended.state.usage
+        if not _private(node):
+            events.extend(_forwarded(tuple(own)))
+    # What the children spent is the run's too: the interruption reports it.
+    node = attrs.evolve(node, state=_spent(node.state, spent), children=(), chores=(), deliver=None)
+    return _feed_own(spec, node, result, events)
+
+
+def _private(node: TreeNode) -> bool:
+    """Whether ``node``'s children are private sub-runs: agents used as
+    tools, whose turns never reach their caller's stream or session."""
+    return type(node.effect) is ExecuteTools
+
+
+def private_path(node: TreeNode, path: tuple[str, ...]) -> bool:
+    """Whether the sub-machine at ``path`` below ``node`` is (inside) a
+    private sub-run, an agent used as a tool."""
+    for key in path:
+        if _private(node):
+            return True
+        child = next((c.node for c in node.children if c.key == key), None)
+        if child is None:
+            return False
+        node = child
+    return False
+
+
+def _spent(state: NodeState, usage: Usage) -> NodeState:
+    """``state`` having also spent ``usage`` (its children's)."""
+    if usage == Usage() or isinstance(state, OpaqueState):
+        return state
+    return attrs.evolve(state, usage=state.usage + usage)
 
 
 # -- the tree's pending effect -------------------------------------------------------------
@@ -747,6 +782,7 @@ __all__ = [
     "TreeState",
     "leaves",
     "pending_effect",
+    "private_path",
     "resume_tree",
     "start_tree",
     "step_tree",

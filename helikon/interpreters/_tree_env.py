@@ -158,4 +158,16 @@ def env_at(env: RunEnv, path: tuple[str, ...], interpreter: Any) -> RunEnv:
     return built
 
 
-__all__ = ["agent_tools", "child_of", "compose", "env_at", "is_composite"]
+def is_private(env: RunEnv, path: tuple[str, ...], interpreter: Any) -> bool:
+    """Whether the sub-machine at ``path`` below ``env`` runs inside an agent
+    used as a tool: a private sub-run, whose live events never reach the
+    caller's stream."""
+    for index, key in enumerate(path):
+        if ":" in key:
+            parent = env_at(env, path[:index], interpreter)
+            if _is_agent_tool(parent.tools.get(key.split(":", 1)[0])):
+                return True
+    return False
+
+
+__all__ = ["agent_tools", "child_of", "compose", "env_at", "is_composite", "is_private"]

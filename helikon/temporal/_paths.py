@@ -68,4 +68,16 @@ def member_paths(tree: TreeSpec) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(found.items())
 
 
-__all__ = ["child_keys", "member_at", "member_paths"]
+def is_private(tree: TreeSpec | None, path: tuple[str, ...]) -> bool:
+    """Whether ``path`` runs inside an agent used as a tool (a private
+    sub-run: its live events never reach the caller's stream)."""
+    if tree is None:
+        return False
+    for index, key in enumerate(path):
+        parent = member_at(tree, path[:index])
+        if ":" in key and parent is not None and parent.agent_tool(key.split(":", 1)[0]) is not None:
+            return True
+    return False
+
+
+__all__ = ["child_keys", "is_private", "member_at", "member_paths"]
