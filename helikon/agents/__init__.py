@@ -4,6 +4,7 @@ loop, graph; handoffs and workflow children as addressed sub-machines)."""
 from helikon.agents._tree import (
     Member,
     OpaqueState,
+    Stored,
     TreeChild,
     TreeNode,
     TreeOutcome,
@@ -36,6 +37,7 @@ from helikon.agents._workflow import (
 __all__ = [
     "Member",
     "OpaqueState",
+    "Stored",
     "TreeChild",
     "TreeNode",
     "TreeOutcome",

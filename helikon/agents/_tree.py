@@ -72,6 +72,7 @@ from helikon.effects import (
     NotifyHooks,
     OutputStored,
     PerformAll,
+    RenderInstructions,
     RunAgents,
     RunInterrupted,
     StepResult,
@@ -230,12 +231,28 @@ class TreeNode:
 
 
 @attrs.frozen
+class Stored:
+    """An output written to the run-scoped state (``ctx.state[key] = text``).
+
+    ``scope`` is the path of the private sub-run (an agent used as a tool)
+    whose state it is, ``()`` for the run's own.
+    """
+
+    scope: tuple[str, ...]
+    key: str
+    text: str
+
+
+@attrs.frozen
 class TreeState:
     """A tree run between two steps: the root node, children inside."""
 
     root: TreeNode
     #: The run's definition fingerprint, as :attr:`helikon.loop.RunState.definition`.
     definition: str = ""
+    #: What the run wrote to its run-scoped state so far, in order: part of
+    #: the state, so a run resumed anywhere reads the same ``ctx.state``.
+    stored: tuple[Stored, ...] = ()
 
     @property
     def run_id(self) -> RunId:
@@ -649,9 +666,53 @@ def _addressed(effect: Effect, path: tuple[str, ...]) -> Effect:
     return type(effect)(requests)
 
 
+def _scope(node: TreeNode, path: tuple[str, ...]) -> tuple[str, ...]:
+    """The path of the innermost private sub-run ``path`` runs in (``()``:
+    the run's own): whose run-scoped state it reads and writes."""
+    scope: tuple[str, ...] = ()
+    for index, key in enumerate(path):
+        private = _private(node)
+        child = next((c.node for c in node.children if c.key == key), None)
+        if private:
+            scope = path[: index + 1]
+        if child is None:
+            break
+        node = child
+    return scope
+
+
+def _with_state(state: TreeState, leaf: AtPath) -> AtPath:
+    """``leaf`` with what its instructions may read from the run-scoped state."""
+    if type(leaf.effect) is not RenderInstructions:
+        return leaf
+    scope = _scope(state.root, leaf.path)
+    written: dict[str, str] = {}
+    for stored in state.stored:
+        if stored.scope == scope:
+            written.pop(stored.key, None)  # the order written, the last value
+            written[stored.key] = stored.text
+    if not written:
+        return leaf
+    return AtPath(leaf.path, RenderInstructions(leaf.effect.turn, tuple(written.items())))
+
+
+def _written(state: TreeState, result: EffectResult) -> tuple[Stored, ...]:
+    """The outputs ``result`` says were written (``OutputStored`` answering
+    a ``StoreOutput``), in tree order."""
+    asked = leaves(state.root)
+    answers = [(a.path, a.result) for a in result.results] if type(result) is AllPerformed else [((), result)]
+    by_path = {leaf.path: leaf.effect for leaf in asked}
+    found: list[Stored] = []
+    for path, answer in answers:
+        effect = by_path.get(path)
+        if type(effect) is StoreOutput and type(answer) is OutputStored:
+            found.append(Stored(_scope(state.root, path), effect.key, effect.text))
+    return tuple(found)
+
+
 def pending_effect(state: TreeState) -> Effect:
     """The effect the tree waits on (a function of the state)."""
-    found = leaves(state.root)
+    found = [_with_state(state, leaf) for leaf in leaves(state.root)]
     if not found:
         return Terminate()
     if len(found) == 1 and not found[0].path:
@@ -691,10 +752,11 @@ def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec) -> Step:
         return Failure(StepError("the run is over"))
     events: list[AgentEvent] = []
     try:
+        written = _written(state, result)
         root = _step_root(spec, state, result, events)
     except StepError as error:
         return Failure(error)
-    return Success(_outcome(TreeState(root, state.definition), events))
+    return Success(_outcome(TreeState(root, state.definition, (*state.stored, *written)), events))
 
 
 def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: list[AgentEvent]) -> TreeNode:
@@ -775,6 +837,7 @@ __all__ = [
     "NodeState",
     "OpaqueOutcome",
     "OpaqueState",
+    "Stored",
     "TreeChild",
     "TreeNode",
     "TreeOutcome",

@@ -37,9 +37,17 @@ from helikon.model import ModelEvent, ModelRequest, Usage
 
 @attrs.frozen
 class RenderInstructions:
-    """Render the agent's dynamic instructions for model turn ``turn``."""
+    """Render the agent's dynamic instructions for model turn ``turn``.
+
+    ``state`` is the run-scoped state (``ctx.state``) the run has written so
+    far (workflow children's outputs, key and text, in the order written):
+    an agent tree's state holds it, so a process performing this effect
+    with a fresh context puts it in ``ctx.state`` before the instructions
+    read it.
+    """
 
     turn: int
+    state: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen

@@ -116,8 +116,8 @@ class LiveInterpreter:
                 yield await _interruptible(run_turn_hooks(turn, env), env)
             case AwaitApproval(requests=requests):
                 raise RunSuspended(requests)
-            case RenderInstructions():
-                yield await _interruptible(self._render_instructions(env), env)
+            case RenderInstructions(state=written):
+                yield await _interruptible(self._render_instructions(env, written), env)
             case PerformAll(effects=effects):
                 async for item in self._perform_all(effects, env):
                     yield item
@@ -239,9 +239,13 @@ class LiveInterpreter:
         stopped = interruption(env)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
-    async def _render_instructions(self, env: RunEnv) -> EffectResult:
+    async def _render_instructions(
+        self, env: RunEnv, written: tuple[tuple[str, str], ...] = ()
+    ) -> EffectResult:
         if env.instructions is None:
             raise StepError("the agent has no instructions function")
+        for key, text in written:  # the run-scoped state, as the run's state holds it
+            env.ctx.state[key] = text
         return InstructionsRendered(str(await call_user(env.instructions, env.ctx)))
 
     async def _ask_approvals(self, requests: tuple[ApprovalRequest, ...], env: RunEnv) -> EffectResult:
