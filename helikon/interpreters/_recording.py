@@ -87,6 +87,19 @@ class RecordingInterpreter:
         else:
             self._pending.extend(outcome.events)
 
+    def answered(self, env: RunEnv, effect: Effect, result: EffectResult) -> None:
+        """Record ``result`` as the answer to ``effect``, which was not
+        performed through this recorder: a human's ``ApprovalsGiven`` to the
+        ``AwaitApproval`` a run suspended at, fed by ``agent.resume`` or the
+        step API's ``advance``. So the trace of a run suspended and resumed
+        is the trace of one run (its replay feeds the answer back)."""
+        if self._header is None:
+            return  # nothing observed yet: the resumed run's first outcome opens the trace
+        effect, result = scrubbed_step(effect, result, secrets_of(env))
+        index = len(self._steps)
+        self._steps.append(TraceStep(index, effect, result, tuple(self._pending), env.path, ()))
+        self._pending = []
+
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         result: EffectResult | None = None
         live: list[AgentEvent] = []

@@ -23,6 +23,7 @@ from helikon.diff import diff
 from helikon.effects import (
     AllPerformed,
     AskPolicy,
+    AwaitApproval,
     CallModel,
     CallStep,
     Effect,
@@ -39,7 +40,7 @@ from helikon.effects import (
     Terminate,
     ToolsExecuted,
 )
-from helikon.errors import HelikonError
+from helikon.errors import HelikonError, RunSuspended
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._drive import Interpreter, is_result
@@ -252,6 +253,9 @@ class ReplayInterpreter:
 
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         index = self._next
+        if index >= len(self.trace.steps) and type(effect) is AwaitApproval:
+            # The recording ends where the run suspended: so does its replay.
+            raise RunSuspended(effect.requests)
         if index >= len(self.trace.steps):
             raise self._divergence(
                 index, f"the run asked for {type(effect).__name__} but the recording has ended", []
