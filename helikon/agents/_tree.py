@@ -423,8 +423,10 @@ def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[Agen
     run_id = RunId(f"{node.state.run_id}/{effect.target}")
     begun = _begin(target, effect.target, effect.transcript, run_id, effect.depth)
     left = node.handoffs_left - 1 if node.handoffs_left is not None else None
-    child = _new_node(spec, target, begun, (left, node.handoff_limit), [])
+    started: list[AgentEvent] = []  # what its own children's start says (a workflow target's)
+    child = _new_node(spec, target, begun, (left, node.handoff_limit), started)
     events.extend(_forwarded(begun.events))
+    events.extend(_forwarded(tuple(started)))
     chores: tuple[NotifyHooks | StoreOutput, ...] = ()
     if owner is not None and owner.hooks:
         chores = (NotifyHooks(OnHandoff(owner.name, target.name)),)
@@ -445,7 +447,9 @@ def _run_agents(spec: TreeSpec, node: TreeNode, effect: RunAgents, events: list[
         begun = _begin(member, run.key, run.input, RunId(f"{node.state.run_id}/{run.key}"), effect.depth)
         events.extend(_forwarded(begun.events))
         budget = (member.handoffs, member.handoffs)
-        children.append(TreeChild(run.key, _new_node(spec, member, begun, budget, [])))
+        started: list[AgentEvent] = []  # a nested workflow starts its own children at once
+        children.append(TreeChild(run.key, _new_node(spec, member, begun, budget, started)))
+        events.extend(_forwarded(tuple(started)))
     node = attrs.evolve(node, children=tuple(children))
     if missing and not children:
         return _feed_own(spec, node, AgentsRan(tuple(missing)), events)

@@ -89,3 +89,13 @@ def test_an_interruption_reports_what_every_branch_spent() -> None:
     ended = advance(agent, outcome.state, RunInterrupted(Cancelled()))
     (failed,) = [e for e in ended.events if isinstance(e, RunFailed)]
     assert failed.usage == Usage(2000, 200)
+
+
+def test_a_nested_workflow_announces_its_children_at_start() -> None:
+    from helikon.events import AgentUpdated, TurnStarted
+
+    inner = SequentialAgent("inner").then(LlmAgent(name="a", model=MockModel([say("A")])))
+    outer = SequentialAgent("outer").then(inner)
+    result = trio.run(lambda: collect(outer.run(RunContext.ephemeral(None), "go")))
+    started = [e for e in result.events if isinstance(e, AgentUpdated | TurnStarted)]
+    assert started == [AgentUpdated("inner"), AgentUpdated("a"), TurnStarted(1)]
