@@ -98,6 +98,8 @@ def _loose(effect: Effect) -> object:
             return ("CallModel", turn)
         case ExecuteTools(steps=steps):
             return ("ExecuteTools", tuple(codec.unstructure(s, CallStep) for s in steps))
+        case PerformAll(effects=effects):  # an agent tree's wave: each path's effect, loosely
+            return ("PerformAll", tuple((at.path, _loose(at.effect)) for at in effects))
         case _:
             return codec.unstructure(effect, Effect)
 

@@ -172,3 +172,25 @@ def test_a_run_suspended_under_agent_run_leaves_its_calls_open_in_the_session() 
         run_with(agent, suspending(session), LiveInterpreter())
     logged = trio.run(session.events)
     assert [type(e).__name__ for e in logged] == ["UserMessageEvent", "ToolCallRecorded"]
+
+
+def test_loose_replay_of_a_tree_tolerates_a_childs_changed_instructions() -> None:
+    from helikon import SequentialAgent
+
+    def flow(instructions: str, scripted: bool = True) -> Any:
+        first = LlmAgent(
+            name="first", model=MockModel([say("one")] if scripted else []), instructions="Be brief."
+        )
+        second = LlmAgent(
+            name="second", model=MockModel([say("two")] if scripted else []), instructions=instructions
+        )
+        return SequentialAgent("flow").then(first).then(second)
+
+    ctx: RunContext[None] = RunContext.ephemeral(None)
+    recorder = RecordingInterpreter(LiveInterpreter("r1"))
+    events = run_with(flow("Answer."), ctx, recorder)
+    with pytest.warns(UserWarning, match="different agent definition"):
+        replayed = run_with(
+            flow("Answer politely.", False), ctx, ReplayInterpreter(recorder.trace, strict=False)
+        )
+    assert replayed == events
