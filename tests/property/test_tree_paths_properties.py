@@ -11,8 +11,14 @@ secret. Each tree runs twice:
   between jobs, the wave's effects completed by the live interpreter in
   whatever order they finish.
 
+Tool calls may need a human: answered by an approval handler in both runs,
+or, in the job run, by suspending and feeding the human's ``ApprovalsGiven``
+as a job of its own.
+
 The final output, the events, the usage and what the session holds are the
-same; the recording replays strictly from its bytes; no secret is in it.
+same (a suspended question waits at the tree's barrier, so with suspensions
+the branches' events interleave differently: the same events, the same end);
+the recording replays strictly from its bytes; no secret is in it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 
 import attrs
 import trio
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, event, given
 from hypothesis import strategies as st
 
 from helikon import (
@@ -39,8 +45,9 @@ from helikon import (
     start,
     tool,
 )
-from helikon.effects import Terminate
+from helikon.effects import ApprovalsGiven, AwaitApproval, Terminate
 from helikon.events import RunCompleted, RunFailed
+from helikon.governance import Allow, AskUser
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.sessions import MemorySession
 from helikon.testing import MockModel, Pause, call_tools, say
@@ -169,8 +176,17 @@ def build(node: Node, prefix: str = "n") -> Any:
             )
 
 
-def context(session: MemorySession | None = None) -> RunContext[None]:
-    return RunContext.ephemeral(None).with_session(session).with_extra_secrets([SECRET])
+def context(session: MemorySession | None = None, approvals: str = "") -> RunContext[None]:
+    """The run's context; with ``approvals``, every tool call asks a human:
+    ``"handler"`` answers in-process (yes), ``"suspend"`` suspends the run."""
+    ctx = RunContext.ephemeral(None).with_session(session).with_extra_secrets([SECRET])
+    if approvals:
+        ctx = ctx.with_permission_policy(lambda c, t, a: AskUser("May I?"))
+    if approvals == "handler":
+        ctx = ctx.with_approval_handler(lambda request: Allow())
+    if approvals == "suspend":
+        ctx = ctx.with_suspend_on_approval()
+    return ctx
 
 
 def run(agent: Any, ctx: RunContext[None], interpreter: Any) -> list[Any]:
@@ -182,21 +198,26 @@ def run(agent: Any, ctx: RunContext[None], interpreter: Any) -> list[Any]:
     return trio.run(go)
 
 
-def in_process(node: Node) -> tuple[list[Any], Trace, tuple[Any, ...]]:
+def in_process(node: Node, approvals: str) -> tuple[list[Any], Trace, tuple[Any, ...]]:
     session = MemorySession()
     recorder = RecordingInterpreter(LiveInterpreter("r"))
-    events = run(build(node), context(session), recorder)
+    events = run(build(node), context(session, "handler" if approvals else ""), recorder)
     return events, recorder.trace, trio.run(session.snapshot)
 
 
-def one_effect_per_job(node: Node) -> tuple[list[Any], Usage]:
-    outcome = start(build(node), "go", run_id="r", ctx=context())
+def one_effect_per_job(node: Node, mode: str) -> tuple[list[Any], Usage]:
+    outcome = start(build(node), "go", run_id="r", ctx=context(approvals=mode))
     stored, events = dump_state(outcome.state), list(outcome.events)
     while not isinstance(outcome.effect, Terminate):
-        agent, ctx = build(node), context()  # a fresh worker
+        agent, ctx = build(node), context(approvals=mode)  # a fresh worker
         state = load_state(stored)
         effect = pending(agent, state, ctx=ctx)
-        live, result = trio.run(lambda a=agent, e=effect, c=ctx: perform(a, e, c, run_id="r"))
+        if isinstance(effect, AwaitApproval):  # the human's job: approve each call it names
+            event(f"suspended with {len(effect.requests)} request(s)")
+            live: tuple[Any, ...] = ()
+            result: Any = ApprovalsGiven(tuple(r.decide(True) for r in effect.requests))
+        else:
+            live, result = trio.run(lambda a=agent, e=effect, c=ctx: perform(a, e, c, run_id="r"))
         outcome = advance(agent, state, result, ctx=ctx)
         stored = dump_state(outcome.state)
         events += [*live, *outcome.events]
@@ -206,15 +227,25 @@ def one_effect_per_job(node: Node) -> tuple[list[Any], Usage]:
 
 
 @scaled(0.6, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # >= 300 in ci
-@given(trees())
-def test_a_random_tree_driven_one_effect_per_job_equals_one_in_process_run(node: Node) -> None:
-    reference, trace, history = in_process(node)
-    events, usage = one_effect_per_job(node)
+@given(trees(), st.sampled_from(["", "handler", "suspend"]))
+def test_a_random_tree_driven_one_effect_per_job_equals_one_in_process_run(
+    node: Node, approvals: str
+) -> None:
+    reference, trace, history = in_process(node, approvals)
+    events, usage = one_effect_per_job(node, approvals)
 
-    assert events == reference
     assert usage == reference[-1].usage
+    if approvals == "suspend":
+        # A question waits at a barrier until every other branch waits too
+        # (or is done), where the in-process handler answered it at once:
+        # branches interleave differently; the events are the same.
+        assert events[-2:] == reference[-2:]  # the final output, the end
+        assert sorted(map(repr, events)) == sorted(map(repr, reference))
+    else:
+        assert events == reference
     data = trace.to_bytes()
     assert SECRET.encode() not in data
     for item in history:  # the session holds the root's conversation, redacted
         assert SECRET not in repr(item)
-    assert run(build(node), context(), ReplayInterpreter(Trace.from_bytes(data))) == reference
+    replay = ReplayInterpreter(Trace.from_bytes(data))
+    assert run(build(node), context(approvals="handler" if approvals else ""), replay) == reference
