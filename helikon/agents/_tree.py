@@ -9,7 +9,9 @@ performed by an interpreter: the tree begins each child's own machine as a
 done, answers the parent's effect itself (``HandoffCompleted``,
 ``AgentsRan``) from the children's final states. Everything a child needs
 from the world is an effect addressed to its *path* (one key per level:
-the handoff target's name, the workflow child's key).
+the handoff target's name, the workflow child's key, ``tool:call id`` for
+an agent used as a tool). Members are told apart by key, never by name
+(:class:`Member`).
 
 Rules:
 
@@ -20,7 +22,9 @@ Rules:
   order. Every sub-machine moves one step per wave, so the events do not
   depend on which effect finished first.
 - A child's events reach the run's stream as they are made, except its own
-  ``RunStarted`` and terminal event (the tree has one pair). A workflow
+  ``RunStarted`` and terminal event (the tree has one pair). An agent used
+  as a tool is a private sub-run: none of its events reach its caller's
+  stream; its usage is added to its caller's. A workflow
   child is announced with ``AgentUpdated``; the observing hooks are effects:
   ``OnHandoff`` before a handoff target starts, ``OnSubagentStop`` when a
   child ends; a workflow child's output is written to the run-scoped state
@@ -32,8 +36,12 @@ Rules:
   exceeds it fails with ``MaxHandoffsExceeded`` and the usage so far.
 - A sub-machine waiting for a human waits at a barrier: once every other
   active sub-machine waits too (or is done), the tree asks every question at
-  once, as the root's :class:`~helikon.effects.AwaitApproval`, and routes
-  each decision back by its call id. The whole state — every child's
+  once, as the root's :class:`~helikon.effects.AwaitApproval` (each request
+  marked with the path that asks), and routes each decision back by (path,
+  call id).
+- What the run writes to its run-scoped state (``StoreOutput`` answered)
+  is kept in :attr:`TreeState.stored`; a ``RenderInstructions`` effect
+  carries what its agent may read, so any process renders the same. The whole state — every child's
   included — is data, so the run can be dumped there and resumed anywhere.
 """
 
