@@ -553,7 +553,10 @@ class ActivityPerformer:
         if known is not None:
             return known
         parent = self._limit(path[:-1])
-        own = self._description.timeout_of(self._agent_at(path))
+        tree = self._description.tree
+        member = member_at(tree, path) if tree is not None else None
+        # Timeouts are kept by member key (two members may share a name).
+        own = self._description.timeout_of(member.key if member is not None else self._agent_at(path))
         limit: tuple[datetime | None, float | None] = (None, None)
         if own is not None:
             limit = (workflow.now() + timedelta(seconds=own), own)
