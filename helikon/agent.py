@@ -18,7 +18,7 @@ from helikon.agents import TreeState, resume_tree
 from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
 from helikon.effects import EffectResult
-from helikon.errors import ConfigError, StepError
+from helikon.errors import ConfigError, RunSuspended, StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters import LiveInterpreter, drive
@@ -333,10 +333,23 @@ def resume_agent(
     check_definition(env, state, allow_changed_definition)
     machine = env.machine if env.machine is not None else LoopMachine(env.spec)
     if answer is not None:
+        asked = resumed(machine, state).effect
         first = machine.step(state, answer).alt(_raise).unwrap()
+        record_answer(interp, env, asked, answer)
     else:
         first = resumed(machine, state)
-    return _run(agent, run_ctx, AgentInput(()), interp, config, first)
+    return _run(agent, run_ctx, AgentInput(()), interp, config, first, run_id=state.run_id)
+
+
+def record_answer(interpreter: Any, env: RunEnv, effect: Any, answer: EffectResult) -> None:
+    """Tell a recording interpreter (maybe wrapped) the answer to ``effect``,
+    which it did not perform (a suspension's): the trace gets its step."""
+    while interpreter is not None:
+        answered = getattr(interpreter, "answered", None)
+        if callable(answered):
+            answered(env, effect, answer)
+            return
+        interpreter = getattr(interpreter, "inner", None)
 
 
 async def _run_resolved(
@@ -446,29 +459,40 @@ async def _run(
     interpreter: Any,
     config: RunConfig | None,
     first: Any = None,
+    run_id: str | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """Drive ``agent`` (anything with ``make_env``) with ``interpreter``.
 
     With a session on the context, a fresh run starts from the session's
     conversation (a read failure raises ``SessionError``) and its events are
-    appended to the session when it ends, however it ends (best effort).
+    appended to the session when it ends, however it ends (best effort). A
+    resumed run (``first``, under the state's ``run_id``) appends what
+    follows its suspension; a run that suspends leaves the calls waiting
+    for approval open, for its resumption to close.
     """
     session = ctx.session
-    if session is None or first is not None:
-        env = environment(agent, ctx, interpreter, config=config)
+    kw: dict[str, Any] = {"config": config} if run_id is None else {"config": config, "run_id": run_id}
+    if session is None:
+        env = environment(agent, ctx, interpreter, **kw)
         async for event in drive(interpreter, env, input, first):
             yield event
         return
 
-    history = await load_history(session)
+    items = input.items
+    if first is None:
+        items = (*await load_history(session), *input.items)
     recorder = SessionRecorder(input.items, clock=now_ms, agent=getattr(agent, "name", None))
-    env = environment(agent, ctx, interpreter, config=config)
+    env = environment(agent, ctx, interpreter, **kw)
+    suspended = False
     try:
-        async for event in drive(interpreter, env, AgentInput((*history, *input.items))):
+        async for event in drive(interpreter, env, AgentInput(items), first):
             recorder.observe(event)
             yield event
+    except RunSuspended:
+        suspended = True
+        raise
     finally:
-        await persist_run(session, recorder)
+        await persist_run(session, recorder, keep_open=suspended)
 
 
 __all__ = [

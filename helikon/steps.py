@@ -23,7 +23,7 @@ from returns.result import Failure, Success
 from helikon.agent import check_definition, environment, resumed
 from helikon.agents import TreeState
 from helikon.context import RunContext
-from helikon.effects import Effect, EffectResult
+from helikon.effects import AwaitApproval, Effect, EffectResult
 from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
@@ -102,10 +102,14 @@ def advance(
             is already over.
     """
     machine, env = _world(agent, ctx, state.run_id)
+    asked = resumed(machine, state).effect if recorder is not None else None
     match machine.step(state, result):
         case Success(outcome):
             stepped: OutcomeLike = outcome
             if recorder is not None:
+                if type(asked) is AwaitApproval and env is not None:
+                    # Nobody performs a suspension: the human's answer is its step.
+                    recorder.answered(env, asked, result)
                 _observe(recorder, env, stepped)
             return stepped
         case Failure(error):

@@ -116,7 +116,7 @@ def tree_definition(spec: AgentSpec, tree: TreeSpec | None) -> dict[str, Any]:
     it can reach by name (so a change anywhere in the tree shows)."""
     definition = definition_of(spec)
     if tree is not None:
-        definition["agents"] = {m.name: member_definition(m) for m in tree.members}
+        definition["agents"] = {m.key: member_definition(m) for m in tree.members}
     return definition
 
 

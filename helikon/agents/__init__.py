@@ -4,6 +4,7 @@ loop, graph; handoffs and workflow children as addressed sub-machines)."""
 from helikon.agents._tree import (
     Member,
     OpaqueState,
+    Stored,
     TreeChild,
     TreeNode,
     TreeOutcome,
@@ -11,6 +12,7 @@ from helikon.agents._tree import (
     TreeState,
     leaves,
     pending_effect,
+    private_path,
     resume_tree,
     start_tree,
     step_tree,
@@ -35,6 +37,7 @@ from helikon.agents._workflow import (
 __all__ = [
     "Member",
     "OpaqueState",
+    "Stored",
     "TreeChild",
     "TreeNode",
     "TreeOutcome",
@@ -42,6 +45,7 @@ __all__ = [
     "TreeState",
     "leaves",
     "pending_effect",
+    "private_path",
     "resume_tree",
     "start_tree",
     "step_tree",

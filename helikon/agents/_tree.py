@@ -9,7 +9,9 @@ performed by an interpreter: the tree begins each child's own machine as a
 done, answers the parent's effect itself (``HandoffCompleted``,
 ``AgentsRan``) from the children's final states. Everything a child needs
 from the world is an effect addressed to its *path* (one key per level:
-the handoff target's name, the workflow child's key).
+the handoff target's name, the workflow child's key, ``tool:call id`` for
+an agent used as a tool). Members are told apart by key, never by name
+(:class:`Member`).
 
 Rules:
 
@@ -20,7 +22,9 @@ Rules:
   order. Every sub-machine moves one step per wave, so the events do not
   depend on which effect finished first.
 - A child's events reach the run's stream as they are made, except its own
-  ``RunStarted`` and terminal event (the tree has one pair). A workflow
+  ``RunStarted`` and terminal event (the tree has one pair). An agent used
+  as a tool is a private sub-run: none of its events reach its caller's
+  stream; its usage is added to its caller's. A workflow
   child is announced with ``AgentUpdated``; the observing hooks are effects:
   ``OnHandoff`` before a handoff target starts, ``OnSubagentStop`` when a
   child ends; a workflow child's output is written to the run-scoped state
@@ -32,8 +36,12 @@ Rules:
   exceeds it fails with ``MaxHandoffsExceeded`` and the usage so far.
 - A sub-machine waiting for a human waits at a barrier: once every other
   active sub-machine waits too (or is done), the tree asks every question at
-  once, as the root's :class:`~helikon.effects.AwaitApproval`, and routes
-  each decision back by its call id. The whole state — every child's
+  once, as the root's :class:`~helikon.effects.AwaitApproval` (each request
+  marked with the path that asks), and routes each decision back by (path,
+  call id).
+- What the run writes to its run-scoped state (``StoreOutput`` answered)
+  is kept in :attr:`TreeState.stored`; a ``RenderInstructions`` effect
+  carries what its agent may read, so any process renders the same. The whole state — every child's
   included — is data, so the run can be dumped there and resumed anywhere.
 """
 
@@ -58,6 +66,7 @@ from helikon.effects import (
     ApprovalDecision,
     ApprovalRequest,
     ApprovalsGiven,
+    AskApprovals,
     AtPath,
     AwaitApproval,
     CallStep,
@@ -71,6 +80,7 @@ from helikon.effects import (
     NotifyHooks,
     OutputStored,
     PerformAll,
+    RenderInstructions,
     RunAgents,
     RunInterrupted,
     StepResult,
@@ -111,18 +121,32 @@ class OpaqueState:
 NodeState = RunState | WorkflowState | OpaqueState
 
 
+def _own_key(member: Member) -> str:
+    return member.name
+
+
 @attrs.frozen
 class Member:
     """An agent a tree may run, as data.
 
+    A member is told apart by its ``key``, never by its name: two agents of a
+    tree may share a name (two ``writer`` steps with different instructions)
+    and each runs with its own spec.
+
     Args:
-        name: the agent's name (what handoffs and workflow nodes name).
+        name: the agent's name (what its events and hooks say).
         spec: its definition: an agent loop's or a workflow's; None for an
             agent that is not a helikon machine (run whole, see :class:`OpaqueState`).
         handoffs: a swarm's handoff budget, for runs it enters (None: none).
         hooks: whether observing hooks fire for its runs.
         agent_tools: its tools that are agents (``AgentAsTool``): (tool name,
-            member name), sorted.
+            member key), sorted.
+        links: the members its children run: (child key, member key) for a
+            workflow's children and an agent's handoff targets (keyed by the
+            target's name); without a link, the child's agent name is the key.
+        key: the member's key in its tree, unique: its name, or, when an
+            earlier member has that name, the path (``/``-joined child keys)
+            it was first found at.
     """
 
     name: str
@@ -130,28 +154,43 @@ class Member:
     handoffs: int | None = None
     hooks: bool = False
     agent_tools: tuple[tuple[str, str], ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    key: str = attrs.field(default=attrs.Factory(_own_key, takes_self=True), kw_only=True)
 
     def agent_tool(self, tool: str) -> str | None:
-        """The member a tool of this agent runs (an agent used as a tool), or None."""
+        """The key of the member a tool of this agent runs (an agent used as
+        a tool), or None."""
         for name, agent in self.agent_tools:
             if name == tool:
                 return agent
         return None
 
+    def linked(self, child: str) -> str | None:
+        """The key of the member its child ``child`` runs, or None (no link)."""
+        for key, member in self.links:
+            if key == child:
+                return member
+        return None
+
 
 @attrs.frozen
 class TreeSpec:
-    """Every agent a tree can reach, sorted by name, and the root's name."""
+    """Every agent a tree can reach, sorted by key, and the root's key."""
 
     root: str
     members: tuple[Member, ...]
 
-    def member(self, name: str) -> Member | None:
-        """The member called ``name``, or None."""
+    def member(self, key: str) -> Member | None:
+        """The member keyed ``key``, or None."""
         for member in self.members:
-            if member.name == name:
+            if member.key == key:
                 return member
         return None
+
+    def name_of(self, key: str) -> str:
+        """The agent name of the member keyed ``key`` (``key`` if none)."""
+        member = self.member(key)
+        return member.name if member is not None else key
 
 
 @attrs.frozen
@@ -167,7 +206,7 @@ class TreeNode:
     """One sub-machine and where it is.
 
     Args:
-        agent: the member it runs.
+        agent: the key of the member it runs (see :class:`Member`).
         state: its own machine's state.
         effect: its own machine's pending effect.
         children: the children answering a ``Handoff``/``RunAgents`` effect.
@@ -200,12 +239,28 @@ class TreeNode:
 
 
 @attrs.frozen
+class Stored:
+    """An output written to the run-scoped state (``ctx.state[key] = text``).
+
+    ``scope`` is the path of the private sub-run (an agent used as a tool)
+    whose state it is, ``()`` for the run's own.
+    """
+
+    scope: tuple[str, ...]
+    key: str
+    text: str
+
+
+@attrs.frozen
 class TreeState:
     """A tree run between two steps: the root node, children inside."""
 
     root: TreeNode
     #: The run's definition fingerprint, as :attr:`helikon.loop.RunState.definition`.
     definition: str = ""
+    #: What the run wrote to its run-scoped state so far, in order: part of
+    #: the state, so a run resumed anywhere reads the same ``ctx.state``.
+    stored: tuple[Stored, ...] = ()
 
     @property
     def run_id(self) -> RunId:
@@ -362,7 +417,8 @@ def _agent_tools(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: l
 
 
 def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[AgentEvent]) -> TreeNode:
-    target = spec.member(effect.target)
+    owner = spec.member(node.agent)
+    target = spec.member((owner.linked(effect.target) if owner else None) or effect.target)
     if target is None:
         failed = HandoffCompleted("", Usage(), OtherError(f"no handoff target named {effect.target!r}"))
         return _feed_own(spec, node, failed, events)
@@ -372,24 +428,26 @@ def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[Agen
             events.pop()
         exceeded = MaxHandoffsExceeded(node.handoff_limit or 0)
         return _feed_own(spec, node, HandoffCompleted("", Usage(), exceeded), events)
-    run_id = RunId(f"{node.state.run_id}/{target.name}")
-    begun = _begin(target, target.name, effect.transcript, run_id, effect.depth)
+    run_id = RunId(f"{node.state.run_id}/{effect.target}")
+    begun = _begin(target, effect.target, effect.transcript, run_id, effect.depth)
     left = node.handoffs_left - 1 if node.handoffs_left is not None else None
-    child = _new_node(spec, target, begun, (left, node.handoff_limit), [])
+    started: list[AgentEvent] = []  # what its own children's start says (a workflow target's)
+    child = _new_node(spec, target, begun, (left, node.handoff_limit), started)
     events.extend(_forwarded(begun.events))
-    member = spec.member(node.agent)
+    events.extend(_forwarded(tuple(started)))
     chores: tuple[NotifyHooks | StoreOutput, ...] = ()
-    if member is not None and member.hooks:
-        chores = (NotifyHooks(OnHandoff(node.agent, target.name)),)
-    node = attrs.evolve(node, children=(TreeChild(target.name, child),), chores=chores)
+    if owner is not None and owner.hooks:
+        chores = (NotifyHooks(OnHandoff(owner.name, target.name)),)
+    node = attrs.evolve(node, children=(TreeChild(effect.target, child),), chores=chores)
     return _after_children(spec, node, events)
 
 
 def _run_agents(spec: TreeSpec, node: TreeNode, effect: RunAgents, events: list[AgentEvent]) -> TreeNode:
     children: list[TreeChild] = []
     missing: list[AgentRunResult] = []
+    owner = spec.member(node.agent)
     for run in effect.runs:
-        member = spec.member(run.agent)
+        member = spec.member((owner.linked(run.key) if owner else None) or run.agent)
         if member is None:
             missing.append(AgentRunResult(run.key, "", Usage(), OtherError(f"no child agent {run.key!r}")))
             continue
@@ -397,7 +455,9 @@ def _run_agents(spec: TreeSpec, node: TreeNode, effect: RunAgents, events: list[
         begun = _begin(member, run.key, run.input, RunId(f"{node.state.run_id}/{run.key}"), effect.depth)
         events.extend(_forwarded(begun.events))
         budget = (member.handoffs, member.handoffs)
-        children.append(TreeChild(run.key, _new_node(spec, member, begun, budget, [])))
+        started: list[AgentEvent] = []  # a nested workflow starts its own children at once
+        children.append(TreeChild(run.key, _new_node(spec, member, begun, budget, started)))
+        events.extend(_forwarded(tuple(started)))
     node = attrs.evolve(node, children=tuple(children))
     if missing and not children:
         return _feed_own(spec, node, AgentsRan(tuple(missing)), events)
@@ -416,7 +476,7 @@ def _new_node(
 ) -> TreeNode:
     """A node for ``member``, begun; ``budget`` is (handoffs left, the limit)."""
     left, limit = budget
-    node = TreeNode(member.name, begun.state, begun.effect, handoffs_left=left, handoff_limit=limit)
+    node = TreeNode(member.key, begun.state, begun.effect, handoffs_left=left, handoff_limit=limit)
     return _settle(spec, node, begun, events)
 
 
@@ -448,7 +508,7 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
         (child,) = node.children
         output, usage, error = _output_of(child.node)
         if hooks:
-            chores.append(NotifyHooks(OnSubagentStop(child.node.agent)))
+            chores.append(NotifyHooks(OnSubagentStop(spec.name_of(child.node.agent))))
         answer: HandoffCompleted | AgentsRan = HandoffCompleted(output, usage, error)
     else:
         earlier = node.deliver.results if type(node.deliver) is AgentsRan else ()
@@ -458,7 +518,7 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
             if error is None:
                 chores.append(StoreOutput(child.key, output))
             if hooks:
-                chores.append(NotifyHooks(OnSubagentStop(child.node.agent)))
+                chores.append(NotifyHooks(OnSubagentStop(spec.name_of(child.node.agent))))
             state = child.node.state
             escalated = child.node.escalated or (isinstance(state, OpaqueState) and state.escalated)
             results.append(AgentRunResult(child.key, output, usage, error, escalated))
@@ -473,18 +533,21 @@ def _join_round(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: li
     answered = iter(node.partial or ())
     by_key = {c.key: c.node for c in node.children}
     results: list[StepResult] = []
+    spent = Usage()
     for step in effect.steps:
         child = by_key.get(f"{step.tool}:{step.call_id}") if type(step) is InvokeTool else None
         if child is None:
             results.append(next(answered))
             continue
-        output, _, error = _output_of(child)
+        output, usage, error = _output_of(child)
+        spent = spent + usage
         if error is None:
             results.append(ToolReturned(step.call_id, output))
         else:
-            failure = ToolCrashed(f"agent {child.agent!r} failed: {describe(error)}")
+            failure = ToolCrashed(f"agent {spec.name_of(child.agent)!r} failed: {describe(error)}")
             results.append(ToolRaised(step.call_id, failure))
-    node = attrs.evolve(node, children=(), partial=None)
+    # The sub-runs' usage is the caller's: it spent it through them.
+    node = attrs.evolve(node, state=_spent(node.state, spent), children=(), partial=None)
     return _feed_own(spec, node, ToolsExecuted(tuple(results)), events)
 
 
@@ -509,7 +572,8 @@ def _feed(
         child = node.children[index]
         own: list[AgentEvent] = []
         fed = _feed(spec, child.node, rest, result, own)
-        events.extend(_forwarded(tuple(own)))
+        if not _private(node):
+            events.extend(_forwarded(tuple(own)))
         children = (*node.children[:index], TreeChild(key, fed), *node.children[index + 1 :])
         return _after_children(spec, attrs.evolve(node, children=children), events)
     if node.chores:
@@ -538,11 +602,42 @@ def _interrupt(spec: TreeSpec, node: TreeNode, result: RunInterrupted, events: l
         # Its own run is over; only chores were left (an OnRunComplete, say):
         # an interruption drops them (the book: a cancelled run may abort it).
         return attrs.evolve(node, chores=(), children=(), deliver=None)
+    spent = Usage()
     for child in node.children:
         own: list[AgentEvent] = []
-        _interrupt(spec, child.node, result, own)
-        events.extend(_forwarded(tuple(own)))
-    return _feed_own(spec, attrs.evolve(node, children=(), chores=(), deliver=None), result, events)
+        ended = _interrupt(spec, child.node, result, own)
+        spent = spent + ended.state.usage
+        if not _private(node):
+            events.extend(_forwarded(tuple(own)))
+    # What the children spent is the run's too: the interruption reports it.
+    node = attrs.evolve(node, state=_spent(node.state, spent), children=(), chores=(), deliver=None)
+    return _feed_own(spec, node, result, events)
+
+
+def _private(node: TreeNode) -> bool:
+    """Whether ``node``'s children are private sub-runs: agents used as
+    tools, whose turns never reach their caller's stream or session."""
+    return type(node.effect) is ExecuteTools
+
+
+def private_path(node: TreeNode, path: tuple[str, ...]) -> bool:
+    """Whether the sub-machine at ``path`` below ``node`` is (inside) a
+    private sub-run, an agent used as a tool."""
+    for key in path:
+        if _private(node):
+            return True
+        child = next((c.node for c in node.children if c.key == key), None)
+        if child is None:
+            return False
+        node = child
+    return False
+
+
+def _spent(state: NodeState, usage: Usage) -> NodeState:
+    """``state`` having also spent ``usage`` (its children's)."""
+    if usage == Usage() or isinstance(state, OpaqueState):
+        return state
+    return attrs.evolve(state, usage=state.usage + usage)
 
 
 # -- the tree's pending effect -------------------------------------------------------------
@@ -571,13 +666,65 @@ def leaves(node: TreeNode, path: tuple[str, ...] = ()) -> list[AtPath]:
         return found
     if type(node.effect) is Terminate:
         return []
-    return [AtPath(path, node.effect)]
+    return [AtPath(path, _addressed(node.effect, path))]
 
+
+def _addressed(effect: Effect, path: tuple[str, ...]) -> Effect:
+    """``effect`` with its approval requests marked with the path that asks."""
+    if not path or type(effect) not in (AskApprovals, AwaitApproval):
+        return effect
+    assert type(effect) is AskApprovals or type(effect) is AwaitApproval
+    requests = tuple(attrs.evolve(r, path=path) for r in effect.requests)
+    return type(effect)(requests)
+
+
+def _scope(node: TreeNode, path: tuple[str, ...]) -> tuple[str, ...]:
+    """The path of the innermost private sub-run ``path`` runs in (``()``:
+    the run's own): whose run-scoped state it reads and writes."""
+    scope: tuple[str, ...] = ()
+    for index, key in enumerate(path):
+        private = _private(node)
+        child = next((c.node for c in node.children if c.key == key), None)
+        if private:
+            scope = path[: index + 1]
+        if child is None:
+            break
+        node = child
+    return scope
+
+
+def _with_state(state: TreeState, leaf: AtPath) -> AtPath:
+    """``leaf`` with what its instructions may read from the run-scoped state."""
+    if type(leaf.effect) is not RenderInstructions:
+        return leaf
+    scope = _scope(state.root, leaf.path)
+    written: dict[str, str] = {}
+    for stored in state.stored:
+        if stored.scope == scope:
+            written.pop(stored.key, None)  # the order written, the last value
+            written[stored.key] = stored.text
+    if not written:
+        return leaf
+    return AtPath(leaf.path, RenderInstructions(leaf.effect.turn, tuple(written.items())))
+
+
+def _written(state: TreeState, result: EffectResult) -> tuple[Stored, ...]:
+    """The outputs ``result`` says were written (``OutputStored`` answering
+    a ``StoreOutput``), in tree order."""
+    asked = leaves(state.root)
+    answers = [(a.path, a.result) for a in result.results] if type(result) is AllPerformed else [((), result)]
+    by_path = {leaf.path: leaf.effect for leaf in asked}
+    found: list[Stored] = []
+    for path, answer in answers:
+        effect = by_path.get(path)
+        if type(effect) is StoreOutput and type(answer) is OutputStored:
+            found.append(Stored(_scope(state.root, path), effect.key, effect.text))
+    return tuple(found)
 
 
 def pending_effect(state: TreeState) -> Effect:
     """The effect the tree waits on (a function of the state)."""
-    found = leaves(state.root)
+    found = [_with_state(state, leaf) for leaf in leaves(state.root)]
     if not found:
         return Terminate()
     if len(found) == 1 and not found[0].path:
@@ -606,7 +753,7 @@ def start_tree(spec: TreeSpec, input: AgentInput, run_id: RunId, depth: int = 0)
         raise StepError(f"the tree has no root agent {spec.root!r}")
     begun = _begin(root, root.name, input.items, run_id, depth)
     events = list(begun.events)
-    node = TreeNode(root.name, begun.state, begun.effect, handoffs_left=root.handoffs, root=True)
+    node = TreeNode(root.key, begun.state, begun.effect, handoffs_left=root.handoffs, root=True)
     node = _settle(spec, attrs.evolve(node, handoff_limit=root.handoffs), begun, events)
     return _outcome(TreeState(node), events, begun.appended)
 
@@ -617,10 +764,11 @@ def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec) -> Step:
         return Failure(StepError("the run is over"))
     events: list[AgentEvent] = []
     try:
+        written = _written(state, result)
         root = _step_root(spec, state, result, events)
     except StepError as error:
         return Failure(error)
-    return Success(_outcome(TreeState(root, state.definition), events))
+    return Success(_outcome(TreeState(root, state.definition, (*state.stored, *written)), events))
 
 
 def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: list[AgentEvent]) -> TreeNode:
@@ -652,17 +800,43 @@ def _route_approvals(
     result: ApprovalsGiven,
     events: list[AgentEvent],
 ) -> TreeNode:
-    answers = {d.call_id: d for d in result.decisions}
+    """Give each waiting sub-machine the decisions about its own calls: a
+    decision names its call by (path, call id); one without a path names the
+    only pending call with that id."""
+    exact = {(d.path, d.call_id): d for d in result.decisions}
+    asked = {(r.path, r.call_id) for r in requests}
+    for d in result.decisions:
+        if d.path and (d.path, d.call_id) not in asked:
+            raise StepError(f"no approval was asked for tool call {d.call_id} at {'/'.join(d.path)!r}")
     for leaf in leaves(root):
         assert type(leaf.effect) is AwaitApproval
         mine: list[ApprovalDecision] = []
         for request in leaf.effect.requests:
-            decision = answers.get(request.call_id)
+            decision = exact.get((request.path, request.call_id))
+            if decision is None and request.path:
+                decision = _unaddressed(requests, result, request)
             if decision is None:
                 raise StepError(f"no decision for tool call {request.call_id}")
-            mine.append(decision)
+            mine.append(attrs.evolve(decision, path=()))
         root = _feed(spec, root, leaf.path, ApprovalsGiven(tuple(mine)), events)
     return root
+
+
+def _unaddressed(
+    requests: tuple[ApprovalRequest, ...], result: ApprovalsGiven, request: ApprovalRequest
+) -> ApprovalDecision | None:
+    """The decision without a path about ``request``'s call id, when that id
+    names one pending call only."""
+    decision = next((d for d in result.decisions if not d.path and d.call_id == request.call_id), None)
+    if decision is None:
+        return None
+    sharing = sorted("/".join(r.path) or "(root)" for r in requests if r.call_id == request.call_id)
+    if len(sharing) > 1:
+        raise StepError(
+            f"tool call id {request.call_id} is pending at {', '.join(sharing)}: "
+            "answer each with its path (ApprovalRequest.decide)"
+        )
+    return decision
 
 
 def resume_tree(state: TreeState) -> TreeOutcome:
@@ -675,6 +849,7 @@ __all__ = [
     "NodeState",
     "OpaqueOutcome",
     "OpaqueState",
+    "Stored",
     "TreeChild",
     "TreeNode",
     "TreeOutcome",
@@ -682,6 +857,7 @@ __all__ = [
     "TreeState",
     "leaves",
     "pending_effect",
+    "private_path",
     "resume_tree",
     "start_tree",
     "step_tree",

@@ -38,9 +38,17 @@ from helikon.model import ModelEvent, ModelRequest, Usage
 
 @attrs.frozen
 class RenderInstructions:
-    """Render the agent's dynamic instructions for model turn ``turn``."""
+    """Render the agent's dynamic instructions for model turn ``turn``.
+
+    ``state`` is the run-scoped state (``ctx.state``) the run has written so
+    far (workflow children's outputs, key and text, in the order written):
+    an agent tree's state holds it, so a process performing this effect
+    with a fresh context puts it in ``ctx.state`` before the instructions
+    read it.
+    """
 
     turn: int
+    state: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen
@@ -116,12 +124,22 @@ class RunHooks:
 
 @attrs.frozen
 class ApprovalRequest:
-    """A tool call waiting for a human's decision."""
+    """A tool call waiting for a human's decision.
+
+    ``path`` is the path of the sub-machine whose call it is in an agent
+    tree (``()``: the run's own agent): the call id names a call within its
+    path, so answer with :meth:`decide`, which keeps both.
+    """
 
     call_id: CallId
     tool: str
     arguments: str
     prompt: str
+    path: tuple[str, ...] = ()
+
+    def decide(self, approved: bool, reason: str = "") -> ApprovalDecision:
+        """The decision answering exactly this request."""
+        return ApprovalDecision(self.call_id, approved, reason, self.path)
 
 
 @attrs.frozen
@@ -331,11 +349,15 @@ class HooksRan:
 
 @attrs.frozen
 class ApprovalDecision:
-    """A human's answer about tool call ``call_id``."""
+    """A human's answer about tool call ``call_id`` of the sub-machine at
+    ``path`` (see :class:`ApprovalRequest`). A decision without a path
+    answers the one pending call with that id; when calls of several paths
+    share the id, it is refused as ambiguous."""
 
     call_id: CallId
     approved: bool
     reason: str = ""
+    path: tuple[str, ...] = ()
 
 
 @attrs.frozen

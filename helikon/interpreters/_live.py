@@ -77,7 +77,7 @@ from helikon.interpreters._governed import (
     run_turn_hooks,
 )
 from helikon.interpreters._steps import ask_approval, perform_step
-from helikon.interpreters._tree_env import child_of, env_at
+from helikon.interpreters._tree_env import child_of, env_at, is_private
 from helikon.loop import delta_event
 from helikon.model import ModelEvent, Usage
 
@@ -116,8 +116,8 @@ class LiveInterpreter:
                 yield await _interruptible(run_turn_hooks(turn, env), env)
             case AwaitApproval(requests=requests):
                 raise RunSuspended(requests)
-            case RenderInstructions():
-                yield await _interruptible(self._render_instructions(env), env)
+            case RenderInstructions(state=written):
+                yield await _interruptible(self._render_instructions(env, written), env)
             case PerformAll(effects=effects):
                 async for item in self._perform_all(effects, env):
                     yield item
@@ -149,10 +149,11 @@ class LiveInterpreter:
         if len(effects) == 1:
             (only,) = effects
             result: EffectResult | None = None
+            private = is_private(env, only.path, self)
             async for item in self.perform(only.effect, world(only)):
                 if is_result(item):
                     result = item
-                else:
+                elif not private:
                     yield item
             assert result is not None
             yield AllPerformed((PathResult(only.path, result),))
@@ -173,7 +174,9 @@ class LiveInterpreter:
         async with anyio.create_task_group() as group:
             for index in range(len(effects)):
                 group.start_soon(one, index)
-        for sink in sinks:  # in tree order, whatever order they finished in
+        for at, sink in zip(effects, sinks, strict=True):  # in tree order, whatever order they finished in
+            if is_private(env, at.path, self):
+                continue  # an agent used as a tool: its turns are its own
             for event in sink:
                 yield event
         yield AllPerformed(
@@ -236,9 +239,13 @@ class LiveInterpreter:
         stopped = interruption(env)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
-    async def _render_instructions(self, env: RunEnv) -> EffectResult:
+    async def _render_instructions(
+        self, env: RunEnv, written: tuple[tuple[str, str], ...] = ()
+    ) -> EffectResult:
         if env.instructions is None:
             raise StepError("the agent has no instructions function")
+        for key, text in written:  # the run-scoped state, as the run's state holds it
+            env.ctx.state[key] = text
         return InstructionsRendered(str(await call_user(env.instructions, env.ctx)))
 
     async def _ask_approvals(self, requests: tuple[ApprovalRequest, ...], env: RunEnv) -> EffectResult:

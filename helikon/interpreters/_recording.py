@@ -14,7 +14,16 @@ from typing import TypeVar, final
 from helikon import codec
 from helikon._version import __version__
 from helikon.agents import OpaqueState, TreeSpec, TreeState, WorkflowState
-from helikon.effects import Effect, EffectResult, ExecuteTools, Terminate
+from helikon.effects import (
+    AllPerformed,
+    AtPath,
+    Effect,
+    EffectResult,
+    ExecuteTools,
+    PathResult,
+    PerformAll,
+    Terminate,
+)
 from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.governance import redact_values
@@ -24,6 +33,7 @@ from helikon.interpreters._env import RunEnv
 from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._machine import OutcomeLike, TreeMachine
 from helikon.items import Item, UserMessage
+from helikon.loop import AgentSpec
 from helikon.trace import Trace, TraceHeader, TraceStep, fingerprint, tree_definition
 
 T = TypeVar("T")
@@ -77,6 +87,19 @@ class RecordingInterpreter:
         else:
             self._pending.extend(outcome.events)
 
+    def answered(self, env: RunEnv, effect: Effect, result: EffectResult) -> None:
+        """Record ``result`` as the answer to ``effect``, which was not
+        performed through this recorder: a human's ``ApprovalsGiven`` to the
+        ``AwaitApproval`` a run suspended at, fed by ``agent.resume`` or the
+        step API's ``advance``. So the trace of a run suspended and resumed
+        is the trace of one run (its replay feeds the answer back)."""
+        if self._header is None:
+            return  # nothing observed yet: the resumed run's first outcome opens the trace
+        effect, result = scrubbed_step(effect, result, secrets_of(env))
+        index = len(self._steps)
+        self._steps.append(TraceStep(index, effect, result, tuple(self._pending), env.path, ()))
+        self._pending = []
+
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         result: EffectResult | None = None
         live: list[AgentEvent] = []
@@ -88,9 +111,7 @@ class RecordingInterpreter:
             yield item
         if result is not None:
             events = (*self._pending, *live)
-            secrets = env.spec.governance.secrets
-            if secrets and type(effect) is ExecuteTools:
-                effect, result = scrubbed(effect, Effect, secrets), scrubbed(result, EffectResult, secrets)
+            effect, result = scrubbed_step(effect, result, secrets_of(env))
             self._steps.append(TraceStep(len(self._steps), effect, result, events, env.path, tuple(live)))
             self._pending = []
 
@@ -114,6 +135,48 @@ def scrubbed(value: T, as_type: object, secrets: tuple[str, ...]) -> T:
     return scrubbed
 
 
+def secrets_of(env: RunEnv) -> tuple[str, ...]:
+    """Every secret the run redacts: its agent's and, in an agent tree, every
+    member's (a secret of one member is kept out of the whole trace)."""
+    found = list(env.spec.governance.secrets)
+    tree = tree_of(env)
+    for member in tree.members if tree is not None else ():
+        if isinstance(member.spec, AgentSpec):
+            found.extend(member.spec.governance.secrets)
+    return tuple(dict.fromkeys(found))
+
+
+def scrubbed_step(
+    effect: Effect, result: EffectResult, secrets: tuple[str, ...]
+) -> tuple[Effect, EffectResult]:
+    """``effect`` and ``result`` as a trace holds them: every tool round's
+    (a bare ``ExecuteTools`` or one inside a ``PerformAll`` wave) scrubbed of
+    ``secrets``. A round's raw outputs (and what its hooks saw) are the only
+    place a secret the machine redacts reaches a step."""
+    if not secrets:
+        return effect, result
+    if type(effect) is ExecuteTools:
+        return scrubbed(effect, Effect, secrets), scrubbed(result, EffectResult, secrets)
+    if type(effect) is PerformAll:
+        rounds = {at.path for at in effect.effects if type(at.effect) is ExecuteTools}
+        if not rounds:
+            return effect, result
+        effect = PerformAll(
+            tuple(
+                AtPath(a.path, scrubbed(a.effect, Effect, secrets)) if a.path in rounds else a
+                for a in effect.effects
+            )
+        )
+        if type(result) is AllPerformed:
+            result = AllPerformed(
+                tuple(
+                    PathResult(r.path, scrubbed(r.result, EffectResult, secrets)) if r.path in rounds else r
+                    for r in result.results
+                )
+            )
+    return effect, result
+
+
 def tree_of(env: RunEnv) -> TreeSpec | None:
     """The agent tree ``env`` runs, if it is one."""
     return env.machine.spec if isinstance(env.machine, TreeMachine) else None
@@ -131,4 +194,4 @@ def _input_of(outcome: OutcomeLike) -> tuple[Item, ...]:
     return tuple(i for i in state.conversation if isinstance(i, UserMessage))
 
 
-__all__ = ["RecordingInterpreter", "scrubbed", "tree_of"]
+__all__ = ["RecordingInterpreter", "scrubbed", "scrubbed_step", "secrets_of", "tree_of"]

@@ -23,6 +23,7 @@ from helikon.diff import diff
 from helikon.effects import (
     AllPerformed,
     AskPolicy,
+    AwaitApproval,
     CallModel,
     CallStep,
     Effect,
@@ -39,14 +40,14 @@ from helikon.effects import (
     Terminate,
     ToolsExecuted,
 )
-from helikon.errors import HelikonError
+from helikon.errors import HelikonError, RunSuspended
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._drive import Interpreter, is_result
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._machine import OutcomeLike
-from helikon.interpreters._recording import scrubbed, tree_of
+from helikon.interpreters._recording import scrubbed, scrubbed_step, secrets_of, tree_of
 from helikon.interpreters._tree_env import env_at
 from helikon.items import Item
 from helikon.loop import delta_event
@@ -97,6 +98,8 @@ def _loose(effect: Effect) -> object:
             return ("CallModel", turn)
         case ExecuteTools(steps=steps):
             return ("ExecuteTools", tuple(codec.unstructure(s, CallStep) for s in steps))
+        case PerformAll(effects=effects):  # an agent tree's wave: each path's effect, loosely
+            return ("PerformAll", tuple((at.path, _loose(at.effect)) for at in effects))
         case _:
             return codec.unstructure(effect, Effect)
 
@@ -204,17 +207,23 @@ class ReplayInterpreter:
                 answer = recorded.get(at.path)
                 if answer is not None and _has_user_code(at.effect):
                     sub = env_at(env, at.path, self._inner)
-                    answer = await self._verified(at.effect, sub, answer, step.index, "/".join(at.path))
+                    where = "/".join(at.path)
+                    answer = await self._verified(at.effect, sub, answer, step.index, where, secrets_of(env))
                 if answer is not None:
                     results.append(PathResult(at.path, answer))
             return AllPerformed(tuple(results))
-        return await self._verified(effect, env, step.result, step.index, None)
+        return await self._verified(effect, env, step.result, step.index, None, secrets_of(env))
 
     async def _verified(
-        self, effect: Effect, env: RunEnv, recorded: EffectResult, index: int, where: str | None
+        self,
+        effect: Effect,
+        env: RunEnv,
+        recorded: EffectResult,
+        index: int,
+        where: str | None,
+        secrets: tuple[str, ...],
     ) -> EffectResult:
         actual = await _run_live(self._inner, effect, env)
-        secrets = env.spec.governance.secrets
         seen = scrubbed(actual, EffectResult, secrets) if secrets else actual
         if seen == recorded:
             return actual
@@ -246,6 +255,9 @@ class ReplayInterpreter:
 
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         index = self._next
+        if index >= len(self.trace.steps) and type(effect) is AwaitApproval:
+            # The recording ends where the run suspended: so does its replay.
+            raise RunSuspended(effect.requests)
         if index >= len(self.trace.steps):
             raise self._divergence(
                 index, f"the run asked for {type(effect).__name__} but the recording has ended", []
@@ -256,7 +268,8 @@ class ReplayInterpreter:
         elif type(effect) is CallModel and type(step.effect) is CallModel:
             same = self._same_call(effect, step.effect)
         else:
-            same = effect == step.effect
+            # The recording holds tool rounds scrubbed of secrets: compare what it would hold.
+            same = scrubbed_step(effect, step.result, secrets_of(env))[0] == step.effect
         if not same:
             differences = diff(codec.unstructure(step.effect, Effect), codec.unstructure(effect, Effect))
             expected_kind, kind = type(step.effect).__name__, type(effect).__name__

@@ -17,7 +17,7 @@ from typing import Any, final
 import attrs
 
 from helikon._json import JsonObject, JsonValue
-from helikon.agents import TreeNode, TreeOutcome, TreeSpec, TreeState, start_tree, step_tree
+from helikon.agents import TreeNode, TreeOutcome, TreeSpec, TreeState, private_path, start_tree, step_tree
 from helikon.context import RunContext
 from helikon.effects import (
     AllPerformed,
@@ -176,7 +176,8 @@ class TestInterpreter:
         results: list[PathResult] = []
         for at in effect.effects:
             agent = _agent_at(state.root, at.path)
-            results.append(PathResult(at.path, self._member(agent).perform(at.effect, emit)))
+            sink = [] if private_path(state.root, at.path) else emit  # an agent used as a tool: private
+            results.append(PathResult(at.path, self._member(agent).perform(at.effect, sink)))
         return AllPerformed(tuple(results))
 
     def _member(self, agent: str) -> TestInterpreter:

@@ -62,49 +62,71 @@ def _child_env(
     return env
 
 
-def _member(name: str, agent: Any, env: RunEnv | None) -> Member:
+def _member(key: str, name: str, agent: Any, env: RunEnv | None, links: dict[str, str]) -> Member:
     budget = getattr(agent, "max_handoffs", None)
     handoffs = budget if isinstance(budget, int) else None
     if env is None:
-        return Member(name, None, handoffs)
+        return Member(name, None, handoffs, key=key)
     spec = env.machine.spec if isinstance(env.machine, WorkflowMachine) else env.spec
-    tools = tuple((tool_name, tool.agent.name) for tool_name, tool in agent_tools(env))
-    return Member(name, spec, handoffs, hooks=bool(env.hooks), agent_tools=tools)
+    tools: list[tuple[str, str]] = []
+    children: list[tuple[str, str]] = []
+    for segment, member in sorted(links.items()):
+        kind, _, child = segment.partition(":")
+        (tools if kind == "tool" else children).append((child, member))
+    return Member(
+        name, spec, handoffs, hooks=bool(env.hooks), agent_tools=tuple(tools), links=tuple(children), key=key
+    )
 
 
 def compose(agent: Any, env: RunEnv, interpreter: Any) -> RunEnv:
     """``env`` with the tree machine of every agent its run can reach, when
     ``agent`` has handoffs or children; ``env`` unchanged otherwise.
 
-    A name names one agent: when two agents of the tree share a name, the
-    first found (breadth first, in declaration order) is the one run.
+    Members are agents, told apart by identity, not by name: each gets a key
+    (its name, or, when an earlier member has that name, the ``/``-joined
+    path it was first found at, breadth first in declaration order) and each
+    parent records which member each of its children runs.
     """
     if not is_composite(env) or isinstance(env.machine, TreeMachine):
         return env
     root = getattr(agent, "name", env.spec.name)
-    members: dict[str, Member] = {}
-    owners: dict[str, Any] = {}
-    queue: list[tuple[str, Any, RunEnv | None]] = [(root, agent, env)]
+    keys: dict[int, str] = {}  # id(agent) -> member key
+    found: list[tuple[str, str, Any, RunEnv | None, dict[str, str]]] = []
+    queue: list[tuple[tuple[str, ...], str, Any, RunEnv | None, dict[str, str] | None, str]] = [
+        ((), root, agent, env, None, "")
+    ]
     while queue:
-        name, current, current_env = queue.pop(0)
-        if name in owners:  # a name names one agent: the first found (handoff cycles end here)
-            continue
-        owners[name] = current
-        members[name] = _member(name, current, current_env)
-        if current_env is None:
-            continue
-        workflow = isinstance(current_env.machine, WorkflowMachine)
-        for key, entry in current_env.children.items():
-            child = resolve(entry)
-            if child is None:
-                continue
-            child_name = getattr(child, "name", key) if workflow else key
-            queue.append((child_name, child, _child_env(current_env, key, child, interpreter)))
-        for tool_name, tool in agent_tools(current_env):
-            sub = tool.sub_context(current_env.ctx)
-            built = _child_env(current_env, tool_name, tool.agent, interpreter, sub)
-            queue.append((tool.agent.name, tool.agent, built))
-    spec = TreeSpec(root, tuple(members[n] for n in sorted(members)))
+        path, name, current, current_env, owner_links, segment = queue.pop(0)
+        key = keys.get(id(current))
+        if key is None:
+            taken = set(keys.values())
+            key = name if name not in taken else "/".join(path)
+            while key in taken:
+                key += "'"
+            keys[id(current)] = key
+            links: dict[str, str] = {}
+            found.append((key, name, current, current_env, links))
+            if current_env is not None:
+                workflow = isinstance(current_env.machine, WorkflowMachine)
+                for child_key, entry in current_env.children.items():
+                    child = resolve(entry)
+                    if child is None:
+                        continue
+                    child_name = getattr(child, "name", child_key) if workflow else child_key
+                    built = _child_env(current_env, child_key, child, interpreter)
+                    queue.append(((*path, child_key), child_name, child, built, links, f"child:{child_key}"))
+                for tool_name, tool in agent_tools(current_env):
+                    sub = tool.sub_context(current_env.ctx)
+                    built = _child_env(current_env, tool_name, tool.agent, interpreter, sub)
+                    queue.append(
+                        ((*path, tool_name), tool.agent.name, tool.agent, built, links, f"tool:{tool_name}")
+                    )
+        if owner_links is not None:
+            owner_links[segment] = key
+    members = [
+        _member(key, name, current, current_env, links) for key, name, current, current_env, links in found
+    ]
+    spec = TreeSpec(keys[id(agent)], tuple(sorted(members, key=lambda m: m.key)))
     return attrs.evolve(env, machine=TreeMachine(spec))
 
 
@@ -136,4 +158,16 @@ def env_at(env: RunEnv, path: tuple[str, ...], interpreter: Any) -> RunEnv:
     return built
 
 
-__all__ = ["agent_tools", "child_of", "compose", "env_at", "is_composite"]
+def is_private(env: RunEnv, path: tuple[str, ...], interpreter: Any) -> bool:
+    """Whether the sub-machine at ``path`` below ``env`` runs inside an agent
+    used as a tool: a private sub-run, whose live events never reach the
+    caller's stream."""
+    for index, key in enumerate(path):
+        if ":" in key:
+            parent = env_at(env, path[:index], interpreter)
+            if _is_agent_tool(parent.tools.get(key.split(":", 1)[0])):
+                return True
+    return False
+
+
+__all__ = ["agent_tools", "child_of", "compose", "env_at", "is_composite", "is_private"]

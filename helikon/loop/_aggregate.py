@@ -6,7 +6,9 @@ chunk with a signature closes its part); tool-call chunks are grouped by
 ``index`` when the provider gives one, else by ``call_id``, else they extend
 the latest call, so interleaved parallel calls reassemble correctly. Calls
 keep the order in which they first appeared; a call with no id gets one
-derived from ``(run id, turn, position)``. Usage adds up; the last
+derived from ``(run id, turn, position)``, and a call whose id an earlier call
+of the same response has is renamed ``<id>_<position>``, so the ids of one
+turn are unique (an approval, a result names exactly one call). Usage adds up; the last
 :class:`~helikon.model.Finish` wins.
 """
 
@@ -108,16 +110,18 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
                     response_id = rid
     if open_reasoning:
         reasoning.append(ReasoningPart("".join(open_reasoning)))
-    tool_calls = tuple(
-        ToolCall(
-            CallId(p.call_id) if p.call_id else derive_call_id(run_id, turn, position),
-            p.name,
-            "".join(p.arguments),
-        )
-        for position, p in enumerate(calls.values())
-    )
+    tool_calls: list[ToolCall] = []
+    seen: set[str] = set()
+    for position, p in enumerate(calls.values()):
+        call_id = CallId(p.call_id) if p.call_id else derive_call_id(run_id, turn, position)
+        while call_id in seen:  # a duplicate id in one turn: the later call is renamed
+            call_id = CallId(f"{call_id}_{position}")
+        seen.add(call_id)
+        tool_calls.append(ToolCall(call_id, p.name, "".join(p.arguments)))
     parts = [part for part in (*parts, "".join(texts)) if part]
-    return Response("".join(parts), tuple(reasoning), tool_calls, usage, finish, response_id, tuple(parts))
+    return Response(
+        "".join(parts), tuple(reasoning), tuple(tool_calls), usage, finish, response_id, tuple(parts)
+    )
 
 
 __all__ = ["Response", "aggregate"]

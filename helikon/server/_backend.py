@@ -38,11 +38,14 @@ class ApprovalRefused(HelikonError):
 
 @attrs.frozen
 class Decision:
-    """A human's answer to one pending tool call."""
+    """A human's answer to one pending tool call: ``call_id`` of the agent
+    at ``path`` in an agent tree (``()``: the run's own agent, or the one
+    pending call with that id)."""
 
     call_id: str
     approved: bool
     reason: str = ""
+    path: tuple[str, ...] = ()
 
 
 @attrs.frozen

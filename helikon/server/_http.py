@@ -231,7 +231,7 @@ def run_input(body: Any) -> AgentInput:
 
 
 def decisions_of(body: Any) -> tuple[Decision, ...]:
-    """``{"decisions": [{"call_id", "approved", "reason"?}, ...]}``."""
+    """``{"decisions": [{"call_id", "approved", "reason"?, "path"?}, ...]}``."""
     items = body.get("decisions") if isinstance(body, dict) else None
     if not isinstance(items, list) or not items:
         raise BadRequest(422, "bad_decisions", "'decisions' must be a non-empty list")
@@ -242,11 +242,16 @@ def decisions_of(body: Any) -> tuple[Decision, ...]:
             or not isinstance(item.get("call_id"), str)
             or not isinstance(item.get("approved"), bool)
             or not isinstance(item.get("reason", ""), str)
+            or not isinstance(item.get("path", []), list)
+            or not all(isinstance(key, str) for key in item.get("path", []))
         ):
             raise BadRequest(
-                422, "bad_decisions", 'each decision is {"call_id": str, "approved": bool, "reason": str}'
+                422,
+                "bad_decisions",
+                'each decision is {"call_id": str, "approved": bool, "reason": str, "path": [str]}',
             )
-        found.append(Decision(item["call_id"], item["approved"], item.get("reason", "")))
+        path = tuple(item.get("path", []))
+        found.append(Decision(item["call_id"], item["approved"], item.get("reason", ""), path))
     return tuple(found)
 
 

@@ -117,7 +117,7 @@ class LocalRun:
         self.status = RunStatus.QUEUED
         self.log = RunLog()
         self.token = CancellationToken()
-        self.pending: dict[str, _Pending] = {}
+        self.pending: dict[tuple[tuple[str, ...], str], _Pending] = {}
         self.slots: _Slots | None = None  # set while it holds an execution slot
         self._parked = 0  # its approvals waiting for a human (its slot is given back meanwhile)
 
@@ -139,7 +139,12 @@ class LocalRun:
             "error": error,
             "usage": terminal.get("usage") if terminal is not None else None,
             "pending_approvals": [
-                {"call_id": p.request.call_id, "tool": p.request.tool, "arguments": p.request.arguments}
+                {
+                    "call_id": p.request.call_id,
+                    "path": list(p.request.path),
+                    "tool": p.request.tool,
+                    "arguments": p.request.arguments,
+                }
                 for p in self.pending.values()
             ],
         }
@@ -150,18 +155,32 @@ class LocalRun:
     async def approve(self, decisions: tuple[Decision, ...]) -> None:
         if not self.pending:
             raise ApprovalRefused(f"run {self.run_id} is not waiting for an approval")
-        ids = [d.call_id for d in decisions]
-        unknown = sorted(set(ids) - set(self.pending))
-        if unknown:
-            raise ApprovalRefused(f"run {self.run_id} has no pending tool call {unknown[0]!r}")
-        if len(set(ids)) != len(ids):
+        keys = [self._pending_key(d) for d in decisions]
+        if len(set(keys)) != len(keys):
             raise ApprovalRefused("a tool call is answered more than once")
-        for decision in decisions:
-            waiting = self.pending.pop(decision.call_id)
+        for key, decision in zip(keys, decisions, strict=True):
+            waiting = self.pending.pop(key)
             waiting.decision = decision
             waiting.answered.set()
         if not self.pending and self.status is RunStatus.AWAITING_APPROVAL:
             self.status = RunStatus.RUNNING
+
+    def _pending_key(self, decision: Decision) -> tuple[tuple[str, ...], str]:
+        """The pending call ``decision`` answers: by (path, call id); without a
+        path, the one pending call with that id."""
+        if decision.path or ((), decision.call_id) in self.pending:
+            key = (decision.path, decision.call_id)
+            if key not in self.pending:
+                raise ApprovalRefused(f"run {self.run_id} has no pending tool call {decision.call_id!r}")
+            return key
+        found = [key for key in self.pending if key[1] == decision.call_id]
+        if not found:
+            raise ApprovalRefused(f"run {self.run_id} has no pending tool call {decision.call_id!r}")
+        if len(found) > 1:
+            raise ApprovalRefused(
+                f"tool call {decision.call_id!r} is pending in {len(found)} agents: answer with its path"
+            )
+        return found[0]
 
     async def cancel(self) -> None:
         self.token.cancel()
@@ -169,7 +188,7 @@ class LocalRun:
     async def ask(self, request: ApprovalRequest) -> Allow | Deny:
         """The approval handler a run waits in until ``approve`` answers."""
         waiting = _Pending(request)
-        self.pending[request.call_id] = waiting
+        self.pending[(request.path, request.call_id)] = waiting
         self.status = RunStatus.AWAITING_APPROVAL
         remove = self.token.on_cancel(waiting.answered.set)
         # A human may take hours: the run's slot goes to another run while it
@@ -183,7 +202,7 @@ class LocalRun:
             await waiting.answered.wait()
         finally:
             remove()
-            self.pending.pop(request.call_id, None)
+            self.pending.pop((request.path, request.call_id), None)
             self._parked -= 1
             if slots is not None and not self._parked:
                 with anyio.CancelScope(shield=True):

@@ -146,6 +146,7 @@ def openapi_document(title: str) -> dict[str, Any]:
                                     "call_id": {"type": "string"},
                                     "approved": {"type": "boolean"},
                                     "reason": {"type": "string"},
+                                    "path": {"type": "array", "items": {"type": "string"}},
                                 },
                             },
                         }

@@ -102,7 +102,8 @@ class TemporalHandle:
             else None,
             "usage": terminal.get("usage") if terminal is not None else None,
             "pending_approvals": [
-                {"call_id": r.call_id, "tool": r.tool, "arguments": r.arguments} for r in pending
+                {"call_id": r.call_id, "path": list(r.path), "tool": r.tool, "arguments": r.arguments}
+                for r in pending
             ],
         }
 
@@ -133,7 +134,7 @@ class TemporalHandle:
             yield frame
 
     async def approve(self, decisions: tuple[Decision, ...]) -> None:
-        pending = {r.call_id for r in await self._run.pending()}
+        pending = {r.call_id for r in await self._run.pending()}  # the machine routes by path
         if not pending:
             raise ApprovalRefused(f"run {self._run_id} is not waiting for an approval")
         unknown = sorted({d.call_id for d in decisions} - pending)
@@ -141,7 +142,7 @@ class TemporalHandle:
             raise ApprovalRefused(f"run {self._run_id} has no pending tool call {unknown[0]!r}")
         try:
             await self._run.approve(
-                [ApprovalDecision(CallId(d.call_id), d.approved, d.reason) for d in decisions]
+                [ApprovalDecision(CallId(d.call_id), d.approved, d.reason, d.path) for d in decisions]
             )
         except StepError as error:
             raise ApprovalRefused(str(error)) from None

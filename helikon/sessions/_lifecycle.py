@@ -45,7 +45,12 @@ async def load_history(session: Session) -> tuple[Item, ...]:
 
 
 async def persist_run(
-    session: Session, recorder: SessionRecorder, now: int | None = None, *, timeout: float = PERSIST_TIMEOUT
+    session: Session,
+    recorder: SessionRecorder,
+    now: int | None = None,
+    *,
+    timeout: float = PERSIST_TIMEOUT,
+    keep_open: bool = False,
 ) -> None:
     """Append what ``recorder`` recorded, best effort; never raises an ``Exception``.
 
@@ -53,14 +58,16 @@ async def persist_run(
     result stamped ``now``, :func:`now_ms` by default) and appends it in one
     batch. The append is shielded from cancellation for at most ``timeout``
     seconds, so a cancelled run still leaves its log; any failure is logged
-    on the ``helikon.sessions`` logger at ERROR and swallowed.
+    on the ``helikon.sessions`` logger at ERROR and swallowed. With
+    ``keep_open`` (a run that suspended for approval), open calls stay open.
     """
     import logging
 
     import anyio
 
     logger = logging.getLogger("helikon.sessions")
-    events = recorder.drain(now_ms() if now is None else now)
+    # A suspended run's calls wait for approval: its resumption closes them.
+    events = recorder.take() if keep_open else recorder.drain(now_ms() if now is None else now)
     if not events:
         return
     try:

@@ -14,14 +14,17 @@ from helikon.loop import AgentSpec
 
 
 def child_keys(member: Member) -> tuple[tuple[str, str], ...]:
-    """The (key, agent name) of every child ``member`` can start: a
-    workflow's nodes, or an agent's handoff targets."""
+    """The (key, member key) of every child ``member`` can start: a
+    workflow's nodes, or an agent's handoff targets (a child without a
+    recorded link runs the member keyed by its agent's name)."""
     spec = member.spec
     if isinstance(spec, WorkflowSpec):
-        return tuple((node.key, node.agent) for node in spec.nodes)
-    if isinstance(spec, AgentSpec):
-        return tuple((handoff.target, handoff.target) for handoff in spec.handoffs)
-    return ()
+        pairs = tuple((node.key, node.agent) for node in spec.nodes)
+    elif isinstance(spec, AgentSpec):
+        pairs = tuple((handoff.target, handoff.target) for handoff in spec.handoffs)
+    else:
+        return ()
+    return tuple((key, member.linked(key) or agent) for key, agent in pairs)
 
 
 def member_at(tree: TreeSpec, path: tuple[str, ...]) -> Member | None:
@@ -65,4 +68,16 @@ def member_paths(tree: TreeSpec) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(found.items())
 
 
-__all__ = ["child_keys", "member_at", "member_paths"]
+def is_private(tree: TreeSpec | None, path: tuple[str, ...]) -> bool:
+    """Whether ``path`` runs inside an agent used as a tool (a private
+    sub-run: its live events never reach the caller's stream)."""
+    if tree is None:
+        return False
+    for index, key in enumerate(path):
+        parent = member_at(tree, path[:index])
+        if ":" in key and parent is not None and parent.agent_tool(key.split(":", 1)[0]) is not None:
+            return True
+    return False
+
+
+__all__ = ["child_keys", "is_private", "member_at", "member_paths"]

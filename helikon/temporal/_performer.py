@@ -107,7 +107,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.interpreters import RunEnv
     from helikon.loop import AgentSpec, delta_event
     from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, Usage
-    from helikon.temporal._paths import member_at
+    from helikon.temporal._paths import is_private, member_at
     from helikon.temporal._wire import (
         ASK_APPROVALS,
         CALL_MODEL,
@@ -282,7 +282,9 @@ class ActivityPerformer:
                     # Started in tree order; they may finish in any order, which
                     # the history records, so a replay resumes identically.
                     done = await asyncio.gather(*(self._at(at.path, at.effect) for at in effects))
-                    for events, _ in done:
+                    for at, (events, _) in zip(effects, done, strict=True):
+                        if is_private(self._description.tree, at.path):
+                            continue  # an agent used as a tool: its turns are its own
                         for event in events:
                             yield event
                     results = (result for _, result in done)
@@ -551,7 +553,10 @@ class ActivityPerformer:
         if known is not None:
             return known
         parent = self._limit(path[:-1])
-        own = self._description.timeout_of(self._agent_at(path))
+        tree = self._description.tree
+        member = member_at(tree, path) if tree is not None else None
+        # Timeouts are kept by member key (two members may share a name).
+        own = self._description.timeout_of(member.key if member is not None else self._agent_at(path))
         limit: tuple[datetime | None, float | None] = (None, None)
         if own is not None:
             limit = (workflow.now() + timedelta(seconds=own), own)

@@ -291,8 +291,8 @@ def _resolve(tp: object) -> st.SearchStrategy[Any]:
     origin = typing.get_origin(tp)
     if origin is tuple:
         item, *rest = typing.get_args(tp)
-        if rest != [Ellipsis]:
-            raise TypeError(f"carriers() does not generate fixed tuples: {tp!r}")
+        if rest != [Ellipsis]:  # a fixed tuple: (key, text), say
+            return st.tuples(*(_deferred(arg) for arg in typing.get_args(tp)))
         return st.lists(_deferred(item), max_size=3).map(tuple)
     if origin is Mapping or origin is dict:
         return json_objects(max_leaves=4)

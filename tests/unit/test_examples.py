@@ -43,6 +43,11 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "mcp_agent_server.py": ("HTTP answer: You spent $412", "stdio answer: You spent $412"),
     "coding_agent.py": ("FAILED (failures=1)", "OK\n", "denied: ../../etc/passwd", "Both tests pass now."),
     "custom_interpreter.py": ("2 + 3 = 5",),
+    "job_queue.py": (
+        "queue output: Report: Bees dance to share where food is.",
+        "same output as agent.run: True",
+        "same events as agent.run: True",
+    ),
     "cli_tour.py": (
         "⇢ handoff: triage -> budgeting",
         "#1 ExecuteTools lookup_spending -> ToolsExecuted",
