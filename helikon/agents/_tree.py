@@ -512,6 +512,10 @@ def _feed(
         events.extend(_forwarded(tuple(own)))
         children = (*node.children[:index], TreeChild(key, fed), *node.children[index + 1 :])
         return _after_children(spec, attrs.evolve(node, children=children), events)
+    if type(result) is RunInterrupted:
+        # Whatever this sub-machine waits on (its chores included), an
+        # interruption addressed to it ends it, as one at the root does.
+        return _interrupt(spec, node, result, events)
     if node.chores:
         wanted = HooksNotified if type(node.chores[0]) is NotifyHooks else OutputStored
         if type(result) is not wanted:

@@ -7,6 +7,24 @@ numbers: interpreters do that and feed the results back.
 """
 
 from helikon.loop._aggregate import Response, aggregate
+from helikon.loop._answers import (
+    ANSWERS,
+    Answer,
+    MissingCallback,
+    Raised,
+    Returned,
+    TurnHookFold,
+    approval_decision,
+    described,
+    fold_turn_hooks,
+    guardrail_verdict,
+    guardrails_checked,
+    hook_step,
+    instructions_result,
+    policy_step,
+    tool_raised,
+    turn_hook_decision,
+)
 from helikon.loop._calls import (
     CallStage,
     Permitting,
@@ -43,6 +61,22 @@ from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, sta
 from helikon.loop._validate import parse_json, schema_errors
 
 __all__ = [
+    "ANSWERS",
+    "Answer",
+    "MissingCallback",
+    "Raised",
+    "Returned",
+    "TurnHookFold",
+    "approval_decision",
+    "described",
+    "fold_turn_hooks",
+    "guardrail_verdict",
+    "guardrails_checked",
+    "hook_step",
+    "instructions_result",
+    "policy_step",
+    "tool_raised",
+    "turn_hook_decision",
     "ApprovalRoute",
     "CallStage",
     "Governance",
