@@ -49,6 +49,7 @@ from helikon._json import JsonValue
 from helikon.agent import environment
 from helikon.agents import Member, TreeSpec
 from helikon.config import RunConfig
+from helikon.context import Actions
 from helikon.effects import (
     AgentsRan,
     ApprovalsGiven,
@@ -246,11 +247,12 @@ class AgentActivities:
         its result scrubbed of the worker's secrets; errors as data."""
         request: StepRequest = _decode(payload, StepRequest)
         env = await self._env(request.at)
+        actions = Actions()  # this step's signals: escalation is the machine's state
         async with _heartbeats(_heartbeat_interval()):
-            result = await perform_step(request.step, env)
+            result = await perform_step(request.step, env, actions)
         if self._posture.redaction:
             result = redact_step(result, env.secrets)
-        return encode(StepDone(result, env.actions.escalated))
+        return encode(StepDone(result, actions.escalated))
 
     @activity.defn(name=ASK_APPROVALS)
     async def ask_approvals(self, payload: dict[str, Any]) -> dict[str, Any]:
