@@ -161,8 +161,6 @@ def step_result(step: CallStep, answer: Answer) -> StepResult:
             match answer:
                 case Returned(value=value):
                     return tool_returned(call_id, value, name)
-                case Raised(error=MissingCallback() as error):
-                    return ToolRaised(call_id, ToolCrashed(str(error)))
                 case Raised(error=error):
                     return tool_raised(call_id, error)
 

@@ -73,7 +73,14 @@ _HOOK_DECISIONS = (Allow, Deny, ReplaceInput, ReplaceOutput, InjectSystemMessage
 _POLICY_DECISIONS = (Allow, Deny, AskUser, Replace)
 
 
-class MissingCallback(LookupError):
+class NoAnswer(Exception):
+    """User code gave no answer: the interpreter could not call it, or the
+    call did not complete (a Temporal activity that failed for good, say).
+    An interpreter reports it as :class:`Raised`; it is described by its
+    message alone."""
+
+
+class MissingCallback(NoAnswer, LookupError):
     """The run has no callback to call for a step (a hook number out of
     range, no permission policy, no approval handler, a tool with no
     implementation); an interpreter reports it as :class:`Raised`."""
@@ -107,7 +114,7 @@ def described(error: BaseException) -> str:
     >>> described(MissingCallback("no permission policy is installed"))
     'no permission policy is installed'
     """
-    if isinstance(error, MissingCallback):
+    if isinstance(error, NoAnswer):
         return str(error)
     return f"{type(error).__name__}: {error}"
 
@@ -158,7 +165,7 @@ def approval_decision(call_id: CallId, answer: Answer) -> ApprovalDecision:
             return ApprovalDecision(call_id, False, reason)
         case Returned(value=value):
             return ApprovalDecision(call_id, False, f"the approval handler answered {value!r}")
-        case Raised(error=MissingCallback() as error):
+        case Raised(error=NoAnswer() as error):
             return ApprovalDecision(call_id, False, described(error))
         case Raised(error=error):
             return ApprovalDecision(call_id, False, f"the approval handler raised {described(error)}")
@@ -193,6 +200,8 @@ def turn_hook_decision(answer: Answer) -> HookDecision:
             return value
         case Returned(value=value):
             return Deny(f"a hook answered something that is not a hook decision: {value!r}")
+        case Raised(error=NoAnswer() as error):
+            return Deny(described(error))
         case Raised(error=error):
             return Deny(f"a hook raised {described(error)}")
 
@@ -244,6 +253,16 @@ def instructions_result(answer: Answer) -> InstructionsRendered | InstructionsFa
             return InstructionsFailed(described(error))
 
 
+def hooks_unanswered(message: str) -> HooksRan:
+    """The turn hooks, when they gave no answer at all (``message`` says
+    why): the turn is denied, as governance fails closed.
+
+    >>> hooks_unanswered("the worker is gone")
+    HooksRan(denied='the worker is gone', injected=())
+    """
+    return HooksRan(described(NoAnswer(message)))
+
+
 #: Fires hook ``index`` on ``event`` and is sent back its answer.
 TurnHookFold: TypeAlias = Generator[tuple[int, HookEvent], Answer, HooksRan]
 
@@ -293,6 +312,8 @@ __all__ = [
     "ANSWERS",
     "Answer",
     "MissingCallback",
+    "NoAnswer",
+    "hooks_unanswered",
     "Raised",
     "Returned",
     "TurnHookFold",

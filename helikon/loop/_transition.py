@@ -229,7 +229,7 @@ def on_instructions_failed(state: RunState, result: InstructionsFailed, spec: Ag
     phase = state.phase
     if type(phase) is not CallingModel or phase.rendered:
         return Failure(StepError("instructions were not asked for"))
-    error = OtherError(f"the instructions of agent {spec.name!r} raised {result.message}")
+    error = OtherError(f"the instructions of agent {spec.name!r} failed: {result.message}")
     return Success(fail(state, error, [], [], state.usage))
 
 

@@ -60,6 +60,7 @@ from helikon.effects import (
     GuardrailsChecked,
     HooksNotified,
     HooksRan,
+    InstructionsFailed,
     InstructionsRendered,
     NotifyHooks,
     RenderInstructions,
@@ -267,11 +268,9 @@ class AgentActivities:
         """The agent's dynamic instructions for one turn."""
         request: RenderInstructionsRequest = _decode(payload, RenderInstructionsRequest)
         env = await self._env(request.at)
-        try:
-            _, result = await self._perform(RenderInstructions(request.turn), env)
-        except Exception as exc:  # user code: retried under the instructions retry policy
-            message = f"the instructions of agent {env.spec.name!r} raised {type(exc).__name__}: {exc}"
-            raise ApplicationError(message, type=INSTRUCTIONS_ERROR) from None
+        _, result = await self._perform(RenderInstructions(request.turn), env)
+        if type(result) is InstructionsFailed:  # retried under the instructions retry policy
+            raise ApplicationError(result.message, type=INSTRUCTIONS_ERROR)
         return encode(_expect(result, InstructionsRendered))
 
     @activity.defn(name=RUN_HOOKS)
