@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -166,9 +167,15 @@ def guardrail_of(plan: dict[str, Any]) -> Any:
     return guardrail
 
 
-def build(plan: dict[str, Any]) -> tuple[LlmAgent[Any], RunContext[Any], dict[str, list[BehavingTool]]]:
-    """The agent tree of ``plan`` (fresh models) and the run context."""
+def build(
+    plan: dict[str, Any], *, on_agents: bool = False
+) -> tuple[LlmAgent[Any], RunContext[Any], dict[str, list[BehavingTool]]]:
+    """The agent tree of ``plan`` (fresh models) and the run context; the
+    hook and guardrail are the context's, or with ``on_agents`` every
+    agent's own hook and the root's own guardrail (a Temporal worker serves
+    agents, not contexts)."""
     made: LlmAgent[Any] | None = None
+    own_hooks = [hook_of(plan)] if on_agents and plan["hooks"] is not None else []
     tools: dict[str, list[BehavingTool]] = {}
     for spec in reversed(plan["agents"]):
         own = [BehavingTool(n, k) for n, k in spec["tools"].items()]
@@ -178,8 +185,12 @@ def build(plan: dict[str, Any]) -> tuple[LlmAgent[Any], RunContext[Any], dict[st
             model=MockModel([list(t) for t in spec["turns"]]),
             tools=own,
             handoffs=[Handoff.to(made)] if made is not None else [],
+            hooks=own_hooks,
         )
     assert made is not None
+    if on_agents:
+        guarded = [guardrail_of(plan)] if plan["guardrail"] != "absent" else []
+        return attrs.evolve(made, input_guardrails=guarded), RunContext.ephemeral(None), tools
     registry = HookRegistry()
     if plan["hooks"] is not None:
         registry = registry.with_hook(hook_of(plan))
@@ -188,8 +199,10 @@ def build(plan: dict[str, Any]) -> tuple[LlmAgent[Any], RunContext[Any], dict[st
     return made, RunContext.ephemeral(None).with_hooks(registry), tools
 
 
-def live(plan: dict[str, Any], backend: str, interpreter: Any = None) -> list[AgentEvent]:
-    agent, ctx, _ = build(plan)
+def live(
+    plan: dict[str, Any], backend: str, interpreter: Any = None, *, on_agents: bool = False
+) -> list[AgentEvent]:
+    agent, ctx, _ = build(plan, on_agents=on_agents)
 
     async def go() -> list[AgentEvent]:
         run = agent.run(ctx, "go", interpreter=interpreter or LiveInterpreter(RUN_ID))
@@ -251,8 +264,6 @@ def replayed(plan: dict[str, Any]) -> tuple[list[AgentEvent], list[AgentEvent]]:
 
 
 def without_definition(state: Any) -> Any:
-    import attrs
-
     return attrs.evolve(state, definition="")
 
 
