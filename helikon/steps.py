@@ -36,11 +36,11 @@ from helikon.errors import StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, RunEnv
-from helikon.interpreters._drive import is_event, is_result
+from helikon.interpreters._drive import is_event, is_result, timed
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
 from helikon.interpreters._recording import tree_of
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, RunState
+from helikon.loop import AgentSpec, RunState, on_time
 from helikon.trace import fingerprint, governance_of
 
 
@@ -132,8 +132,14 @@ def start(
     run_id: str,
     ctx: RunContext[Any] | None = None,
     recorder: RecordingInterpreter | None = None,
+    now: float | None = None,
 ) -> OutcomeLike:
     """Begin a run of ``agent`` (an agent, or an ``AgentSpec``) on ``input``.
+
+    ``now`` is a clock reading (seconds, any clock you keep using for this
+    run): with it, the state keeps the run's deadline (``RunConfig.timeout``
+    after ``now``), and :func:`advance` given later readings decides when the
+    run is out of time — in this process or another.
 
     The state records the fingerprint of the agent's definition, so that
     :func:`pending` and ``agent.resume`` refuse to continue it with another.
@@ -152,8 +158,13 @@ def start(
     if isinstance(state, RunState | TreeState):  # a bare workflow machine's state records none
         stamp = fingerprint(agent) if env is None else fingerprint(env.spec, tree_of(env))
         outcome = attrs.evolve(cast(Any, outcome), state=attrs.evolve(state, definition=stamp))
+    timeout = (env.spec if env is not None else agent).config.timeout
+    if now is not None and timeout is not None:
+        outcome = timed(outcome, now, timeout)
     if recorder is not None:
         recorder.new_run_id()  # a fresh recording
+        if now is not None and timeout is not None:
+            recorder.note_reading(now)
         _observe(recorder, env, outcome)
     return outcome
 
@@ -165,14 +176,23 @@ def advance(
     *,
     ctx: RunContext[Any] | None = None,
     recorder: RecordingInterpreter | None = None,
+    now: float | None = None,
 ) -> OutcomeLike:
     """Feed ``result`` (the pending effect's result) and get the next outcome.
+
+    ``now`` is the clock reading taken when ``result`` came back: a reading at
+    or past the state's deadline ends the run with ``TimedOut`` (see
+    :mod:`helikon.loop._clock`); without one, time is not checked.
 
     Raises:
         StepError: ``result`` does not answer the pending effect, or the run
             is already over.
     """
     machine, env = _world(agent, ctx, state.run_id)
+    if now is not None and getattr(state, "deadline", None) is not None:
+        if recorder is not None:
+            recorder.note_reading(now)
+        result = on_time(state, result, now)
     match machine.step(state, result):
         case Success(outcome):
             stepped: OutcomeLike = outcome

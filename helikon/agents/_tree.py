@@ -206,6 +206,9 @@ class TreeState:
     root: TreeNode
     #: The run's definition fingerprint, as :attr:`helikon.loop.RunState.definition`.
     definition: str = ""
+    #: The run's deadline and timeout, as :attr:`helikon.loop.RunState.deadline`.
+    deadline: float | None = None
+    timeout: float | None = None
 
     @property
     def run_id(self) -> RunId:
@@ -624,7 +627,7 @@ def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec) -> Step:
         root = _step_root(spec, state, result, events)
     except StepError as error:
         return Failure(error)
-    return Success(_outcome(TreeState(root, state.definition), events))
+    return Success(_outcome(attrs.evolve(state, root=root), events))
 
 
 def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: list[AgentEvent]) -> TreeNode:

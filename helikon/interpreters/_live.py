@@ -15,8 +15,9 @@ wrap their network waits in :meth:`CancellationToken.scope`.
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import final
 
 import attrs
@@ -84,10 +85,19 @@ class LiveInterpreter:
     Args:
         run_id: use this id for every run (tests); by default each run gets
             a fresh random one.
+        clock: the clock the machine is told the time with (seconds;
+            ``time.time`` by default, so a deadline kept in a saved state
+            holds in another process). Read when a run with a timeout
+            begins and after each effect of a run with a deadline.
     """
 
-    def __init__(self, run_id: str | None = None) -> None:
+    def __init__(self, run_id: str | None = None, *, clock: Callable[[], float] | None = None) -> None:
         self._run_id = run_id
+        self._clock = clock if clock is not None else time.time
+
+    def now(self) -> float:
+        """The clock reading the machine decides time with."""
+        return self._clock()
 
     def new_run_id(self) -> RunId:
         return RunId(self._run_id if self._run_id is not None else uuid.uuid4().hex)
@@ -236,13 +246,16 @@ class LiveInterpreter:
 
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectResult:
     """``work`` under the run's cancel token and deadline (an interruption
-    result if either fires first). Work that completed is reported as it
-    is, even when the deadline passed meanwhile: the next effect is the one
-    interrupted (as under Temporal), so no finished result is discarded."""
+    result if either fires first, or if the run was cancelled meanwhile).
+    Work that completed is reported as it is, even past the deadline: what
+    becomes of it is the machine's decision, from the clock reading drive
+    takes next (see :mod:`helikon.loop._clock`)."""
     result: EffectResult | None = None
     with env.ctx.cancel.scope(env.deadline):
         result = await work
-    return result if result is not None else (interruption(env) or _cancelled())
+    if result is None or env.ctx.cancel.cancelled:
+        return interruption(env) or _cancelled()
+    return result
 
 
 #: Effects that only record what the machine decided (observing hooks, a

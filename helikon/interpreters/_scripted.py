@@ -42,6 +42,7 @@ from helikon.effects import (
 from helikon.errors import ModelError, OtherModelFailure, StepError
 from helikon.events import AgentEvent
 from helikon.ids import CallId, RunId
+from helikon.interpreters._drive import timed
 from helikon.interpreters._perform import (
     Call,
     Callbacks,
@@ -54,7 +55,7 @@ from helikon.interpreters._perform import (
     turn_hooks,
 )
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, Outcome, RunState, delta_event, start, transition
+from helikon.loop import AgentSpec, Outcome, RunState, delta_event, on_time, start, transition
 from helikon.model import ModelEvent
 
 #: A scripted tool: JSON arguments in, a JSON-compatible value out.
@@ -104,6 +105,9 @@ class TestInterpreter:
         input_guardrails: the agent's input guardrails ``(ctx, UserText)``
             (the run context's are checked too).
         output_guardrails: the agent's output guardrails ``(ctx, ModelOutput)``.
+        clock: the clock readings the machine decides time with, as the
+            live interpreter's (read when a run with a timeout begins and
+            after each effect of a run with a deadline); none by default.
     """
 
     __test__ = False  # not a pytest test class
@@ -121,6 +125,7 @@ class TestInterpreter:
         agents: Mapping[str, TestInterpreter] | None = None,
         input_guardrails: Sequence[Callable[..., object]] = (),
         output_guardrails: Sequence[Callable[..., object]] = (),
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.scripts = [list(s) for s in model]
         self.tools = dict(tools or {})
@@ -132,6 +137,7 @@ class TestInterpreter:
         self.agents = dict(agents or {})
         self.input_guardrails = tuple(input_guardrails)
         self.output_guardrails = tuple(output_guardrails)
+        self.clock = clock
 
     def run(
         self, spec: AgentSpec | TreeSpec, input: AgentInput | str, run_id: str = "run-1"
@@ -141,9 +147,15 @@ class TestInterpreter:
         scripts each member of the tree by name)."""
         if isinstance(input, str):
             input = AgentInput.from_user_text(input)
+        first: Outcome | TreeOutcome
         if isinstance(spec, TreeSpec):
-            return self.resume(spec, start_tree(spec, input, RunId(run_id)))
-        return self.resume(spec, start(spec, input, RunId(run_id)))
+            first = start_tree(spec, input, RunId(run_id))
+        else:
+            first = start(spec, input, RunId(run_id))
+        timeout = _timeout_of(spec)
+        if self.clock is not None and timeout is not None:
+            first = timed(first, self.clock(), timeout)
+        return self.resume(spec, first)
 
     def resume(self, spec: AgentSpec | TreeSpec, outcome: Outcome | TreeOutcome) -> ScriptedRun:
         """Continue from ``outcome`` (for instance a reloaded state's); stops
@@ -156,6 +168,8 @@ class TestInterpreter:
             else:
                 result = self.perform(outcome.effect, events)
             steps.append(Step(outcome.effect, result))
+            if self.clock is not None and outcome.state.deadline is not None:
+                result = on_time(outcome.state, result, self.clock())
             outcome = _step(spec, outcome, result)
             events.extend(outcome.events)
         return ScriptedRun(tuple(events), outcome.state, tuple(steps))
@@ -242,6 +256,14 @@ def _step(
         return step_tree(outcome.state, result, spec).alt(_raise).unwrap()
     assert isinstance(spec, AgentSpec)
     return transition(outcome.state, result, spec).alt(_raise).unwrap()
+
+
+def _timeout_of(spec: AgentSpec | TreeSpec) -> float | None:
+    """The run's own timeout: the agent's, or the tree root's."""
+    if isinstance(spec, AgentSpec):
+        return spec.config.timeout
+    root = spec.member(spec.root)
+    return root.spec.config.timeout if root is not None and isinstance(root.spec, AgentSpec) else None
 
 
 def _raise(error: Exception) -> Exception:

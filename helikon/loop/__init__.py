@@ -38,6 +38,7 @@ from helikon.loop._calls import (
     approval_request,
     pending_step,
 )
+from helikon.loop._clock import Timed, deadline_after, on_time
 from helikon.loop._deltas import delta_event
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec, ApprovalRoute, Governance, HandoffSpec, OutputSchema, handoff_slug
@@ -63,6 +64,9 @@ from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, sta
 from helikon.loop._validate import parse_json, schema_errors
 
 __all__ = [
+    "Timed",
+    "deadline_after",
+    "on_time",
     "ANSWERS",
     "Answer",
     "MissingCallback",

@@ -275,6 +275,10 @@ class ActivityPerformer:
     def new_run_id(self) -> RunId:
         return self._run_id
 
+    def now(self) -> float:
+        """The workflow's clock (deterministic on replay), as the machine's reading."""
+        return workflow.now().timestamp()
+
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         stopped = self._stopped(()) if type(effect) not in _CHORES else None
         if stopped is not None:

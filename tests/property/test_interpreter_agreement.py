@@ -1,8 +1,8 @@
 """Every interpreter gives the same run for the same answers of user code (issue 26).
 
 A random agent tree (up to three agents joined by handoffs) with hooks,
-input guardrails and tools that answer, answer junk or raise, and random
-model scripts, runs under the live interpreter (trio and asyncio), the
+input guardrails and tools that answer, answer junk or raise, random model
+scripts, a random timeout and random clock readings, runs under the live interpreter (trio and asyncio), the
 scripted interpreter, the step API with ``dump_state``/``load_state`` at
 every step, and the replay of the recording read back from its file: the
 event streams are identical, and so are the final states the scripted run
@@ -18,10 +18,10 @@ from typing import Any
 
 import anyio
 import attrs
-from hypothesis import given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from helikon import AgentEvent, LlmAgent, RunContext, ToolError, Trace, dump_state, load_state
+from helikon import AgentEvent, LlmAgent, RunConfig, RunContext, ToolError, Trace, dump_state, load_state
 from helikon._json import JsonObject, JsonValue
 from helikon.context import HookRegistry, ToolContext
 from helikon.effects import Terminate
@@ -128,7 +128,21 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
         "agents": agents,
         "hooks": hooks if draw(st.booleans()) else None,
         "guardrail": draw(st.sampled_from(GUARDRAILS)),
+        "timeout": draw(st.sampled_from([None, 0.5, 2.0, 4.0])),
+        "ticks": draw(st.lists(st.floats(0.0, 1.5, allow_nan=False), min_size=1, max_size=6)),
     }
+
+
+def clock_of(plan: dict[str, Any]) -> Any:
+    """A fresh clock that reads ``ticks`` apart, in turn (random readings)."""
+    ticks = plan["ticks"]
+    reads = [0]
+
+    def clock() -> float:
+        reads[0] += 1
+        return 1000.0 + sum(ticks[i % len(ticks)] for i in range(reads[0]))
+
+    return clock
 
 
 def hook_of(plan: dict[str, Any]) -> Any:
@@ -180,8 +194,10 @@ def build(
     for spec in reversed(plan["agents"]):
         own = [BehavingTool(n, k) for n, k in spec["tools"].items()]
         tools[spec["name"]] = own
+        root = spec is plan["agents"][0]
         made = LlmAgent(
             name=spec["name"],
+            config=RunConfig(timeout=plan["timeout"] if root else None),
             model=MockModel([list(t) for t in spec["turns"]]),
             tools=own,
             handoffs=[Handoff.to(made)] if made is not None else [],
@@ -205,7 +221,7 @@ def live(
     agent, ctx, _ = build(plan, on_agents=on_agents)
 
     async def go() -> list[AgentEvent]:
-        run = agent.run(ctx, "go", interpreter=interpreter or LiveInterpreter(RUN_ID))
+        run = agent.run(ctx, "go", interpreter=interpreter or LiveInterpreter(RUN_ID, clock=clock_of(plan)))
         return [event async for event in run]
 
     return anyio.run(go, backend=backend)
@@ -224,6 +240,7 @@ def scripted(plan: dict[str, Any]) -> tuple[list[AgentEvent], Any]:
         )
 
     root = member(plan["agents"][0])
+    root.clock = clock_of(plan)
     root.agents = {spec["name"]: member(spec) for spec in plan["agents"][1:]}
     env = prepare(agent, ctx, run_id=RUN_ID)
     machine_spec = env.machine.spec if env.machine is not None else env.spec
@@ -234,9 +251,11 @@ def scripted(plan: dict[str, Any]) -> tuple[list[AgentEvent], Any]:
 def stepped(plan: dict[str, Any], backend: str) -> tuple[list[AgentEvent], Any]:
     """The step API, the state dumped and loaded back at every step."""
     agent, ctx, _ = build(plan)
+    clock = clock_of(plan)
 
     async def go() -> tuple[list[AgentEvent], Any]:
-        out = start(agent, "go", run_id=RUN_ID, ctx=ctx)
+        began = clock() if plan["timeout"] is not None else None
+        out = start(agent, "go", run_id=RUN_ID, ctx=ctx, now=began)
         events = list(out.events)
         state = out.state
         effect = out.effect
@@ -244,7 +263,7 @@ def stepped(plan: dict[str, Any], backend: str) -> tuple[list[AgentEvent], Any]:
             state = load_state(dump_state(state))
             live_events, result = await perform(agent, effect, ctx, run_id=RUN_ID)
             events.extend(live_events)
-            out = advance(agent, state, result, ctx=ctx)
+            out = advance(agent, state, result, ctx=ctx, now=clock() if state.deadline is not None else None)
             events.extend(out.events)
             state, effect = out.state, out.effect
         return events, state
@@ -254,7 +273,7 @@ def stepped(plan: dict[str, Any], backend: str) -> tuple[list[AgentEvent], Any]:
 
 def replayed(plan: dict[str, Any]) -> tuple[list[AgentEvent], list[AgentEvent]]:
     """The recording, and its replay from the file it was saved to."""
-    recorder = RecordingInterpreter(LiveInterpreter(RUN_ID))
+    recorder = RecordingInterpreter(LiveInterpreter(RUN_ID, clock=clock_of(plan)))
     recorded = live(plan, "trio", recorder)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "run.jsonl"
@@ -267,9 +286,12 @@ def without_definition(state: Any) -> Any:
     return attrs.evolve(state, definition="")
 
 
+@settings(max_examples=min(settings.default.max_examples, 320))  # ci: 320, well under a minute
 @given(plans())
 def test_every_interpreter_gives_the_same_run(plan: dict[str, Any]) -> None:
     trio_events = live(plan, "trio")
+    last = trio_events[-1]
+    event(f"ends {type(getattr(last, 'error', last)).__name__}")
     assert live(plan, "asyncio") == trio_events
 
     scripted_events, scripted_state = scripted(plan)
