@@ -36,7 +36,7 @@ from helikon.effects import (
     ToolsExecuted,
 )
 from helikon.errors import OtherError, StepError, TimedOut
-from helikon.events import AgentEvent
+from helikon.events import AgentEvent, ToolOutputItem
 from helikon.governance import Allow, Deny, InputPolicy, OnTurnStart, Pass, Tripwire
 from helikon.interpreters import TestInterpreter
 from helikon.loop import Done, Failed
@@ -236,3 +236,63 @@ def test_an_escalation_ends_only_the_iteration_it_happened_in(backend: str) -> N
     # the inner loop escalates on its first pass only; the later re-entry
     # runs its passes (the flag stuck to a cached environment before)
     assert calls == [1, 2, 3]
+
+
+# -- time is data: the same readings, the same outcome ------------------------------------
+
+
+def _readings(*values: float) -> Any:
+    """A clock that reads ``values`` in turn (then the last one)."""
+    left = list(values)
+
+    def clock() -> float:
+        return left.pop(0) if len(left) > 1 else left[0]
+
+    return clock
+
+
+@tool
+def quick() -> str:
+    """Answer at once."""
+    return "quick result"
+
+
+def quick_agent() -> LlmAgent[Any]:
+    model = MockModel([call_tools(("quick", {})), say("done")])
+    return LlmAgent(name="q", model=model, tools=[quick], config=RunConfig(timeout=5.0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_work_completed_past_the_deadline_is_the_machines_to_judge(backend: str) -> None:
+    from helikon.interpreters import LiveInterpreter
+
+    # began at 100 (deadline 105); the model answered at 101; the tool round
+    # came back at 106: past the deadline, whatever the event loop's clock says
+    async def main() -> list[AgentEvent]:
+        interpreter = LiveInterpreter("timed", clock=_readings(100.0, 101.0, 106.0))
+        return [e async for e in quick_agent().run(RunContext.ephemeral(None), "go", interpreter=interpreter)]
+
+    events = anyio.run(main, backend=backend)
+
+    assert events[-1] == RunFailed(TimedOut(5.0), events[-1].usage)
+    assert not [e for e in events if isinstance(e, ToolOutputItem)]  # the late round is not folded
+
+    # the scripted interpreter and the step API, given the same readings, agree
+    spec = prepare(quick_agent()).spec
+    scripted = TestInterpreter(
+        [call_tools(("quick", {})), say("done")],
+        tools={"quick": lambda args: "quick result"},
+        clock=_readings(100.0, 101.0, 106.0),
+    ).run(spec, "go", "timed")
+    assert list(scripted.events) == events
+
+    async def stepped() -> Any:
+        agent, ctx = quick_agent(), RunContext.ephemeral(None)
+        out = start(agent, "go", run_id="timed", ctx=ctx, now=100.0)
+        for reading in (101.0, 106.0):
+            _, result = await perform(agent, out.effect, ctx, run_id="timed")
+            out = advance(agent, out.state, result, ctx=ctx, now=reading)
+        return out
+
+    out = anyio.run(stepped, backend=backend)
+    assert out.state.phase == Failed(TimedOut(5.0)) and out.state.deadline == 105.0
