@@ -85,6 +85,9 @@ class RunEnv:
     output_guardrails: tuple[Any, ...] = ()
     timeout_s: float | None = None
     subenvs: dict[tuple[str, ...], RunEnv] = attrs.field(factory=dict, eq=False, repr=False)
+    #: What interpreters derive once per run from this environment (the
+    #: callbacks its effects call, see :func:`helikon.interpreters._steps.callbacks_of`).
+    derived: dict[str, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -152,6 +152,8 @@ def tool_returned(call_id: CallId, value: object, tool: str | None = None) -> St
 
 def step_result(step: CallStep, answer: Answer) -> StepResult:
     """What one pipeline step's answer becomes (the answer table's row)."""
+    if type(step) is InvokeTool and type(answer) is Returned:  # the hot path: a tool answered
+        return tool_returned(step.call_id, answer.value, step.tool)
     match step:
         case FireHook(call_id=call_id):
             return hook_step(call_id, answer)
@@ -290,7 +292,10 @@ async def run_async(plan: Plan[R], limit: int | None = None) -> R:
     try:
         batch = next(plan)
         while True:
-            batch = plan.send(tuple(await _fan_out([_bind(c) for c in batch], limit)))
+            if len(batch) == 1:
+                batch = plan.send((await answer_async(batch[0]),))
+            else:
+                batch = plan.send(tuple(await _fan_out([_bind(c) for c in batch], limit)))
     except StopIteration as done:
         result: R = done.value
         return result

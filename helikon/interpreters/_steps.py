@@ -23,7 +23,15 @@ from helikon.interpreters._perform import Call, Callbacks, approvals, one_step, 
 
 
 def callbacks_of(env: RunEnv) -> Callbacks:
-    """The user code the effects of the run ``env`` call."""
+    """The user code the effects of the run ``env`` call (made once per environment)."""
+    made = env.derived.get("callbacks")
+    if made is None:
+        made = env.derived["callbacks"] = _callbacks(env)
+    callbacks: Callbacks = made
+    return callbacks
+
+
+def _callbacks(env: RunEnv) -> Callbacks:
     ctx = env.ctx
     render = env.instructions
 

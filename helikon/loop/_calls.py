@@ -258,15 +258,19 @@ def _checked_answer(result: StepResult) -> StepResult:
     """A hook's or policy's answer as the fold takes it: ``None`` from a hook
     allows; anything that is not a decision (fed through the step API, say)
     counts as a failed callback, which denies the call."""
-    match result:
-        case HookAnswered(call_id=call_id, decision=None):
-            return HookAnswered(call_id, Allow())
-        case HookAnswered(call_id=call_id, decision=decision) if not isinstance(decision, _HOOK_DECISIONS):
-            return CallbackRaised(call_id, f"an answer that is not a hook decision: {decision!r}")
-        case PolicyAnswered(call_id=call_id, decision=decision) if not isinstance(
-            decision, _POLICY_DECISIONS
-        ):
-            return CallbackRaised(call_id, f"an answer that is not a permission decision: {decision!r}")
+    kind = type(result)
+    if kind is HookAnswered:
+        assert isinstance(result, HookAnswered)
+        decision = result.decision
+        if decision is None:
+            return HookAnswered(result.call_id, Allow())
+        if not isinstance(decision, _HOOK_DECISIONS):
+            return CallbackRaised(result.call_id, f"an answer that is not a hook decision: {decision!r}")
+    elif kind is PolicyAnswered:
+        assert isinstance(result, PolicyAnswered)
+        if not isinstance(result.decision, _POLICY_DECISIONS):
+            message = f"an answer that is not a permission decision: {result.decision!r}"
+            return CallbackRaised(result.call_id, message)
     return result
 
 
