@@ -228,7 +228,7 @@ def pending(
     Raises:
         StepError: the state cannot be resumed with this agent, naming why.
     """
-    machine, env = _world(agent, ctx)
+    machine, env = _world(agent, ctx, getattr(state, "run_id", None))
     if env is not None:
         check_definition(env, state, allow_changed_definition)
     effect: Effect = resumed(machine, state).effect

@@ -32,8 +32,13 @@ from helikon.context import Actions, RunContext
 from helikon.effects import (
     ApprovalRequest,
     ApprovalsGiven,
+    AskApprovals,
     AskPolicy,
     CallStep,
+    CheckGuardrails,
+    Effect,
+    EffectResult,
+    ExecuteTools,
     FireHook,
     GuardrailsChecked,
     HooksNotified,
@@ -41,6 +46,9 @@ from helikon.effects import (
     InstructionsFailed,
     InstructionsRendered,
     InvokeTool,
+    NotifyHooks,
+    RenderInstructions,
+    RunHooks,
     StepResult,
     ToolRaised,
     ToolReturned,
@@ -241,6 +249,28 @@ def instructions(turn: int, cb: Callbacks) -> Plan[InstructionsRendered | Instru
     return instructions_result(answer)
 
 
+def plan_for(effect: Effect, cb: Callbacks, limit: int | None = None) -> Plan[EffectResult] | None:
+    """The plan that performs ``effect``, if it calls user code (None for a
+    model call, a tree's effects, a stored output, ...): what a custom
+    interpreter drives with :func:`run_sync` or :func:`run_async` (or its
+    own loop: call each :class:`Call`, report :class:`~helikon.loop.Returned`
+    or :class:`~helikon.loop.Raised`)."""
+    match effect:
+        case ExecuteTools(steps=steps):
+            return tool_round(steps, cb)
+        case AskApprovals(requests=requests):
+            return approvals(requests, cb)
+        case CheckGuardrails(stage=stage, text=text):
+            return guardrails(stage, text, cb)
+        case RunHooks(turn=turn):
+            return turn_hooks(turn, cb)
+        case NotifyHooks(event=event):
+            return notify(event, cb)
+        case RenderInstructions(turn=turn):
+            return instructions(turn, cb)
+    return None
+
+
 # -- drivers ----------------------------------------------------------------------------------
 
 
@@ -341,6 +371,7 @@ __all__ = [
     "instructions",
     "notify",
     "one_step",
+    "plan_for",
     "run_async",
     "run_sync",
     "step_result",
