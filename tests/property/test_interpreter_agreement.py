@@ -135,7 +135,7 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
 
 def clock_of(plan: dict[str, Any]) -> Any:
     """A fresh clock that reads ``ticks`` apart, in turn (random readings)."""
-    ticks = plan["ticks"]
+    ticks: list[float] = plan["ticks"]
     reads = [0]
 
     def clock() -> float:
@@ -257,7 +257,7 @@ def stepped(plan: dict[str, Any], backend: str) -> tuple[list[AgentEvent], Any]:
         began = clock() if plan["timeout"] is not None else None
         out = start(agent, "go", run_id=RUN_ID, ctx=ctx, now=began)
         events = list(out.events)
-        state = out.state
+        state: Any = out.state
         effect = out.effect
         while type(effect) is not Terminate:
             state = load_state(dump_state(state))
@@ -286,7 +286,7 @@ def without_definition(state: Any) -> Any:
     return attrs.evolve(state, definition="")
 
 
-@settings(max_examples=min(settings.default.max_examples, 320))  # ci: 320, well under a minute
+@settings(max_examples=min((settings.default or settings()).max_examples, 320))  # ci: 320, well under a minute
 @given(plans())
 def test_every_interpreter_gives_the_same_run(plan: dict[str, Any]) -> None:
     trio_events = live(plan, "trio")

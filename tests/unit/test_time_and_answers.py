@@ -38,8 +38,9 @@ from helikon.effects import (
 from helikon.errors import OtherError, StepError, TimedOut
 from helikon.events import AgentEvent, ToolOutputItem
 from helikon.governance import Allow, Deny, InputPolicy, OnTurnStart, Pass, Tripwire
+from helikon.ids import CallId
 from helikon.interpreters import TestInterpreter
-from helikon.loop import Done, Failed
+from helikon.loop import Done, Failed, RunState
 from helikon.steps import advance, perform, prepare, start
 from helikon.testing import MockModel, call_tools, say
 
@@ -69,14 +70,15 @@ def test_a_nested_timeout_with_an_observing_hook_ends_with_timed_out(backend: st
     def hook(ctx: Any, event: object) -> None:
         seen.append(type(event).__name__)
 
-    worker = LlmAgent(name="C", model=MockModel([call_tools(("wait", {})), say("done")]), tools=[wait])
+    worker: LlmAgent[Any] = LlmAgent(name="C", model=MockModel([call_tools(("wait", {})), say("done")]), tools=[wait])
     inner = SequentialAgent("B", "", config=RunConfig(timeout=0.2)).then(worker)
     outer = SequentialAgent("A", "").then(inner)
     ctx = RunContext.ephemeral(None).with_hooks(HookRegistry().with_hook(hook))
 
     events = events_of(outer, ctx, backend)  # raised StepError: 'B' waits for HooksNotified
 
-    assert events[-1] == RunFailed(TimedOut(0.2), events[-1].usage)
+    last = events[-1]
+    assert isinstance(last, RunFailed) and last.error == TimedOut(0.2)
     assert seen.count("OnSubagentStop") == 2 and seen[-1] == "OnRunComplete"
 
 
@@ -117,7 +119,7 @@ def test_the_step_api_refuses_a_context_with_other_governance() -> None:
     from helikon.effects import ModelResponded
     from helikon.model import TextChunk
 
-    agent = LlmAgent(name="napper", model=MockModel([say("done")]), tools=[nap])
+    agent: LlmAgent[Any] = LlmAgent(name="napper", model=MockModel([say("done")]), tools=[nap])
     ctx = RunContext.ephemeral(None)
     out = start(agent, "go", run_id="governed-run", ctx=ctx)
     other = ctx.with_deny_rules([DenyRule.tool("nap")])
@@ -125,7 +127,7 @@ def test_the_step_api_refuses_a_context_with_other_governance() -> None:
     with pytest.raises(StepError, match="permissions changed"):
         advance(agent, out.state, ModelResponded((TextChunk("done"),)), ctx=other)
     done = advance(agent, out.state, ModelResponded((TextChunk("done"),)), ctx=ctx)
-    assert type(done.state.phase) is Done
+    assert isinstance(done.state, RunState) and type(done.state.phase) is Done
 
 
 # -- defect 3: one answer table for every callback ----------------------------------------
@@ -142,7 +144,7 @@ def test_the_answer_table_maps_none_junk_and_exceptions_alike() -> None:
         turn_hook_decision,
     )
 
-    cid = "c1"
+    cid = CallId("c1")
     assert hook_step(cid, Returned(None)) == HookAnswered(cid, Allow())
     assert type(hook_step(cid, Returned("yes"))) is CallbackRaised
     assert type(hook_step(cid, Raised(RuntimeError("x")))) is CallbackRaised
@@ -168,7 +170,7 @@ def test_a_failing_turn_hook_fails_the_run_closed_under_every_interpreter(backen
             return "not a decision"
         return None
 
-    agent = LlmAgent(name="a", model=MockModel([say("hi")]), hooks=[hook])
+    agent: LlmAgent[Any] = LlmAgent(name="a", model=MockModel([say("hi")]), hooks=[hook])
     events = events_of(agent, RunContext.ephemeral(None), backend)  # raised out of agent.run before
 
     last = events[-1]
@@ -177,7 +179,8 @@ def test_a_failing_turn_hook_fails_the_run_closed_under_every_interpreter(backen
 
     spec = prepare(agent).spec
     run = TestInterpreter([[*say("hi")[0:0]]], hooks=[hook]).run(spec, "go")  # scripted alike
-    assert isinstance(run.state.phase, Failed) and run.state.phase.error == last.error
+    assert isinstance(run.state, RunState) and isinstance(run.state.phase, Failed)
+    assert run.state.phase.error == last.error
 
 
 def test_a_hook_answering_none_through_advance_allows_the_call() -> None:
@@ -190,13 +193,13 @@ def test_a_hook_answering_none_through_advance_allows_the_call() -> None:
         return "pong"
 
     model = MockModel([call_tools(("ping", {})), say("done")])
-    agent = LlmAgent(name="a", model=model, tools=[ping], hooks=[hook])
+    agent: LlmAgent[Any] = LlmAgent(name="a", model=model, tools=[ping], hooks=[hook])
     ctx = RunContext.ephemeral(None)
     out = start(agent, "go", run_id="none-hook", ctx=ctx)
-    while type(out.effect) is RunHooks or type(out.effect) is not ExecuteTools:
-        from helikon.effects import HooksRan, ModelResponded
-        from helikon.model import ToolCallChunk
+    from helikon.effects import HooksRan, ModelResponded
+    from helikon.model import ToolCallChunk
 
+    while not isinstance(out.effect, ExecuteTools):
         if type(out.effect) is RunHooks:
             out = advance(agent, out.state, HooksRan(), ctx=ctx)
         else:
@@ -205,6 +208,7 @@ def test_a_hook_answering_none_through_advance_allows_the_call() -> None:
     assert type(step) is FireHook
     # raised a bare AssertionError before: None means allow
     out = advance(agent, out.state, ToolsExecuted((HookAnswered(step.call_id, None),)), ctx=ctx)
+    assert isinstance(out.effect, ExecuteTools)
     (step,) = out.effect.steps
     assert type(step) is InvokeTool
 
@@ -274,7 +278,8 @@ def test_work_completed_past_the_deadline_is_the_machines_to_judge(backend: str)
 
     events = anyio.run(main, backend=backend)
 
-    assert events[-1] == RunFailed(TimedOut(5.0), events[-1].usage)
+    last = events[-1]
+    assert isinstance(last, RunFailed) and last.error == TimedOut(5.0)
     assert not [e for e in events if isinstance(e, ToolOutputItem)]  # the late round is not folded
 
     # the scripted interpreter and the step API, given the same readings, agree
