@@ -286,7 +286,8 @@ def without_definition(state: Any) -> Any:
     return attrs.evolve(state, definition="")
 
 
-@settings(max_examples=min((settings.default or settings()).max_examples, 320))  # ci: 320, well under a minute
+# The ci profile runs 320 examples (well under a minute), the dev one its own.
+@settings(max_examples=min((settings.default or settings()).max_examples, 320))
 @given(plans())
 def test_every_interpreter_gives_the_same_run(plan: dict[str, Any]) -> None:
     trio_events = live(plan, "trio")

@@ -70,7 +70,8 @@ def test_a_nested_timeout_with_an_observing_hook_ends_with_timed_out(backend: st
     def hook(ctx: Any, event: object) -> None:
         seen.append(type(event).__name__)
 
-    worker: LlmAgent[Any] = LlmAgent(name="C", model=MockModel([call_tools(("wait", {})), say("done")]), tools=[wait])
+    model = MockModel([call_tools(("wait", {})), say("done")])
+    worker: LlmAgent[Any] = LlmAgent(name="C", model=model, tools=[wait])
     inner = SequentialAgent("B", "", config=RunConfig(timeout=0.2)).then(worker)
     outer = SequentialAgent("A", "").then(inner)
     ctx = RunContext.ephemeral(None).with_hooks(HookRegistry().with_hook(hook))
