@@ -47,6 +47,7 @@ from helikon.effects import (
     HandoffCompleted,
     HookAnswered,
     HooksRan,
+    InstructionsFailed,
     InstructionsRendered,
     InvokeTool,
     ModelCallFailed,
@@ -141,6 +142,7 @@ def answers(effect: Effect) -> list[EffectResult]:
     match effect:
         case RenderInstructions():
             results.append(InstructionsRendered("Be brief."))
+            results.append(InstructionsFailed("KeyError: 'user'"))
         case CallModel():
             results.extend(MODEL_ANSWERS)
         case ExecuteTools(steps=steps):

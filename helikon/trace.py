@@ -138,6 +138,9 @@ class TraceHeader:
     helikon: str = ""
     format: str = FORMAT
     version: int = VERSION
+    #: The clock reading the run began with (a run with a timeout; see
+    #: :mod:`helikon.loop._clock`), or None.
+    started: float | None = None
 
 
 @attrs.frozen
@@ -155,6 +158,18 @@ class TraceStep:
     events: tuple[AgentEvent, ...]
     path: tuple[str | int, ...] = ()
     live: tuple[AgentEvent, ...] = ()
+    #: The clock reading taken when the result came back (a run with a
+    #: deadline), or None.
+    now: float | None = None
+
+
+def _reading(value: object) -> float | None:
+    """A step's clock reading as recorded (a number, or absent)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"a clock reading must be a number, not {type(value).__name__}")
+    return float(value)
 
 
 @attrs.frozen
@@ -196,6 +211,8 @@ class Trace:
         """The trace as JSON Lines (without newlines)."""
         texts = _Texts()
         header = codec.unstructure(self.header)
+        if header.get("started") is None:
+            header.pop("started", None)  # a run with no deadline reads no clock
         header["kind"] = "header"
         header["version"] = VERSION  # written in this version's format, whatever it was read from
         lines = [_encode(texts.intern(header))]
@@ -208,6 +225,7 @@ class Trace:
                 "result": codec.unstructure(step.result, EffectResult),
                 "events": [codec.unstructure(e, AgentEvent) for e in step.events],
                 "live": [codec.unstructure(e, AgentEvent) for e in step.live],
+                **({} if step.now is None else {"now": step.now}),
             }
             for step in self.steps
         ]
@@ -322,6 +340,7 @@ class Trace:
                             read(record["events"], tuple[AgentEvent, ...], "events"),
                             read(record.get("path", []), tuple[str | int, ...], "path"),
                             read(record.get("live", []), tuple[AgentEvent, ...], "live"),
+                            _reading(record.get("now")),
                         )
                     )
                 elif kind == "end":

@@ -261,6 +261,9 @@ class TreeState:
     #: What the run wrote to its run-scoped state so far, in order: part of
     #: the state, so a run resumed anywhere reads the same ``ctx.state``.
     stored: tuple[Stored, ...] = ()
+    #: The run's deadline and timeout, as :attr:`helikon.loop.RunState.deadline`.
+    deadline: float | None = None
+    timeout: float | None = None
 
     @property
     def run_id(self) -> RunId:
@@ -576,6 +579,10 @@ def _feed(
             events.extend(_forwarded(tuple(own)))
         children = (*node.children[:index], TreeChild(key, fed), *node.children[index + 1 :])
         return _after_children(spec, attrs.evolve(node, children=children), events)
+    if type(result) is RunInterrupted:
+        # Whatever this sub-machine waits on (its chores included), an
+        # interruption addressed to it ends it, as one at the root does.
+        return _interrupt(spec, node, result, events)
     if node.chores:
         wanted = HooksNotified if type(node.chores[0]) is NotifyHooks else OutputStored
         if type(result) is not wanted:
@@ -768,7 +775,8 @@ def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec) -> Step:
         root = _step_root(spec, state, result, events)
     except StepError as error:
         return Failure(error)
-    return Success(_outcome(TreeState(root, state.definition, (*state.stored, *written)), events))
+    stored = (*state.stored, *written) if written else state.stored
+    return Success(_outcome(attrs.evolve(state, root=root, stored=stored), events))
 
 
 def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: list[AgentEvent]) -> TreeNode:

@@ -113,6 +113,9 @@ class WorkflowState:
     position: int = 0
     iteration: int = 1
     usage: Usage = Usage()
+    #: The run's deadline and timeout, as :attr:`helikon.loop.RunState.deadline`.
+    deadline: float | None = None
+    timeout: float | None = None
 
 
 @attrs.frozen

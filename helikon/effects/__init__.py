@@ -259,6 +259,14 @@ class InstructionsRendered:
 
 
 @attrs.frozen
+class InstructionsFailed:
+    """The instructions function raised (``message`` describes it): the
+    turn cannot start and the run fails (see :mod:`helikon.loop._answers`)."""
+
+    message: str
+
+
+@attrs.frozen
 class ModelResponded:
     """The model streamed ``events`` and finished."""
 
@@ -275,10 +283,11 @@ class ModelCallFailed:
 
 @attrs.frozen
 class HookAnswered:
-    """The hook of a :class:`FireHook` answered ``decision``."""
+    """The hook of a :class:`FireHook` answered ``decision`` (``None``
+    allows, as a hook that returns nothing does)."""
 
     call_id: CallId
-    decision: HookDecision
+    decision: HookDecision | None
 
 
 @attrs.frozen
@@ -429,6 +438,7 @@ class RunInterrupted:
 #: Everything an interpreter feeds back.
 EffectResult: TypeAlias = (
     InstructionsRendered
+    | InstructionsFailed
     | ModelResponded
     | ModelCallFailed
     | ToolsExecuted
@@ -478,6 +488,7 @@ __all__ = [
     "ExecuteTools",
     "Handoff",
     "HandoffCompleted",
+    "InstructionsFailed",
     "InstructionsRendered",
     "ModelCallFailed",
     "ModelResponded",

@@ -157,8 +157,9 @@ class HookVerdict:
         """Whether a hook denied (no later hook fires)."""
         return self.denial is not None
 
-    def add(self, decision: HookDecision) -> HookVerdict:
-        """This verdict with one more hook's ``decision`` folded in (ignored once denied).
+    def add(self, decision: HookDecision | None) -> HookVerdict:
+        """This verdict with one more hook's ``decision`` folded in (ignored
+        once denied; ``None``, a hook that answered nothing, allows).
 
         >>> HookVerdict().add(InjectSystemMessage("be brief")).add(Deny("no")).add(ReplaceInput({}))
         HookVerdict(denial=Deny(reason='no'), replacement=None, injections=('be brief',))
@@ -166,7 +167,7 @@ class HookVerdict:
         if self.denial is not None:
             return self
         match decision:
-            case Allow():
+            case Allow() | None:
                 return self
             case Deny():
                 return attrs.evolve(self, denial=decision)

@@ -7,14 +7,20 @@ effect is ``Terminate`` (so a run that reached a terminal state is never
 interrupted). Interpreters differ only in how they perform effects; a live
 one answers with :func:`interruption`'s result instead of performing when
 the run is cancelled or past its deadline.
+
+Time is data (:mod:`helikon.loop._clock`): an interpreter with a clock
+(a ``now()`` method) is read when the run begins — the machine's state then
+holds the run's deadline — and after each effect it performs; the machine
+decides with each reading whether the run is out of time.
 """
 
 from __future__ import annotations
 
 import typing
 from collections.abc import AsyncIterator
-from typing import Protocol, TypeGuard
+from typing import Any, Protocol, TypeGuard, TypeVar, cast
 
+import attrs
 from returns.result import Failure, Success
 
 from helikon.effects import Effect as Effect
@@ -29,6 +35,7 @@ from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
 from helikon.items import AgentInput
+from helikon.loop import deadline_after, on_time
 
 #: The result types, to tell them apart from live events in a perform stream.
 RESULT_TYPES: frozenset[type] = frozenset(typing.get_args(EffectResult))
@@ -64,6 +71,20 @@ class Interpreter(Protocol):
         ...
 
 
+Out = TypeVar("Out", bound=OutcomeLike)
+
+
+def timed(outcome: Out, now: float | None, timeout: float | None) -> Out:
+    """``outcome`` of a run that began at the reading ``now``: its state
+    keeps the deadline ``timeout`` seconds later."""
+    deadline = deadline_after(now, timeout)
+    if deadline is None:
+        return outcome
+    state = attrs.evolve(outcome.state, deadline=deadline, timeout=timeout)
+    evolved: Out = attrs.evolve(cast(Any, outcome), state=state)
+    return evolved
+
+
 def interruption(env: RunEnv) -> RunInterrupted | None:
     """The interruption due now (cancelled, or past the deadline), if any."""
     if env.ctx.cancel.cancelled:
@@ -84,7 +105,13 @@ async def drive(
     ``first`` resumes from an outcome instead of starting afresh.
     """
     machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
-    outcome = first if first is not None else machine.begin(input, env.run_id, env.ctx.agent_depth)
+    clock = getattr(interpreter, "now", None)
+    if first is not None:
+        outcome = first
+    else:
+        outcome = machine.begin(input, env.run_id, env.ctx.agent_depth)
+        if clock is not None and env.spec.config.timeout is not None:
+            outcome = timed(outcome, clock(), env.spec.config.timeout)
     observe = getattr(interpreter, "observe", None)
     while True:
         if observe is not None:
@@ -102,6 +129,8 @@ async def drive(
                 yield item
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
+        if clock is not None and outcome.state.deadline is not None:
+            result = on_time(outcome.state, result, clock())
         match machine.step(outcome.state, result):
             case Success(nxt):
                 outcome = nxt
@@ -109,4 +138,4 @@ async def drive(
                 raise error
 
 
-__all__ = ["RESULT_TYPES", "Interpreter", "drive", "interruption", "is_event", "is_result"]
+__all__ = ["RESULT_TYPES", "Interpreter", "drive", "interruption", "is_event", "is_result", "timed"]

@@ -85,6 +85,9 @@ class RunEnv:
     output_guardrails: tuple[Any, ...] = ()
     timeout_s: float | None = None
     subenvs: dict[tuple[str, ...], RunEnv] = attrs.field(factory=dict, eq=False, repr=False)
+    #: What interpreters derive once per run from this environment (the
+    #: callbacks its effects call, see :func:`helikon.interpreters._steps.callbacks_of`).
+    derived: dict[str, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -177,7 +180,13 @@ def inherit(config: RunConfig, parent: Limits | None) -> tuple[RunConfig, float 
     if config.timeout is not None:
         import anyio
 
-        deadline = anyio.current_time() + config.timeout
+        try:
+            deadline = anyio.current_time() + config.timeout
+        except RuntimeError:
+            # No event loop (a run compiled from synchronous code, the step
+            # API's ``start``): there is nothing to cut short here, and the
+            # machine keeps the deadline from the clock readings it is given.
+            deadline = None
     if parent is not None:
         if parent.deadline is not None and (deadline is None or parent.deadline < deadline):
             deadline, timeout_s = parent.deadline, parent.timeout_s

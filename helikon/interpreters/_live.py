@@ -15,10 +15,10 @@ wrap their network waits in :meth:`CancellationToken.scope`.
 
 from __future__ import annotations
 
-import functools
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar, final
+from typing import final
 
 import attrs
 
@@ -27,20 +27,15 @@ from helikon.effects import (
     AgentRunResult,
     AgentsRan,
     AllPerformed,
-    ApprovalRequest,
-    ApprovalsGiven,
     AskApprovals,
     AtPath,
     AwaitApproval,
     CallModel,
-    CallStep,
     CheckGuardrails,
     Effect,
     EffectResult,
     ExecuteTools,
     Handoff,
-    HooksNotified,
-    InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
     NotifyHooks,
@@ -51,10 +46,8 @@ from helikon.effects import (
     RunAgents,
     RunHooks,
     RunInterrupted,
-    StepResult,
     StoreOutput,
     Terminate,
-    ToolsExecuted,
 )
 from helikon.errors import (
     Cancelled,
@@ -70,13 +63,16 @@ from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, run_child
 from helikon.interpreters._drive import interruption, is_event, is_result
 from helikon.interpreters._env import RunEnv
-from helikon.interpreters._governed import (
-    call_user,
-    check_guardrails,
-    notify_hooks,
-    run_turn_hooks,
+from helikon.interpreters._perform import (
+    approvals,
+    guardrails,
+    instructions,
+    notify,
+    run_async,
+    tool_round,
+    turn_hooks,
 )
-from helikon.interpreters._steps import ask_approval, perform_step
+from helikon.interpreters._steps import callbacks_of
 from helikon.interpreters._tree_env import child_of, env_at, is_private
 from helikon.loop import delta_event
 from helikon.model import ModelEvent, Usage
@@ -89,35 +85,48 @@ class LiveInterpreter:
     Args:
         run_id: use this id for every run (tests); by default each run gets
             a fresh random one.
+        clock: the clock the machine is told the time with (seconds;
+            ``time.time`` by default, so a deadline kept in a saved state
+            holds in another process). Read when a run with a timeout
+            begins and after each effect of a run with a deadline.
     """
 
-    def __init__(self, run_id: str | None = None) -> None:
+    def __init__(self, run_id: str | None = None, *, clock: Callable[[], float] | None = None) -> None:
         self._run_id = run_id
+        self._clock = clock if clock is not None else time.time
+
+    def now(self) -> float:
+        """The clock reading the machine decides time with."""
+        return self._clock()
 
     def new_run_id(self) -> RunId:
         return RunId(self._run_id if self._run_id is not None else uuid.uuid4().hex)
 
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
-        stopped = interruption(env)
-        if stopped is not None:
-            yield stopped
-            return
+        if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
+            stopped = interruption(env)
+            if stopped is not None:
+                yield stopped
+                return
         match effect:
             case CallModel():
                 async for item in self._call_model(effect, env):
                     yield item
             case ExecuteTools(steps=steps):
-                yield await self._execute_tools(steps, env)
+                limit = env.spec.config.parallel_tool_call_limit
+                yield await _interruptible(run_async(tool_round(steps, callbacks_of(env)), limit), env)
             case AskApprovals(requests=requests):
-                yield await _interruptible(self._ask_approvals(requests, env), env)
+                yield await _interruptible(run_async(approvals(requests, callbacks_of(env))), env)
             case CheckGuardrails(stage=stage, text=text):
-                yield await _interruptible(check_guardrails(stage, text, env), env)
+                yield await _interruptible(run_async(guardrails(stage, text, callbacks_of(env))), env)
             case RunHooks(turn=turn):
-                yield await _interruptible(run_turn_hooks(turn, env), env)
+                yield await _interruptible(run_async(turn_hooks(turn, callbacks_of(env))), env)
             case AwaitApproval(requests=requests):
                 raise RunSuspended(requests)
-            case RenderInstructions(state=written):
-                yield await _interruptible(self._render_instructions(env, written), env)
+            case RenderInstructions(turn=turn, state=written):
+                for key, text in written:  # the run-scoped state, as the run's state holds it
+                    env.ctx.state[key] = text
+                yield await _interruptible(run_async(instructions(turn, callbacks_of(env))), env)
             case PerformAll(effects=effects):
                 async for item in self._perform_all(effects, env):
                     yield item
@@ -125,8 +134,7 @@ class LiveInterpreter:
                 async for item in self._run_opaque(runs, depth, env):
                     yield item
             case NotifyHooks(event=event):
-                await notify_hooks(env, event)
-                yield HooksNotified()
+                yield await run_async(notify(event, callbacks_of(env)))
             case StoreOutput(key=key, text=text):
                 env.ctx.state[key] = text  # the book's run-scoped state[key]
                 yield OutputStored()
@@ -236,66 +244,28 @@ class LiveInterpreter:
         finally:
             if cancel is not env.ctx.cancel:
                 cancel.detach()
+        # A model adapter may end its stream early when the deadline passes
+        # (rather than raise), so a stream past the deadline is not an answer.
         stopped = interruption(env)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
-    async def _render_instructions(
-        self, env: RunEnv, written: tuple[tuple[str, str], ...] = ()
-    ) -> EffectResult:
-        if env.instructions is None:
-            raise StepError("the agent has no instructions function")
-        for key, text in written:  # the run-scoped state, as the run's state holds it
-            env.ctx.state[key] = text
-        return InstructionsRendered(str(await call_user(env.instructions, env.ctx)))
-
-    async def _ask_approvals(self, requests: tuple[ApprovalRequest, ...], env: RunEnv) -> EffectResult:
-        decisions = await _fan_out([functools.partial(ask_approval, r, env) for r in requests], None)
-        return ApprovalsGiven(tuple(decisions))
-
-    async def _execute_tools(self, steps: tuple[CallStep, ...], env: RunEnv) -> EffectResult:
-        results: list[StepResult] | None = None
-        limit = env.spec.config.parallel_tool_call_limit
-        with env.ctx.cancel.scope(env.deadline):
-            results = await _fan_out([functools.partial(perform_step, s, env) for s in steps], limit)
-        stopped = interruption(env)
-        if stopped is not None or results is None:
-            return stopped or _cancelled()
-        return ToolsExecuted(tuple(results), env.actions.escalated)
-
-
-T = TypeVar("T")
-
-
-async def _fan_out(work: list[Callable[[], Awaitable[T]]], limit: int | None) -> list[T]:
-    """Run ``work`` concurrently (at most ``limit`` at once); results in
-    the order of ``work``, whatever order they finish in."""
-    if len(work) == 1:
-        return [await work[0]()]
-    import anyio
-
-    done: list[T | None] = [None] * len(work)
-    limiter = anyio.CapacityLimiter(limit) if limit is not None else None
-
-    async def one(index: int) -> None:
-        if limiter is None:
-            done[index] = await work[index]()
-        else:
-            async with limiter:
-                done[index] = await work[index]()
-
-    async with anyio.create_task_group() as group:
-        for index in range(len(work)):
-            group.start_soon(one, index)
-    return [item for item in done if item is not None]  # every task ran to its end
-
-
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectResult:
     """``work`` under the run's cancel token and deadline (an interruption
-    result if either fires first)."""
+    result if either fires first, or if the run was cancelled meanwhile).
+    Work that completed is reported as it is, even past the deadline: what
+    becomes of it is the machine's decision, from the clock reading drive
+    takes next (see :mod:`helikon.loop._clock`)."""
     result: EffectResult | None = None
     with env.ctx.cancel.scope(env.deadline):
         result = await work
-    return result if result is not None else (interruption(env) or _cancelled())
+    if result is None or env.ctx.cancel.cancelled:
+        return interruption(env) or _cancelled()
+    return result
+
+
+#: Effects that only record what the machine decided (observing hooks, a
+#: stored output): performed even past the deadline, as every interpreter does.
+_CHORES = (NotifyHooks, StoreOutput)
 
 
 def _cancelled() -> EffectResult:

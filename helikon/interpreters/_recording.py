@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TypeVar, final
 
+import attrs
+
 from helikon import codec
 from helikon._version import __version__
 from helikon.agents import OpaqueState, TreeSpec, TreeState, WorkflowState
@@ -56,6 +58,24 @@ class RecordingInterpreter:
         self._steps: list[TraceStep] = []
         self._pending: list[AgentEvent] = []
         self._final: tuple[AgentEvent, ...] | None = None
+        self._started: float | None = None
+
+    def now(self) -> float | None:
+        """The inner interpreter's clock reading, recorded: the run's first
+        (before any step) in the header, each later one with its step."""
+        clock = getattr(self.inner, "now", None)
+        reading: float | None = clock() if clock is not None else None
+        self.note_reading(reading)
+        return reading
+
+    def note_reading(self, reading: float | None) -> None:
+        """Record a clock reading the machine was given (the step API's
+        ``now``): the run's first in the header, a later one with the step
+        whose result it came with."""
+        if self._header is None and not self._steps:
+            self._started = reading
+        elif self._steps and self._steps[-1].now is None:
+            self._steps[-1] = attrs.evolve(self._steps[-1], now=reading)
 
     @property
     def trace(self) -> Trace:
@@ -69,6 +89,7 @@ class RecordingInterpreter:
         self._steps = []
         self._pending = []
         self._final = None
+        self._started = None
         return self.inner.new_run_id()
 
     def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
@@ -80,6 +101,7 @@ class RecordingInterpreter:
                 input=_input_of(outcome),
                 definition=tree_definition(env.spec, tree_of(env)),
                 helikon=__version__,
+                started=self._started,
             )
         if type(outcome.effect) is Terminate:
             self._final = (*self._pending, *outcome.events)

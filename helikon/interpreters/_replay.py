@@ -176,6 +176,13 @@ class ReplayInterpreter:
             stacklevel=2,
         )
 
+    def now(self) -> float | None:
+        """The recorded clock reading: the run's first before any step, then
+        the reading taken with the step just replayed."""
+        if self._next == 0:
+            return self.trace.header.started
+        return self.trace.steps[self._next - 1].now
+
     def new_run_id(self) -> RunId:
         self._checked = False
         self._next = 0

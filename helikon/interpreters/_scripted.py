@@ -9,8 +9,6 @@ run's for the same effect results.
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, final
 
@@ -18,28 +16,17 @@ import attrs
 
 from helikon._json import JsonObject, JsonValue
 from helikon.agents import TreeNode, TreeOutcome, TreeSpec, TreeState, private_path, start_tree, step_tree
-from helikon.context import RunContext
+from helikon.context import Actions, RunContext
 from helikon.effects import (
     AllPerformed,
-    ApprovalDecision,
-    ApprovalRequest,
-    ApprovalsGiven,
     AskApprovals,
-    AskPolicy,
     AwaitApproval,
-    CallbackRaised,
     CallModel,
-    CallStep,
     CheckGuardrails,
     Effect,
     EffectResult,
     ExecuteTools,
-    FireHook,
     Handoff,
-    HooksNotified,
-    HooksRan,
-    InstructionsRendered,
-    InvokeTool,
     ModelCallFailed,
     ModelResponded,
     NotifyHooks,
@@ -49,27 +36,26 @@ from helikon.effects import (
     RenderInstructions,
     RunAgents,
     RunHooks,
-    StepResult,
     StoreOutput,
     Terminate,
-    ToolRaised,
-    ToolsExecuted,
 )
-from helikon.errors import ModelError, OtherModelFailure, StepError, ToolCrashed
+from helikon.errors import ModelError, OtherModelFailure, StepError
 from helikon.events import AgentEvent
-from helikon.governance import Allow
-from helikon.ids import RunId
-from helikon.interpreters._governed import fold_turn_hooks
-from helikon.interpreters._steps import (
-    approval_answered,
-    hook_answered,
-    policy_answered,
-    raised,
-    tool_raised,
-    tool_returned,
+from helikon.ids import CallId, RunId
+from helikon.interpreters._drive import timed
+from helikon.interpreters._perform import (
+    Call,
+    Callbacks,
+    approvals,
+    guardrails,
+    instructions,
+    notify,
+    run_sync,
+    tool_round,
+    turn_hooks,
 )
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, Outcome, RunState, delta_event, start, transition
+from helikon.loop import AgentSpec, Outcome, RunState, delta_event, on_time, start, transition
 from helikon.model import ModelEvent
 
 #: A scripted tool: JSON arguments in, a JSON-compatible value out.
@@ -116,6 +102,12 @@ class TestInterpreter:
         ctx: the run context hooks and the policy receive.
         agents: for an agent tree, the scripted interpreter of each member
             by name (the members not named use this one).
+        input_guardrails: the agent's input guardrails ``(ctx, UserText)``
+            (the run context's are checked too).
+        output_guardrails: the agent's output guardrails ``(ctx, ModelOutput)``.
+        clock: the clock readings the machine decides time with, as the
+            live interpreter's (read when a run with a timeout begins and
+            after each effect of a run with a deadline); none by default.
     """
 
     __test__ = False  # not a pytest test class
@@ -131,6 +123,9 @@ class TestInterpreter:
         approval_handler: Callable[..., object] | None = None,
         ctx: RunContext[Any] | None = None,
         agents: Mapping[str, TestInterpreter] | None = None,
+        input_guardrails: Sequence[Callable[..., object]] = (),
+        output_guardrails: Sequence[Callable[..., object]] = (),
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.scripts = [list(s) for s in model]
         self.tools = dict(tools or {})
@@ -140,6 +135,9 @@ class TestInterpreter:
         self.approval_handler = approval_handler
         self.ctx = ctx if ctx is not None else RunContext.ephemeral(None)
         self.agents = dict(agents or {})
+        self.input_guardrails = tuple(input_guardrails)
+        self.output_guardrails = tuple(output_guardrails)
+        self.clock = clock
 
     def run(
         self, spec: AgentSpec | TreeSpec, input: AgentInput | str, run_id: str = "run-1"
@@ -149,9 +147,15 @@ class TestInterpreter:
         scripts each member of the tree by name)."""
         if isinstance(input, str):
             input = AgentInput.from_user_text(input)
+        first: Outcome | TreeOutcome
         if isinstance(spec, TreeSpec):
-            return self.resume(spec, start_tree(spec, input, RunId(run_id)))
-        return self.resume(spec, start(spec, input, RunId(run_id)))
+            first = start_tree(spec, input, RunId(run_id))
+        else:
+            first = start(spec, input, RunId(run_id))
+        timeout = _timeout_of(spec)
+        if self.clock is not None and timeout is not None:
+            first = timed(first, self.clock(), timeout)
+        return self.resume(spec, first)
 
     def resume(self, spec: AgentSpec | TreeSpec, outcome: Outcome | TreeOutcome) -> ScriptedRun:
         """Continue from ``outcome`` (for instance a reloaded state's); stops
@@ -164,6 +168,8 @@ class TestInterpreter:
             else:
                 result = self.perform(outcome.effect, events)
             steps.append(Step(outcome.effect, result))
+            if self.clock is not None and outcome.state.deadline is not None:
+                result = on_time(outcome.state, result, self.clock())
             outcome = _step(spec, outcome, result)
             events.extend(outcome.events)
         return ScriptedRun(tuple(events), outcome.state, tuple(steps))
@@ -189,32 +195,43 @@ class TestInterpreter:
             case CallModel():
                 return self._call_model(emit)
             case ExecuteTools(steps=steps):
-                return ToolsExecuted(tuple(self._perform_step(s) for s in steps))
+                return run_sync(tool_round(steps, self._callbacks()))
             case AskApprovals(requests=requests):
-                return ApprovalsGiven(tuple(self._ask_approval(r) for r in requests))
+                return run_sync(approvals(requests, self._callbacks()))
             case RenderInstructions(turn=turn):
                 if self.instructions is None:
                     raise StepError("no instructions function was given")
-                return InstructionsRendered(self.instructions(turn))
+                return run_sync(instructions(turn, self._callbacks()))
             case RunHooks(turn=turn):
-                return self._run_turn_hooks(turn)
+                return run_sync(turn_hooks(turn, self._callbacks()))
+            case CheckGuardrails(stage=stage, text=text):
+                return run_sync(guardrails(stage, text, self._callbacks()))
             case NotifyHooks(event=event):
-                for hook in self.hooks:
-                    with contextlib.suppress(Exception):  # observing hooks are best effort (the book)
-                        _sync(hook(self.ctx, event))
-                return HooksNotified()
+                return run_sync(notify(event, self._callbacks()))
             case StoreOutput(key=key, text=text):
                 self.ctx.state[key] = text
                 return OutputStored()
-            case (
-                Handoff()
-                | RunAgents()
-                | CheckGuardrails()
-                | AwaitApproval()
-                | PerformAll()
-                | Terminate()
-            ):
+            case Handoff() | RunAgents() | AwaitApproval() | PerformAll() | Terminate():
                 raise StepError(f"the test interpreter cannot perform {type(effect).__name__}")
+
+    def _callbacks(self) -> Callbacks:
+        render = self.instructions
+        tools = self.tools
+
+        def tool(call_id: CallId, name: str, args: JsonValue, actions: Actions) -> Call | None:
+            fn = tools.get(name)
+            return None if fn is None else Call(fn, (args,))
+
+        return Callbacks(
+            self.ctx,
+            self.hooks,
+            self.policy,
+            self.approval_handler,
+            self.input_guardrails,
+            self.output_guardrails,
+            None if render is None else (lambda turn: Call(render, (turn,))),
+            tool,
+        )
 
     def _call_model(self, emit: list[AgentEvent]) -> EffectResult:
         if not self.scripts:
@@ -230,51 +247,6 @@ class TestInterpreter:
                 emit.append(delta)
         return ModelResponded(tuple(streamed))
 
-    def _perform_step(self, step: CallStep) -> StepResult:
-        match step:
-            case FireHook(call_id=cid, hook=index, event=event):
-                if index >= len(self.hooks):
-                    return CallbackRaised(cid, f"no hook number {index} (the run has {len(self.hooks)})")
-                try:
-                    return hook_answered(cid, _sync(self.hooks[index](self.ctx, event)))
-                except Exception as exc:
-                    return CallbackRaised(cid, raised(exc))
-            case AskPolicy(call_id=cid, tool=tool, args=args):
-                if self.policy is None:
-                    return CallbackRaised(cid, "no permission policy is installed")
-                try:
-                    return policy_answered(cid, _sync(self.policy(self.ctx, tool, args)))
-                except Exception as exc:
-                    return CallbackRaised(cid, raised(exc))
-            case InvokeTool(call_id=cid, tool=name, args=args):
-                fn = self.tools.get(name)
-                if fn is None:
-                    return ToolRaised(cid, ToolCrashed(f"tool {name!r} has no implementation"))
-                try:
-                    value = fn(args if isinstance(args, dict) else {})
-                except Exception as exc:
-                    return tool_raised(cid, exc)
-                return tool_returned(cid, value, name)
-
-    def _run_turn_hooks(self, turn: int) -> HooksRan:
-        fold = fold_turn_hooks(turn, len(self.hooks))
-        try:
-            index, event = next(fold)
-            while True:
-                decision = _sync(self.hooks[index](self.ctx, event))
-                index, event = fold.send(Allow() if decision is None else decision)  # type: ignore[arg-type]
-        except StopIteration as done:
-            result: HooksRan = done.value
-            return result
-
-    def _ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        if self.approval_handler is None:
-            return ApprovalDecision(request.call_id, False, "no approval handler is installed")
-        try:
-            return approval_answered(request, _sync(self.approval_handler(request)))
-        except Exception as exc:
-            return ApprovalDecision(request.call_id, False, f"the approval handler raised {raised(exc)}")
-
 
 def _step(
     spec: AgentSpec | TreeSpec, outcome: Outcome | TreeOutcome, result: EffectResult
@@ -287,6 +259,14 @@ def _step(
     return transition(outcome.state, result, spec).alt(_raise).unwrap()
 
 
+def _timeout_of(spec: AgentSpec | TreeSpec) -> float | None:
+    """The run's own timeout: the agent's, or the tree root's."""
+    if isinstance(spec, AgentSpec):
+        return spec.config.timeout
+    root = spec.member(spec.root)
+    return root.spec.config.timeout if root is not None and isinstance(root.spec, AgentSpec) else None
+
+
 def _raise(error: Exception) -> Exception:
     raise error
 
@@ -296,16 +276,6 @@ def _agent_at(node: TreeNode, path: tuple[str, ...]) -> str:
     for key in path:
         node = next(child.node for child in node.children if child.key == key)
     return node.agent
-
-
-def _sync(value: object) -> object:
-    """A synchronous callback's answer (the test interpreter has no event loop)."""
-    if inspect.isawaitable(value):
-        close = getattr(value, "close", None)
-        if close is not None:
-            close()
-        raise StepError("the test interpreter calls only synchronous hooks, policies and handlers")
-    return value
 
 
 __all__ = ["ScriptedRun", "Step", "TestInterpreter", "ToolFn"]

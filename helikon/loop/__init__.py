@@ -7,6 +7,26 @@ numbers: interpreters do that and feed the results back.
 """
 
 from helikon.loop._aggregate import Response, aggregate
+from helikon.loop._answers import (
+    ANSWERS,
+    Answer,
+    MissingCallback,
+    NoAnswer,
+    Raised,
+    Returned,
+    TurnHookFold,
+    approval_decision,
+    described,
+    fold_turn_hooks,
+    guardrail_verdict,
+    guardrails_checked,
+    hook_step,
+    hooks_unanswered,
+    instructions_result,
+    policy_step,
+    tool_raised,
+    turn_hook_decision,
+)
 from helikon.loop._calls import (
     CallStage,
     Permitting,
@@ -18,6 +38,7 @@ from helikon.loop._calls import (
     approval_request,
     pending_step,
 )
+from helikon.loop._clock import Timed, deadline_after, on_time
 from helikon.loop._deltas import delta_event
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec, ApprovalRoute, Governance, HandoffSpec, OutputSchema, handoff_slug
@@ -43,6 +64,27 @@ from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, sta
 from helikon.loop._validate import parse_json, schema_errors, schema_problem
 
 __all__ = [
+    "Timed",
+    "deadline_after",
+    "on_time",
+    "ANSWERS",
+    "Answer",
+    "MissingCallback",
+    "NoAnswer",
+    "hooks_unanswered",
+    "Raised",
+    "Returned",
+    "TurnHookFold",
+    "approval_decision",
+    "described",
+    "fold_turn_hooks",
+    "guardrail_verdict",
+    "guardrails_checked",
+    "hook_step",
+    "instructions_result",
+    "policy_step",
+    "tool_raised",
+    "turn_hook_decision",
     "ApprovalRoute",
     "CallStage",
     "Governance",

@@ -48,15 +48,19 @@ from helikon.events import AgentEvent, PermissionDenied
 from helikon.governance import (
     Allow,
     ApprovalNeeded,
+    AskUser,
     Decided,
     Deny,
     HookVerdict,
+    InjectSystemMessage,
     PermissionSettings,
     PermissionStep,
     PolicyNeeded,
     PostToolUse,
     PreToolUse,
     Replace,
+    ReplaceInput,
+    ReplaceOutput,
     after_approval,
     after_policy,
     fold_permissions,
@@ -210,6 +214,7 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
     """Feed the result of the call's pending step: its next state and events,
     or why the result does not answer that step."""
     stage = state.stage
+    result = _checked_answer(result)
     match stage, result:
         case PreHooks(hook=hook, verdict=verdict), HookAnswered(decision=decision):
             verdict = verdict.add(decision)
@@ -244,6 +249,30 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
     expected = pending_step(state)
     wanted = type(expected).__name__ if expected is not None else "no step result"
     return f"tool call {state.call.call_id!r} waits for {wanted}, not {type(result).__name__}"
+
+
+_HOOK_DECISIONS = (Allow, Deny, ReplaceInput, ReplaceOutput, InjectSystemMessage)
+_POLICY_DECISIONS = (Allow, Deny, AskUser, Replace)
+
+
+def _checked_answer(result: StepResult) -> StepResult:
+    """A hook's or policy's answer as the fold takes it: ``None`` from a hook
+    allows; anything that is not a decision (fed through the step API, say)
+    counts as a failed callback, which denies the call."""
+    kind = type(result)
+    if kind is HookAnswered:
+        assert isinstance(result, HookAnswered)
+        decision = result.decision
+        if decision is None:
+            return HookAnswered(result.call_id, Allow())
+        if not isinstance(decision, _HOOK_DECISIONS):
+            return CallbackRaised(result.call_id, f"an answer that is not a hook decision: {decision!r}")
+    elif kind is PolicyAnswered:
+        assert isinstance(result, PolicyAnswered)
+        if not isinstance(result.decision, _POLICY_DECISIONS):
+            message = f"an answer that is not a permission decision: {result.decision!r}"
+            return CallbackRaised(result.call_id, message)
+    return result
 
 
 def feed_approval(state: ToolCallState, decision: ApprovalDecision, spec: AgentSpec) -> Advanced:

@@ -160,6 +160,9 @@ class RunState:
             started with through the step API (see :mod:`helikon.steps`),
             so a saved state is not resumed by another definition; empty
             when unknown (then nothing is checked).
+        deadline: the clock reading at which the run is out of time (see
+            :mod:`helikon.loop._clock`); None without a timeout or a clock.
+        timeout: the seconds of the timeout that set ``deadline``.
     """
 
     run_id: RunId
@@ -171,6 +174,8 @@ class RunState:
     strikes: int = 0
     depth: int = 0
     definition: str = ""
+    deadline: float | None = None
+    timeout: float | None = None
 
     @property
     def terminal(self) -> bool:

@@ -19,6 +19,7 @@ from helikon.effects import (
     GuardrailsChecked,
     HandoffCompleted,
     HooksRan,
+    InstructionsFailed,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
@@ -67,6 +68,7 @@ _interrupted = _rule(RunInterrupted, rules.on_interrupted)
 #: (phase type, result type) -> the rule that handles it.
 TABLE: Final[Mapping[tuple[type, type], Handler]] = {
     (CallingModel, InstructionsRendered): _rule(InstructionsRendered, rules.on_instructions_rendered),
+    (CallingModel, InstructionsFailed): _rule(InstructionsFailed, rules.on_instructions_failed),
     (CallingModel, ModelResponded): _rule(ModelResponded, rules.on_model_responded),
     (CallingModel, ModelCallFailed): _rule(ModelCallFailed, rules.on_model_call_failed),
     (ExecutingTools, ToolsExecuted): _rule(ToolsExecuted, on_tools_executed),

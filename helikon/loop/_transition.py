@@ -37,6 +37,7 @@ from helikon.effects import (
     Handoff,
     HandoffCompleted,
     HooksRan,
+    InstructionsFailed,
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
@@ -224,6 +225,14 @@ def on_instructions_rendered(state: RunState, result: InstructionsRendered, spec
     return Success(Outcome(state, (), CallModel(request(state, spec), phase.turn)))
 
 
+def on_instructions_failed(state: RunState, result: InstructionsFailed, spec: AgentSpec) -> Step:
+    phase = state.phase
+    if type(phase) is not CallingModel or phase.rendered:
+        return Failure(StepError("instructions were not asked for"))
+    error = OtherError(f"the instructions of agent {spec.name!r} failed: {result.message}")
+    return Success(fail(state, error, [], [], state.usage))
+
+
 def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec) -> Step:
     phase = state.phase
     if type(phase) is not CallingModel or not phase.rendered:
@@ -408,6 +417,7 @@ __all__ = [
     "on_input_checked",
     "on_output_checked",
     "on_handoff_completed",
+    "on_instructions_failed",
     "on_instructions_rendered",
     "on_interrupted",
     "on_model_call_failed",

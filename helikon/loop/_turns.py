@@ -40,6 +40,8 @@ EVOLVED_FIELDS = (
     "strikes",
     "depth",
     "definition",
+    "deadline",
+    "timeout",
 )
 
 
@@ -65,6 +67,8 @@ def evolve(
         strikes=state.strikes if strikes is None else strikes,
         depth=state.depth,
         definition=state.definition,
+        deadline=state.deadline,
+        timeout=state.timeout,
     )
 
 

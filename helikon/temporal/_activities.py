@@ -49,6 +49,7 @@ from helikon._json import JsonValue
 from helikon.agent import environment
 from helikon.agents import Member, TreeSpec
 from helikon.config import RunConfig
+from helikon.context import Actions
 from helikon.effects import (
     AgentsRan,
     ApprovalsGiven,
@@ -59,6 +60,7 @@ from helikon.effects import (
     GuardrailsChecked,
     HooksNotified,
     HooksRan,
+    InstructionsFailed,
     InstructionsRendered,
     NotifyHooks,
     RenderInstructions,
@@ -246,11 +248,12 @@ class AgentActivities:
         its result scrubbed of the worker's secrets; errors as data."""
         request: StepRequest = _decode(payload, StepRequest)
         env = await self._env(request.at)
+        actions = Actions()  # this step's signals: escalation is the machine's state
         async with _heartbeats(_heartbeat_interval()):
-            result = await perform_step(request.step, env)
+            result = await perform_step(request.step, env, actions)
         if self._posture.redaction:
             result = redact_step(result, env.secrets)
-        return encode(StepDone(result, env.actions.escalated))
+        return encode(StepDone(result, actions.escalated))
 
     @activity.defn(name=ASK_APPROVALS)
     async def ask_approvals(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -265,11 +268,9 @@ class AgentActivities:
         """The agent's dynamic instructions for one turn."""
         request: RenderInstructionsRequest = _decode(payload, RenderInstructionsRequest)
         env = await self._env(request.at)
-        try:
-            _, result = await self._perform(RenderInstructions(request.turn), env)
-        except Exception as exc:  # user code: retried under the instructions retry policy
-            message = f"the instructions of agent {env.spec.name!r} raised {type(exc).__name__}: {exc}"
-            raise ApplicationError(message, type=INSTRUCTIONS_ERROR) from None
+        _, result = await self._perform(RenderInstructions(request.turn), env)
+        if type(result) is InstructionsFailed:  # retried under the instructions retry policy
+            raise ApplicationError(result.message, type=INSTRUCTIONS_ERROR)
         return encode(_expect(result, InstructionsRendered))
 
     @activity.defn(name=RUN_HOOKS)

@@ -61,12 +61,10 @@ with workflow.unsafe.imports_passed_through():
         AgentRunResult,
         AgentsRan,
         AllPerformed,
-        ApprovalDecision,
         ApprovalRequest,
         ApprovalsGiven,
         AskApprovals,
         AwaitApproval,
-        CallbackRaised,
         CallModel,
         CallStep,
         CheckGuardrails,
@@ -76,6 +74,7 @@ with workflow.unsafe.imports_passed_through():
         GuardrailsChecked,
         HooksNotified,
         HooksRan,
+        InstructionsFailed,
         InstructionsRendered,
         InvokeTool,
         ModelCallFailed,
@@ -89,23 +88,29 @@ with workflow.unsafe.imports_passed_through():
         RunInterrupted,
         StepResult,
         StoreOutput,
-        ToolRaised,
         ToolsExecuted,
     )
     from helikon.errors import (
         Cancelled,
-        GuardrailTripped,
         OtherError,
         StepError,
         TimedOut,
-        ToolCrashed,
         TransportFailure,
     )
     from helikon.events import AgentEvent
-    from helikon.governance import OtherKind, kind_label
     from helikon.ids import RunId
     from helikon.interpreters import RunEnv
-    from helikon.loop import AgentSpec, delta_event
+    from helikon.interpreters._perform import step_result
+    from helikon.loop import (
+        AgentSpec,
+        NoAnswer,
+        Raised,
+        approval_decision,
+        delta_event,
+        guardrails_checked,
+        hooks_unanswered,
+        instructions_result,
+    )
     from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, Usage
     from helikon.temporal._paths import is_private, member_at
     from helikon.temporal._wire import (
@@ -114,7 +119,6 @@ with workflow.unsafe.imports_passed_through():
         CALL_STEP,
         CHECK_GUARDRAILS,
         CONFIG_ERROR,
-        INSTRUCTIONS_ERROR,
         NOTIFY_HOOKS,
         RENDER_INSTRUCTIONS,
         RUN_AGENT,
@@ -271,6 +275,10 @@ class ActivityPerformer:
     def new_run_id(self) -> RunId:
         return self._run_id
 
+    def now(self) -> float:
+        """The workflow's clock (deterministic on replay), as the machine's reading."""
+        return workflow.now().timestamp()
+
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         stopped = self._stopped(()) if type(effect) not in _CHORES else None
         if stopped is not None:
@@ -398,10 +406,8 @@ class ActivityPerformer:
             stopped = self._interruption(error, path)
             if stopped is not None:
                 return stopped
-            if isinstance(step, InvokeTool):
-                failure = ToolCrashed(f"tool {step.tool!r} did not complete: {reason(error)}")
-                return ToolRaised(step.call_id, failure), False
-            return CallbackRaised(step.call_id, f"the call_step activity failed: {reason(error)}"), False
+            what = f"tool {step.tool!r} did not complete" if isinstance(step, InvokeTool) else "no answer"
+            return step_result(step, Raised(NoAnswer(f"{what}: {reason(error)}"))), False
         done: StepDone = decode_or_fail(data, StepDone)
         return done.result, done.escalated
 
@@ -413,14 +419,14 @@ class ActivityPerformer:
         if isinstance(data, RunInterrupted):
             return data
         if isinstance(data, str):
-            why = f"the approval handler did not answer: {data}"
-            return ApprovalsGiven(tuple(ApprovalDecision(r.call_id, False, why) for r in requests))
+            why = Raised(NoAnswer(f"the approval handler did not answer: {data}"))
+            return ApprovalsGiven(tuple(approval_decision(r.call_id, why) for r in requests))
         given: ApprovalsGiven = decode_or_fail(data, ApprovalsGiven)
         return given
 
     async def _render_instructions(
         self, path: tuple[str, ...], turn: int
-    ) -> InstructionsRendered | RunInterrupted:
+    ) -> InstructionsRendered | InstructionsFailed | RunInterrupted:
         settings = self._settings
         request = RenderInstructionsRequest(self._address(path), turn)
         try:
@@ -435,8 +441,7 @@ class ActivityPerformer:
             stopped = self._interruption(error, path)
             if stopped is not None:
                 return stopped
-            agent = self._agent_at(path)
-            fail(f"the instructions of agent {agent!r} failed: {reason(error)}", INSTRUCTIONS_ERROR)
+            return instructions_result(Raised(NoAnswer(reason(error))))
         rendered: InstructionsRendered = decode_or_fail(data, InstructionsRendered)
         return rendered
 
@@ -444,8 +449,8 @@ class ActivityPerformer:
         data = await self._user_code(RUN_HOOKS, HooksRequest(self._address(path), turn), path)
         if isinstance(data, RunInterrupted):
             return data
-        if isinstance(data, str):  # governance fails closed
-            return HooksRan(denied=f"the turn hooks did not answer: {data}")
+        if isinstance(data, str):
+            return hooks_unanswered(f"the turn hooks did not answer: {data}")
         ran: HooksRan = decode_or_fail(data, HooksRan)
         return ran
 
@@ -456,9 +461,9 @@ class ActivityPerformer:
         data = await self._user_code(CHECK_GUARDRAILS, request, path)
         if isinstance(data, RunInterrupted):
             return data
-        if isinstance(data, str):  # a guardrail that cannot answer trips (the book)
-            kind = kind_label(OtherKind(f"the {stage} guardrails did not answer: {data}"))
-            return GuardrailsChecked(GuardrailTripped(kind, ""))
+        if isinstance(data, str):
+            unanswered = Raised(NoAnswer(f"the {stage} guardrails did not answer: {data}"))
+            return guardrails_checked([unanswered], str)
         checked: GuardrailsChecked = decode_or_fail(data, GuardrailsChecked)
         return checked
 

@@ -181,3 +181,84 @@ def _package_reexports(component: list[str], graph: dict[str, list[str]]) -> boo
     and submodules importing the package's siblings through it."""
     packages = [m for m in component if MODULES[m].name == "__init__.py"]
     return len(packages) == len(component)
+
+
+# -- interpreters perform; the machine decides (issue 26) -----------------------------------
+
+#: Results that carry a decision about what user code's answer means: only
+#: the machine's answer table (helikon.loop._answers) makes them.
+DECIDED_RESULTS = frozenset(
+    {
+        "HookAnswered",
+        "PolicyAnswered",
+        "CallbackRaised",
+        "ApprovalDecision",
+        "GuardrailsChecked",
+        "GuardrailTripped",
+        "HooksRan",
+        "ToolRaised",
+        "ToolReturned",
+        "InstructionsRendered",
+        "InstructionsFailed",
+        "Allow",
+        "Deny",
+        "Pass",
+        "Tripwire",
+        "OtherKind",
+        "HookVerdict",
+    }
+)
+
+#: The folds that decide (the machine's, never an interpreter's).
+DECIDING_FOLDS = frozenset(
+    {"fold_guardrails", "fold_hooks", "tripwire_from_error", "kind_label", "after_policy", "after_approval"}
+)
+
+#: Where a performer still builds such a result, and why that is no decision:
+#: a tool's value in JSON form (the normal form of issue 26's item 3), and
+#: the Temporal worker's redaction of a result it was given.
+PERFORMING_EXCEPTIONS = {
+    "helikon.interpreters._perform": {"ToolReturned", "ToolRaised"},
+    "helikon.temporal._posture": {"ToolReturned", "ToolRaised", "CallbackRaised"},
+}
+
+
+def _performer_modules() -> list[str]:
+    return sorted(m for m in MODULES if m.startswith(("helikon.interpreters", "helikon.temporal")))
+
+
+@pytest.mark.parametrize("module", _performer_modules())
+def test_an_interpreter_makes_no_decided_result_and_folds_nothing(module: str) -> None:
+    tree = ast.parse(MODULES[module].read_text())
+    allowed = PERFORMING_EXCEPTIONS.get(module, set())
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name in DECIDED_RESULTS and name not in allowed:
+                found.append(f"{module}:{node.lineno} builds {name}(...): the answer table's to decide")
+            if name in DECIDING_FOLDS:
+                found.append(f"{module}:{node.lineno} calls {name}: a fold is the machine's")
+    assert not found, "\n".join(found)
+
+
+#: The decision classes an answer would be judged against.
+JUDGED = DECIDED_RESULTS - {"ToolReturned", "ToolRaised", "CallbackRaised"}
+
+
+@pytest.mark.parametrize("module", _performer_modules())
+def test_an_interpreter_judges_no_answer_by_its_type(module: str) -> None:
+    # The answer of user code is never judged by type in an interpreter: no
+    # isinstance() against a decision class (that is the answer table's job).
+    tree = ast.parse(MODULES[module].read_text())
+    judged = [
+        f"{module}:{node.lineno} judges an answer by its type"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+        and any(isinstance(n, ast.Name) and n.id in JUDGED for n in ast.walk(node.args[1]))
+    ]
+    assert not judged, "\n".join(judged)
