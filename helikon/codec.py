@@ -209,6 +209,26 @@ def _make_union_unstructure(conv: Converter) -> Callable[[object], Callable[[Any
     return factory
 
 
+def _is_fixed_tuple(tp: object) -> bool:
+    args = typing.get_args(tp)
+    return _is_tuple(tp) and bool(args) and args[-1] is not Ellipsis
+
+
+def _make_fixed_tuple_unstructure(conv: Converter) -> Callable[[object], Callable[[Any], Any]]:
+    """A fixed-length tuple field (``tuple[str, str]``) as a JSON array: a list,
+    each item by its declared type (cattrs would keep the tuple)."""
+
+    def factory(tp: object) -> Callable[[Any], Any]:
+        hooks = [conv.get_unstructure_hook(arg) for arg in typing.get_args(tp)]
+
+        def unstructure(value: Any) -> Any:
+            return [hook(item) for hook, item in zip(hooks, value, strict=False)]
+
+        return unstructure
+
+    return factory
+
+
 @cache
 def converter() -> Converter:
     """The converter for every helikon carrier (built once, on first use, so
@@ -227,6 +247,7 @@ def converter() -> Converter:
     conv.register_structure_hook_func(_is_any_dict, _json_object)
     conv.register_structure_hook_factory(_is_tagged_union, _make_union_structure(conv))
     conv.register_unstructure_hook_factory(_is_tagged_union, _make_union_unstructure(conv))
+    conv.register_unstructure_hook_factory(_is_fixed_tuple, _make_fixed_tuple_unstructure(conv))
     return conv
 
 

@@ -29,7 +29,7 @@ from helikon.events import AgentEvent, ToolOutputItem
 from helikon.governance import Replace, ReplaceInput, ReplaceOutput
 from helikon.ids import CallId, RunId
 from helikon.interpreters import TestInterpreter
-from helikon.interpreters._steps import tool_returned
+from helikon.interpreters._perform import tool_returned
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec, start, transition
 from helikon.model import ToolDef

@@ -12,7 +12,7 @@ from helikon.effects import ToolRaised, ToolReturned
 from helikon.errors import ToolCrashed
 from helikon.governance import Deny, InjectSystemMessage, Replace, ReplaceOutput
 from helikon.ids import CallId
-from helikon.interpreters._steps import tool_returned
+from helikon.interpreters._perform import tool_returned
 
 # -- the function ------------------------------------------------------------------------
 
