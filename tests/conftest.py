@@ -1,4 +1,5 @@
-"""Test-wide configuration: the Hypothesis profiles, and the browser fixture.
+"""Test-wide configuration: the Hypothesis profiles, the browser fixture, and
+the grouping of tests for parallel runs.
 
 ``ci`` runs many examples with no deadline (shared CI machines are slow and
 noisy, so timing says nothing) and prints the reproduction blob of a failure;
@@ -6,6 +7,17 @@ noisy, so timing says nothing) and prints the reproduction blob of a failure;
 by name; otherwise ``ci`` when the ``CI`` environment variable is set, else
 ``dev``. Health checks stay on: a test that really needs one suppressed says
 so itself.
+
+The suite runs in parallel under pytest-xdist (``./test.sh`` passes
+``-n auto --dist loadfile``). Each worker is a process of its own, so
+what a test must not share is what lives outside the process: files (use
+``tmp_path``), ports (bind port 0), and the shared PostgreSQL and Redis
+(session ids, and so rows and keys, under a random prefix per test; see
+``tests/integration/sessions/conftest.py``). ``--dist loadfile`` keeps each
+test file on one worker, so a module-scoped fixture (a server, a browser,
+every example's run) is built once, not once per worker. (``loadgroup`` and
+``xdist_group`` marks would be finer, but xdist 3.8 ignores the groups under
+pytest 9.)
 """
 
 from __future__ import annotations
