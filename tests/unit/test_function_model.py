@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import runpy
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from helikon.model import (
     Usage,
 )
 from helikon.protocols import Model
-from helikon.testing import FunctionModel, ModelReply, Pause, ScriptItem, call_tools
+from helikon.testing import FunctionModel, ModelReply, Pause, ScriptItem, call_tools, say
 
 BACKENDS = ["asyncio", "trio"]
 
@@ -112,6 +112,34 @@ def test_an_async_generator_streams_and_gets_a_finish(backend: str) -> None:
         Usage(3, 2),
         Finish(FinishReason.STOP),
     ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_async_generator_may_yield_call_tools_and_say(backend: str) -> None:
+    """The table in docs/testing.md lists ``call_tools(...)`` as an item an async generator yields."""
+
+    async def stream(request: ModelRequest) -> AsyncIterator[ScriptItem | Sequence[ScriptItem] | str]:
+        if isinstance(request.messages[-1], ToolResult):
+            yield "The sum is "
+            yield say(str(request.messages[-1].content))
+            return
+        yield call_tools(("add", {"a": 2, "b": 3}))
+
+    agent = LlmAgent(name="a", model=FunctionModel(stream), tools=[add])
+    result = anyio.run(lambda: collect(agent.run(None, "2 + 3?")), backend=backend)
+    assert result.final_output == "The sum is 5"
+    assert drain(FunctionModel(stream), REQUEST, backend) == [
+        ToolCallChunk(0, None, "add", '{"a":2,"b":3}'),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+
+
+def test_an_async_generator_yielding_a_list_of_other_things_is_refused() -> None:
+    async def stream(request: ModelRequest) -> AsyncIterator[Any]:
+        yield [object()]
+
+    with pytest.raises(TypeError, match="not a model event"):
+        drain(FunctionModel(stream), REQUEST)
 
 
 def test_a_list_without_a_finish_gets_one_that_fits() -> None:
