@@ -1,0 +1,202 @@
+"""Every Python snippet in ``README.md`` and ``docs/*.md`` runs as written.
+
+The convention (also in ``docs/testing.md``, "The docs' own snippets"):
+
+- Every fenced block labelled ``python`` is run. The blocks of one page run
+  in order in one namespace, as a reader pastes them into one session: a
+  block may use what an earlier block of the same page defined. Each page is
+  one test; a failure names the page and the line in it.
+- A page may hold hidden setup: a ``python`` block inside an HTML comment
+  that opens with ``<!-- docs-test: setup`` on the line just before the
+  fence (and closes with ``-->`` after it). It runs like any block but is not
+  shown: it stands for what the page's prose says the reader already has
+  (for example ``model``, "any model": a scripted ``MockModel`` here).
+- A block with a top-level ``await`` (or ``async for``/``async with``) runs
+  under trio, as in a notebook or ``python -m asyncio``.
+- A block that cannot run as written (a fragment of a larger program, or one
+  that needs a provider's API key, a cloud account or the internet) is
+  preceded by ``<!-- docs-test: skip: REASON -->`` on the line just before
+  its fence. The reason is required and shown in the test report.
+- Snippets run in a fresh temporary directory, with no provider API keys or
+  cloud credentials in the environment, and with name resolution refused for
+  every host but loopback: a snippet that would reach the internet fails
+  instead of passing on a developer's machine only.
+
+Blocks labelled anything else (``bash``, ``toml``, ``json``, unlabelled
+output) are not run here; the README's commands have a test of their own.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+
+#: ``<!-- docs-test: skip: REASON -->``: the block after it is not run, for REASON.
+SETUP = re.compile(r"^<!--\s*docs-test:\s*setup\s*$")
+SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s*(?::\s*(?P<reason>.*?))?\s*-->")
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)\s*(?P<info>[^`\s]*)")
+
+
+@attrs.frozen
+class Block:
+    """One fenced ``python`` block of a page."""
+
+    page: str
+    line: int  #: the 1-based line of the block's first code line
+    code: str
+    skip: str | None  #: why it is not run, or None
+
+
+def blocks(path: Path, root: Path = ROOT) -> list[Block]:
+    """The ``python`` blocks of ``path``, in order, with their skip markers.
+
+    Raises:
+        ValueError: a skip marker without a reason, or an unclosed fence.
+    """
+    name = str(path.relative_to(root))
+    lines = path.read_text().splitlines()
+    found: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        indent, fence, info = len(opening["indent"]), opening["fence"], opening["info"].lower()
+        end = index + 1
+        while end < len(lines) and not lines[end].strip().startswith(fence):
+            end += 1
+        if end == len(lines):
+            raise ValueError(f"{name}:{index + 1}: a ``` fence is never closed")
+        if info in ("python", "py", "python3"):
+            body = [line[indent:] if line[:indent].isspace() else line for line in lines[index + 1 : end]]
+            previous = lines[index - 1].strip() if index else ""
+            marker = None if SETUP.match(previous) else SKIP.search(previous)
+            reason = None
+            if marker is not None:
+                reason = (marker["reason"] or "").strip()
+                if len(reason) < 10:
+                    raise ValueError(
+                        f"{name}:{index}: a docs-test skip marker must say why the block cannot run "
+                        "(<!-- docs-test: skip: REASON -->)"
+                    )
+            found.append(Block(name, index + 2, "\n".join(body) + "\n", reason))
+        index = end + 1
+    return found
+
+
+def run_block(block: Block, namespace: dict[str, Any]) -> None:
+    """Run ``block`` in ``namespace``; tracebacks name the page's own lines."""
+    source = "\n" * (block.line - 1) + block.code
+    code = compile(source, block.page, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    if code.co_flags & 0x80:  # CO_COROUTINE: the block awaits at top level
+        trio.run(lambda: eval(code, namespace))
+    else:
+        exec(code, namespace)
+
+
+#: Environment variables a snippet must not see: with them it could reach a real provider.
+CREDENTIALS = re.compile(r"API_KEY|_TOKEN$|^AWS_|^GOOGLE_|^GEMINI_|^ANTHROPIC_|^OPENAI_|^HELIKON_")
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """A fresh directory, no credentials, and no name resolution but for loopback."""
+    for name in list(os.environ):
+        if CREDENTIALS.search(name):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.aws, ~/.config/gcloud
+    monkeypatch.chdir(tmp_path)
+    real = socket.getaddrinfo
+
+    def loopback_only(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in (None, "localhost", "127.0.0.1", "::1", b"localhost", b"127.0.0.1"):
+            raise OSError(f"docs snippets run offline: refusing to resolve {host!r}")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", loopback_only)
+    modules = set(sys.modules)
+    yield
+    for name in set(sys.modules) - modules:  # a page's own modules (e.g. written by a snippet)
+        if name.startswith("__docs_"):
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_the_snippets_of_the_page_run(page: Path, offline: None) -> None:
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for block in blocks(page):
+        if block.skip is not None:
+            continue
+        try:
+            run_block(block, namespace)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise AssertionError(
+                f"the snippet at {block.page}:{block.line} fails as written: {type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def test_every_skipped_snippet_says_why() -> None:
+    skipped = [block for page in PAGES for block in blocks(page) if block.skip is not None]
+    ran = [block for page in PAGES for block in blocks(page) if block.skip is None]
+    assert all(block.skip for block in skipped)
+    assert len(ran) > 3 * len(skipped), "most snippets must run; skip only what cannot"
+
+
+def test_a_skip_marker_without_a_reason_is_refused(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- docs-test: skip -->\n```python\nimport nowhere\n```\n")
+    with pytest.raises(ValueError, match="must say why"):
+        blocks_of(page)
+
+
+def test_a_failing_snippet_names_its_page_and_line(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n```python\nx = 1\n```\n\nText.\n\n```python\nassert x == 2, 'x is 1'\n```\n")
+    found = blocks_of(page)
+    assert [b.line for b in found] == [4, 10]
+    namespace: dict[str, Any] = {}
+    run_block(found[0], namespace)
+    with pytest.raises(AssertionError, match="x is 1") as caught:
+        run_block(found[1], namespace)
+    assert caught.traceback[-1].lineno + 1 == 10  # pytest's line numbers are 0-based
+
+
+def test_a_hidden_setup_block_runs_before_the_shown_ones(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- docs-test: setup\n```python\nmodel = 'scripted'\n```\n-->\n\n```python\nused = model\n```\n")
+    namespace: dict[str, Any] = {}
+    for block in blocks_of(page):
+        assert block.skip is None
+        run_block(block, namespace)
+    assert namespace["used"] == "scripted"
+
+
+def test_a_block_with_top_level_await_runs_under_trio(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```python\nimport trio\n\nawait trio.sleep(0)\nslept = True\n```\n")
+    namespace: dict[str, Any] = {}
+    (block,) = blocks_of(page)
+    run_block(block, namespace)
+    assert namespace["slept"] is True
+
+
+
+def blocks_of(path: Path) -> list[Block]:
+    """:func:`blocks` of one of these tests' own pages."""
+    return blocks(path, path.parent)
