@@ -29,10 +29,12 @@ output) are not run here; the README's commands have a test of their own.
 from __future__ import annotations
 
 import ast
+import linecache
 import os
 import re
 import socket
 import sys
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,10 +137,30 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
             del sys.modules[name]
 
 
+def page_module(name: str, found: list[Block]) -> types.ModuleType:
+    """A module to run a page's blocks in, as if they were one file.
+
+    Its source (for ``inspect.getsource``, which ``@tool`` uses to read
+    attribute docstrings, and for tracebacks) is the page's Python blocks at
+    their own line numbers, the prose blanked out.
+    """
+    lines = [""] * (max((b.line + b.code.count("\n") for b in found), default=0) + 1)
+    for block in found:
+        for offset, line in enumerate(block.code.splitlines()):
+            lines[block.line - 1 + offset] = line
+    source = [line + "\n" for line in lines]
+    linecache.cache[name] = (sum(map(len, source)), None, source, name)
+    module = types.ModuleType("__docs_" + re.sub(r"\W", "_", name))
+    module.__file__ = name
+    sys.modules[module.__name__] = module
+    return module
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_the_snippets_of_the_page_run(page: Path, offline: None) -> None:
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    for block in blocks(page):
+    found = blocks(page)
+    namespace = page_module(str(page.relative_to(ROOT)), found).__dict__
+    for block in found:
         if block.skip is not None:
             continue
         try:
