@@ -12,7 +12,7 @@ The convention (also in ``docs/testing.md``, "The docs' own snippets"):
   shown: it stands for what the page's prose says the reader already has
   (for example ``model``, "any model": a scripted ``MockModel`` here).
 - A block with a top-level ``await`` (or ``async for``/``async with``) runs
-  under trio, as in a notebook or ``python -m asyncio``.
+  under asyncio, as in a Jupyter notebook or ``python -m asyncio``.
 - A block that cannot run as written (a fragment of a larger program, or one
   that needs a provider's API key, a cloud account or the internet) is
   preceded by ``<!-- docs-test: skip: REASON -->`` on the line just before
@@ -29,6 +29,8 @@ output) are not run here; the README's commands have a test of their own.
 from __future__ import annotations
 
 import ast
+import asyncio
+import inspect
 import linecache
 import os
 import re
@@ -41,7 +43,6 @@ from typing import Any
 
 import attrs
 import pytest
-import trio
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -104,8 +105,8 @@ def run_block(block: Block, namespace: dict[str, Any]) -> None:
     """Run ``block`` in ``namespace``; tracebacks name the page's own lines."""
     source = "\n" * (block.line - 1) + block.code
     code = compile(source, block.page, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    if code.co_flags & 0x80:  # CO_COROUTINE: the block awaits at top level
-        trio.run(lambda: eval(code, namespace))
+    if code.co_flags & inspect.CO_COROUTINE:  # the block awaits at top level
+        asyncio.run(eval(code, namespace))
     else:
         exec(code, namespace)
 
@@ -130,8 +131,10 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
         return real(host, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", loopback_only)
-    modules = set(sys.modules)
+    modules, environment = set(sys.modules), dict(os.environ)
     yield
+    os.environ.clear()  # a setup block may set fake keys
+    os.environ.update(environment)
     for name in set(sys.modules) - modules:  # a page's own modules (e.g. written by a snippet)
         if name.startswith("__docs_"):
             del sys.modules[name]
@@ -209,9 +212,9 @@ def test_a_hidden_setup_block_runs_before_the_shown_ones(tmp_path: Path) -> None
     assert namespace["used"] == "scripted"
 
 
-def test_a_block_with_top_level_await_runs_under_trio(tmp_path: Path) -> None:
+def test_a_block_with_top_level_await_runs_under_asyncio(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("```python\nimport trio\n\nawait trio.sleep(0)\nslept = True\n```\n")
+    page.write_text("```python\nimport asyncio\n\nawait asyncio.sleep(0)\nslept = True\n```\n")
     namespace: dict[str, Any] = {}
     (block,) = blocks_of(page)
     run_block(block, namespace)
