@@ -204,7 +204,9 @@ def test_a_failing_snippet_names_its_page_and_line(tmp_path: Path) -> None:
 
 def test_a_hidden_setup_block_runs_before_the_shown_ones(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("<!-- docs-test: setup\n```python\nmodel = 'scripted'\n```\n-->\n\n```python\nused = model\n```\n")
+    page.write_text(
+        "<!-- docs-test: setup\n```python\nmodel = 'scripted'\n```\n-->\n\n```python\nused = model\n```\n"
+    )
     namespace: dict[str, Any] = {}
     for block in blocks_of(page):
         assert block.skip is None
