@@ -227,3 +227,41 @@ def test_a_block_with_top_level_await_runs_under_asyncio(tmp_path: Path) -> None
 def blocks_of(path: Path) -> list[Block]:
     """:func:`blocks` of one of these tests' own pages."""
     return blocks(path, path.parent)
+
+
+#: What the golden-test snippets of docs/traces.md import: an agent factory of the reader's project.
+GOLDEN_AGENT = '''
+from helikon import LlmAgent, tool
+from helikon.testing import MockModel, call_tools, say
+
+
+@tool
+async def budget_status(category: str) -> float:
+    """The remaining budget of a category.
+
+    Args:
+        category: e.g. Dining.
+    """
+    return 37.6
+
+
+def make_agent():
+    model = MockModel([call_tools(("budget_status", {"category": "Dining"})), say("$37.60 left.")])
+    return LlmAgent(name="budget", model=model, instructions="Advise.", tools=[budget_status])
+'''
+
+
+def test_the_golden_tests_of_the_traces_page_pass_under_pytest(pytester: pytest.Pytester) -> None:
+    """docs/traces.md's golden tests, as a reader's test module and conftest, run by pytest itself
+    (the async one needs its anyio marker: pytest runs no bare ``async def`` test)."""
+    page = ROOT / "docs" / "traces.md"
+    found = [b for b in blocks(page) if "helikon_golden" in b.code or "anyio_backend" in b.code]
+    tests, fixture = (b.code for b in found)
+    pytester.makepyfile(
+        agents=GOLDEN_AGENT,
+        test_budget="from agents import make_agent\n\n" + tests,
+        conftest="import pytest\n\n" + fixture,
+    )
+    pytester.runpytest_subprocess("-k", "not async", "--helikon-record").assert_outcomes(passed=1)
+    assert (pytester.path / "tests" / "golden" / "budget.jsonl").is_file()
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=3)  # sync, asyncio, trio
