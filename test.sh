@@ -14,5 +14,5 @@ venv="${HELIKON_VENV:-.venv}"
 echo "== ruff";   "$venv/bin/ruff" check .
 echo "== mypy";   "$venv/bin/mypy" --strict helikon
 echo "== purity"; "$venv/bin/python" ../shared/tools/check_purity.py
-echo "== pytest"; "$venv/bin/python" -m pytest -n "${HELIKON_TEST_WORKERS:-auto}" --dist loadfile \
+echo "== pytest"; "$venv/bin/python" -m pytest -n "${HELIKON_TEST_WORKERS:-auto}" --dist loadscope \
     --doctest-modules helikon tests "$@"
