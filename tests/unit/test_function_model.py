@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import re
-import runpy
 import time
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -217,18 +214,6 @@ def test_a_pause_ends_early_when_the_run_is_cancelled(backend: str) -> None:
 
     assert elapsed < 2
     assert type(events[-1]) is RunFailed
-
-
-def test_the_examples_in_docs_testing_md_run(tmp_path: Path) -> None:
-    """The python blocks of docs/testing.md, run in order as one module."""
-    text = (Path(__file__).parents[2] / "docs" / "testing.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 3
-    script = tmp_path / "docs_testing_examples.py"
-    script.write_text("\n".join(blocks))
-    namespace = runpy.run_path(str(script))
-    assert namespace["function_model"].calls == 2
-    assert len(namespace["SCRIPTS"]) == 3
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
