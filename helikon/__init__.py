@@ -135,6 +135,7 @@ if typing.TYPE_CHECKING:
     from helikon.steps import (
         advance as advance,
         pending as pending,
+        pending_effect as pending_effect,
         perform as perform,
         prepare as prepare,
         start as start,
@@ -190,7 +191,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "helikon.results": ("RunResult", "collect", "collect_typed", "run_sync"),
     "helikon.sessions": ("CompactingSession", "MemorySession"),
     "helikon.snapshots": ("dump_state", "load_state"),
-    "helikon.steps": ("advance", "pending", "perform", "prepare", "start"),
+    "helikon.steps": ("advance", "pending", "pending_effect", "perform", "prepare", "start"),
     "helikon.tools": ("FunctionTool", "tool"),
     "helikon.trace": ("Trace",),
     "helikon.workflows": (

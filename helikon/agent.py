@@ -177,6 +177,7 @@ class LlmAgent(Generic[Ctx]):
         *,
         config: RunConfig | None = None,
         interpreter: Any = None,
+        run_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Run the agent: an async iterator of its events.
 
@@ -185,10 +186,12 @@ class LlmAgent(Generic[Ctx]):
             input: the user's text or an :class:`~helikon.items.AgentInput`.
             config: overrides the agent's run config for this run.
             interpreter: performs the effects; the live interpreter by default.
+            run_id: the run's id (as the step API's ``start`` takes one); by
+                default the interpreter makes a fresh one.
         """
         if self.tool_sources or self.mcp_servers:
-            return _run_resolved(self, ctx, input, config, interpreter)
-        return run_agent(self, ctx, input, config=config, interpreter=interpreter)
+            return _run_resolved(self, ctx, input, config, interpreter, run_id)
+        return run_agent(self, ctx, input, config=config, interpreter=interpreter, run_id=run_id)
 
     async def resolved(self) -> LlmAgent[Ctx]:
         """This agent with its tool sources' tools merged into ``tools``.
@@ -358,10 +361,11 @@ async def _run_resolved(
     input: AgentInput | str,
     config: RunConfig | None,
     interpreter: Any,
+    run_id: str | None,
 ) -> AsyncIterator[AgentEvent]:
     """``agent.run`` for an agent with tool sources: resolve them, then run."""
     resolved = await agent.resolved()
-    async for event in resolved.run(ctx, input, config=config, interpreter=interpreter):
+    async for event in resolved.run(ctx, input, config=config, interpreter=interpreter, run_id=run_id):
         yield event
 
 
@@ -398,6 +402,7 @@ def run_agent(
     *,
     config: RunConfig | None = None,
     interpreter: Any = None,
+    run_id: str | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """``agent.run(...)`` for any helikon agent (one with ``make_env``)."""
     if isinstance(input, str):
@@ -406,7 +411,8 @@ def run_agent(
         raise TypeError(f"input must be a str or AgentInput, not {type(input).__name__}")
     run_ctx = ctx or RunContext.ephemeral(None)
     # The context's tracer (if it observes runs) wraps the interpreter.
-    return _run(agent, run_ctx, input, run_ctx.tracer.instrument(interpreter or LiveInterpreter()), config)
+    interp = run_ctx.tracer.instrument(interpreter or LiveInterpreter())
+    return _run(agent, run_ctx, input, interp, config, run_id=run_id)
 
 
 def environment(agent: Any, ctx: RunContext[Any], interpreter: Any, **kw: Any) -> RunEnv:
@@ -459,6 +465,7 @@ async def _run(
     interpreter: Any,
     config: RunConfig | None,
     first: Any = None,
+    *,
     run_id: str | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """Drive ``agent`` (anything with ``make_env``) with ``interpreter``.

@@ -78,18 +78,21 @@ def run_sync(
     ctx: Any = None,
     config: Any = None,
     output_type: type[Any] | None = None,
+    run_id: str | None = None,
 ) -> RunResult[Any]:
     """Run ``agent`` to completion from synchronous code (under trio).
 
     Returns the :class:`RunResult`; with ``output_type`` (or when the agent
-    has one) its ``final_output`` is parsed into that type.
+    has one) its ``final_output`` is parsed into that type. ``run_id`` names
+    the run (by default a fresh id).
     """
     import trio
 
     wanted = output_type or getattr(agent, "output_type", None)
 
     async def main() -> RunResult[Any]:
-        stream = agent.run(ctx, input, config=config)
+        named = {} if run_id is None else {"run_id": run_id}  # an agent of another kind may take none
+        stream = agent.run(ctx, input, config=config, **named)
         if wanted is not None:
             return await collect_typed(stream, wanted)
         return await collect(stream)

@@ -289,11 +289,12 @@ class _Workflow:
         *,
         config: RunConfig | None = None,
         interpreter: Any = None,
+        run_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Run the workflow: an async iterator of its events (see ``LlmAgent.run``)."""
         if not self.children:
             raise ConfigError(f"workflow {self.name!r} has no sub-agents")
-        return run_agent(self, ctx, input, config=config, interpreter=interpreter)
+        return run_agent(self, ctx, input, config=config, interpreter=interpreter, run_id=run_id)
 
     def resume(
         self,
@@ -516,8 +517,9 @@ class SwarmAgent:
         *,
         config: RunConfig | None = None,
         interpreter: Any = None,
+        run_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
-        return run_agent(self, ctx, input, config=config, interpreter=interpreter)
+        return run_agent(self, ctx, input, config=config, interpreter=interpreter, run_id=run_id)
 
     def resume(
         self,

@@ -33,9 +33,12 @@ from helikon.testing._mock import Pause, ScriptItem, _play, say
 #: What a model function answers: text (streamed word by word, like
 #: :func:`~helikon.testing.say`), a list of script items (what ``say`` and
 #: ``call_tools`` build), an aggregated :class:`~helikon.loop.Response`, or
-#: an async iterable of script items or text chunks (streamed as they come).
+#: an async iterable of script items, lists of them (``say(...)``,
+#: ``call_tools(...)``) or text chunks (streamed as they come).
 #: A ``Finish`` is added when the answer has none.
-ModelReply: TypeAlias = str | Sequence[ScriptItem] | Response | AsyncIterable[ScriptItem | str]
+ModelReply: TypeAlias = (
+    str | Sequence[ScriptItem] | Response | AsyncIterable[ScriptItem | Sequence[ScriptItem] | str]
+)
 
 #: The function a :class:`FunctionModel` calls, sync or async (an async
 #: generator function streams).
@@ -147,7 +150,14 @@ async def _iterate(items: AsyncIterable[object], cancel: CancellationToken) -> A
     async for item in items:
         if cancel.cancelled:
             return
-        async for event in _play([TextChunk(item) if isinstance(item, str) else _checked(item)], cancel):
+        match item:
+            case str():
+                script: Sequence[ScriptItem] = [TextChunk(item)]
+            case list() | tuple():  # what say(...) and call_tools(...) build
+                script = [_checked(part) for part in item]
+            case _:
+                script = [_checked(item)]
+        async for event in _play(script, cancel):
             yield event
 
 

@@ -8,6 +8,7 @@ from typing import Any, TypedDict
 import attrs
 import msgspec
 import pytest
+import trio
 
 from helikon import (
     AgentInput,
@@ -16,6 +17,8 @@ from helikon import (
     RunCompleted,
     RunConfig,
     RunError,
+    RunStarted,
+    SequentialAgent,
     StepError,
     ToolEffect,
     Usage,
@@ -28,6 +31,7 @@ from helikon import (
 )
 from helikon.effects import CallModel, ModelResponded, Terminate
 from helikon.errors import InvalidStructuredOutput, MaxTurnsExceeded, OtherError
+from helikon.ids import RunId
 from helikon.interpreters import LiveInterpreter
 from helikon.model import JsonSchema, TextChunk
 from helikon.testing import MockModel, call_tools, say
@@ -222,3 +226,19 @@ def test_live_interpreter_with_a_fixed_run_id() -> None:
     agent = LlmAgent(name="w", model=MockModel([say("ok")]))
     result = trio.run(lambda: collect(agent.run(None, "x", interpreter=LiveInterpreter("fixed"))))
     assert result.events[0].run_id == "fixed"  # type: ignore[union-attr]
+
+
+def test_a_run_takes_its_id_as_the_step_api_does() -> None:
+    agent = LlmAgent(name="a", model=MockModel([say("hi"), say("again"), say("and again")]))
+    events = trio.run(lambda: collect(agent.run(None, "go", run_id="run-7"))).events
+    assert events[0] == RunStarted("a", RunId("run-7"))
+    assert run_sync(agent, "go", run_id="run-8").events[0] == RunStarted("a", RunId("run-8"))
+    other = trio.run(lambda: collect(agent.run(None, "go"))).events[0]
+    assert isinstance(other, RunStarted) and other.run_id not in ("run-7", "run-8")
+
+
+def test_a_workflow_run_takes_its_id() -> None:
+    first = LlmAgent(name="first", model=MockModel([say("one")]))
+    pipeline = SequentialAgent("pipeline", "").then(first)
+    events = run_sync(pipeline, "go", run_id="wf-1").events
+    assert {e.run_id for e in events if isinstance(e, RunStarted)} == {RunId("wf-1")}

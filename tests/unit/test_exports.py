@@ -84,3 +84,10 @@ def test_the_testing_package_exports_its_models() -> None:
     assert {"FunctionModel", "MockModel", "ModelFunction", "ModelReply"} <= set(testing.__all__)
     for name in testing.__all__:
         assert getattr(testing, name) is not None, name
+
+
+def test_the_step_api_is_exported_by_both_of_its_names() -> None:
+    """docs/interpreters.md imports ``pending_effect`` from ``helikon``."""
+    from helikon import pending, pending_effect
+
+    assert pending_effect is pending

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import re
-import runpy
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anyio
@@ -31,7 +28,7 @@ from helikon.model import (
     Usage,
 )
 from helikon.protocols import Model
-from helikon.testing import FunctionModel, ModelReply, Pause, ScriptItem, call_tools
+from helikon.testing import FunctionModel, ModelReply, Pause, ScriptItem, call_tools, say
 
 BACKENDS = ["asyncio", "trio"]
 
@@ -114,6 +111,34 @@ def test_an_async_generator_streams_and_gets_a_finish(backend: str) -> None:
     ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_async_generator_may_yield_call_tools_and_say(backend: str) -> None:
+    """The table in docs/testing.md lists ``call_tools(...)`` as an item an async generator yields."""
+
+    async def stream(request: ModelRequest) -> AsyncIterator[ScriptItem | Sequence[ScriptItem] | str]:
+        if isinstance(request.messages[-1], ToolResult):
+            yield "The sum is "
+            yield say(str(request.messages[-1].content))
+            return
+        yield call_tools(("add", {"a": 2, "b": 3}))
+
+    agent = LlmAgent(name="a", model=FunctionModel(stream), tools=[add])
+    result = anyio.run(lambda: collect(agent.run(None, "2 + 3?")), backend=backend)
+    assert result.final_output == "The sum is 5"
+    assert drain(FunctionModel(stream), REQUEST, backend) == [
+        ToolCallChunk(0, None, "add", '{"a":2,"b":3}'),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+
+
+def test_an_async_generator_yielding_a_list_of_other_things_is_refused() -> None:
+    async def stream(request: ModelRequest) -> AsyncIterator[Any]:
+        yield [object()]
+
+    with pytest.raises(TypeError, match="not a model event"):
+        drain(FunctionModel(stream), REQUEST)
+
+
 def test_a_list_without_a_finish_gets_one_that_fits() -> None:
     calls = FunctionModel(lambda r: [ToolCallChunk(0, "c1", "add", "{}")])
     assert drain(calls, REQUEST)[-1] == Finish(FinishReason.TOOL_CALLS)
@@ -189,18 +214,6 @@ def test_a_pause_ends_early_when_the_run_is_cancelled(backend: str) -> None:
 
     assert elapsed < 2
     assert type(events[-1]) is RunFailed
-
-
-def test_the_examples_in_docs_testing_md_run(tmp_path: Path) -> None:
-    """The python blocks of docs/testing.md, run in order as one module."""
-    text = (Path(__file__).parents[2] / "docs" / "testing.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 3
-    script = tmp_path / "docs_testing_examples.py"
-    script.write_text("\n".join(blocks))
-    namespace = runpy.run_path(str(script))
-    assert namespace["function_model"].calls == 2
-    assert len(namespace["SCRIPTS"]) == 3
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

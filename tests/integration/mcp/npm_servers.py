@@ -12,17 +12,22 @@ installs afresh, and an unchanged one is installed once per machine):
 Run it as a script (standard library only) to install and print the
 directory: ``python3 tests/integration/mcp/npm_servers.py``. The tests'
 ``npm_servers`` fixture calls :func:`ensure` the same way, so ``./test.sh``
-works on a fresh machine too.
+works on a fresh machine too. Parallel test workers (pytest-xdist) that
+find the servers missing take turns on a lock file beside the directory:
+the first installs, the others find the install done.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 SPEC = Path(__file__).resolve().parent / "servers"
@@ -70,13 +75,31 @@ def ensure(directory: Path | None = None) -> Path:
     directory = directory or target()
     if installed(directory):
         return directory
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(directory.parent / f".{directory.name}.lock"):
+        if not installed(directory):  # another worker may have installed it meanwhile
+            _install(directory)
+    return directory
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing)."""
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _install(directory: Path) -> None:
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
         raise NpmUnavailable(
             "the MCP integration tests need Node.js (20+) and npm on PATH to install "
             "@modelcontextprotocol/server-everything and server-filesystem"
         )
-    directory.parent.mkdir(parents=True, exist_ok=True)
     # Install next to the target, then move it in place: a half-finished
     # install is never mistaken for a finished one.
     staging = Path(tempfile.mkdtemp(prefix=".installing-", dir=directory.parent))
@@ -100,7 +123,6 @@ def ensure(directory: Path | None = None) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
     if not installed(directory):
         raise NpmUnavailable(f"npm ci finished but the servers are not in {directory}")
-    return directory
 
 
 if __name__ == "__main__":
