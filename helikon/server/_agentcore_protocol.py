@@ -38,6 +38,7 @@ from helikon.codec import structure, unstructure
 from helikon.events import AgentEvent
 from helikon.items import AgentInput, Item
 from helikon.model import Usage
+from helikon.server._wire import JsonRefused, decode_json, item_form
 
 #: The AgentCore session header (HTTP header names are case-insensitive).
 SESSION_HEADER: Final = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
@@ -160,9 +161,9 @@ def parse_invocation(body: bytes) -> Invocation:
     if not body.strip():
         raise BadInvocation(400, "bad_json", f"the request body is empty; send a JSON object: {_SHAPES}")
     try:
-        data = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        raise BadInvocation(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+        data = decode_json(body)
+    except JsonRefused as refused:
+        raise BadInvocation(400, "bad_json", str(refused)) from None
     if not isinstance(data, dict):
         raise BadInvocation(422, "bad_input", f"the body must be a JSON object: {_SHAPES}")
     given = [key for key in (*_TEXT_FIELDS, "messages") if key in data]
@@ -189,7 +190,7 @@ def _items(messages: Any) -> tuple[Item, ...]:
     items: list[Item] = []
     for index, message in enumerate(messages):
         try:
-            items.append(structure(message, Item))
+            items.append(structure(item_form(message), Item))
         except Exception as exc:  # cattrs' validation errors, KeyError for a missing tag...
             raise BadInvocation(
                 422, "bad_input", f"messages[{index}] is not a helikon item ({type(exc).__name__}: {exc})"

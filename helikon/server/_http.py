@@ -37,7 +37,7 @@ from helikon.server._backend import (
 )
 from helikon.server._openapi import openapi_document
 from helikon.server._page import page_html
-from helikon.server._providers import Authenticator, ContextProvider, SessionProvider, call
+from helikon.server._providers import Authenticator, AuthRejection, ContextProvider, SessionProvider, call
 from helikon.server._runs import (
     SSE_KEEPALIVE,
     Frame,
@@ -47,6 +47,7 @@ from helikon.server._runs import (
     sse_message,
     status_of,
 )
+from helikon.server._wire import JsonRefused, decode_json, item_form
 
 log = logging.getLogger("helikon.server")
 
@@ -100,11 +101,15 @@ class guard:
         if self.auth is not None and _route_path(scope) not in PUBLIC_PATHS:
             try:
                 identity = await call(self.auth, HTTPConnection(scope))
+            except AuthRejection as rejection:
+                identity = rejection
             except Exception:  # fail closed
                 log.exception("the authenticator raised; refusing the request")
                 identity = None
             if identity is None or identity is False:
-                await self._refuse(scope, receive, send)
+                identity = AuthRejection()
+            if isinstance(identity, AuthRejection):
+                await self._refuse(identity, scope, receive, send)
                 return
             state["identity"] = identity
         if scope["type"] == "websocket":
@@ -138,12 +143,14 @@ class guard:
             response = error(500, "internal", "the server failed; see its log")
             await response(scope, body.receive, send_with_run_id)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, rejection: AuthRejection, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+            reason = rejection.message.encode()[:120].decode(errors="ignore")  # a close reason is short
+            await send({"type": "websocket.close", "code": 1008, "reason": reason})
             return
-        response = error(401, "unauthorized", "authentication is required", uuid.uuid4().hex)
-        response.headers["www-authenticate"] = "Bearer"
+        response = error(rejection.status, rejection.code, rejection.message, uuid.uuid4().hex)
+        if rejection.status == 401:
+            response.headers["www-authenticate"] = "Bearer"
         if not _BodyTracker(scope, receive).done:
             response.headers["connection"] = "close"  # the unread body makes the connection unusable
         await response(scope, receive, send)
@@ -196,9 +203,9 @@ async def read_json(request: Request, limit: int, timeout: float = BODY_TIMEOUT_
     if not body:
         raise BadRequest(400, "bad_json", "the request body is empty; send a JSON object")
     try:
-        return msgspec.json.decode(bytes(body))
-    except msgspec.DecodeError as exc:
-        raise BadRequest(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+        return decode_json(bytes(body))
+    except JsonRefused as refused:
+        raise BadRequest(400, "bad_json", str(refused)) from None
 
 
 def run_input(body: Any) -> AgentInput:
@@ -221,7 +228,7 @@ def run_input(body: Any) -> AgentInput:
     if not isinstance(messages, list) or not messages:
         raise BadRequest(422, "bad_input", "'messages' must be a non-empty list of items")
     try:
-        items: tuple[Item, ...] = tuple(structure(message, Item) for message in messages)
+        items: tuple[Item, ...] = tuple(structure(item_form(message), Item) for message in messages)
     except Exception as exc:
         raise BadRequest(422, "bad_input", f"'messages' holds an item helikon cannot read: {exc}") from None
     return AgentInput(items)

@@ -1,0 +1,136 @@
+"""Issue 31, at the edge of both servers, on real Hypercorn servers on loopback:
+nesting bombs are 4xx, the book's message shape is read, SSE frames carry the
+book's names, and an authenticator refuses with its own status and message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from httpx_sse import connect_sse
+from server_support import server_for, serving
+from starlette.requests import HTTPConnection
+
+from helikon import LlmAgent
+from helikon.server import AgentCoreServer, AuthRejection
+from helikon.testing import MockModel, say
+
+pytestmark = pytest.mark.integration
+
+BOMBS = [
+    b"[" * 100_000,
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"messages": [' + b"{" + b'"a":{' * 500 + b"}" * 500 + b"}]}",
+]
+JSON = {"accept": "application/json"}
+BOOK_MESSAGES = {"messages": [{"type": "user_message", "content": [{"type": "text", "text": "hello there"}]}]}
+
+
+@pytest.mark.parametrize("body", BOMBS, ids=["open", "balanced", "in-messages", "objects"])
+def test_a_nesting_bomb_is_a_4xx_on_the_agent_server(body: bytes) -> None:
+    with serving(server_for().app()) as base, httpx.Client(base_url=base) as client:
+        response = client.post(
+            "/agents/assistant/runs", content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 400, response.text
+        assert "deeper than" in response.json()["error"]["message"]
+        assert client.get("/health").status_code == 200  # still serving
+
+
+def _agentcore(reply: str = "hi back") -> AgentCoreServer[Any]:
+    return AgentCoreServer(LlmAgent(name="echo", model=MockModel([say(reply)])))
+
+
+async def _agentcore_post(server: AgentCoreServer[Any], **kw: Any) -> httpx.Response:
+    async with anyio.create_task_group() as group:
+        url: str = await group.start(server.serve, "127.0.0.1", 0)
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            response = await http.post("/invocations", **kw)
+            response.read()
+        group.cancel_scope.cancel()
+    return response
+
+
+@pytest.mark.parametrize("body", BOMBS, ids=["open", "balanced", "in-messages", "objects"])
+def test_a_nesting_bomb_is_a_4xx_on_agentcore(body: bytes) -> None:
+    async def main() -> httpx.Response:
+        return await _agentcore_post(
+            _agentcore(), content=body, headers={"content-type": "application/json", **JSON}
+        )
+
+    response = anyio.run(main)
+    assert response.status_code == 400, response.text
+    assert "deeper than" in response.json()["error"]["message"]
+
+
+def test_the_books_message_shape_is_read_beside_helikons() -> None:
+    with serving(server_for().app()) as base, httpx.Client(base_url=base) as client:
+        response = client.post("/agents/assistant/runs", json=BOOK_MESSAGES)
+        assert response.status_code == 200, response.text
+        assert response.json()["output"] == "echo: hello there"
+
+
+def test_agentcore_reads_the_books_message_shape() -> None:
+    async def main() -> httpx.Response:
+        return await _agentcore_post(_agentcore(), json=BOOK_MESSAGES, headers={"accept": "application/json"})
+
+    response = anyio.run(main)
+    assert response.status_code == 200, response.text
+    assert response.json()["final_output"] == "hi back"
+
+
+def test_sse_frames_carry_the_books_names() -> None:
+    url = "/agents/assistant/runs?stream=sse"
+    with (
+        serving(server_for().app()) as base,
+        httpx.Client(base_url=base) as client,
+        connect_sse(client, "POST", url, json={"input": "hi"}) as source,
+    ):
+        names = [event.event for event in source.iter_sse()]
+    assert names[0] == "run_started" and names[-1] == "run_completed"
+    assert "token_delta" in names or "message_output" in names
+
+
+def test_the_synthetic_terminal_frame_is_run_failed() -> None:
+    from helikon.server import RunLog, sse_message
+
+    log = RunLog()
+    log.close("the runner stopped")
+    assert b"event: run_failed\n" in sse_message(log.frames[-1])
+
+
+def test_an_authenticator_refuses_with_its_own_status_and_message() -> None:
+    def auth(request: HTTPConnection) -> str:
+        token = request.headers.get("authorization", "")
+        if token == "Bearer reader-token":
+            raise AuthRejection(403, "this token may read but not run agents")
+        if token == "Bearer returned-token":
+            return AuthRejection(403, "refused by value")  # type: ignore[return-value]
+        if token != "Bearer good-token":
+            raise AuthRejection(401, "send a bearer token")
+        return "alice"
+
+    with serving(server_for(auth=auth).app()) as base, httpx.Client(base_url=base) as client:
+        refused = client.post(
+            "/agents/assistant/runs", json={"input": "hi"}, headers={"authorization": "Bearer reader-token"}
+        )
+        assert refused.status_code == 403
+        reason = "this token may read but not run agents"
+        assert refused.json()["error"] == {"code": "forbidden", "message": reason}
+        assert "www-authenticate" not in refused.headers
+        returned = client.get("/agents", headers={"authorization": "Bearer returned-token"})
+        assert returned.status_code == 403 and returned.json()["error"]["message"] == "refused by value"
+        anonymous = client.get("/agents")
+        assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"] == "Bearer"
+        assert anonymous.json()["error"]["message"] == "send a bearer token"
+        assert client.get("/agents", headers={"authorization": "Bearer good-token"}).status_code == 200
+
+
+def test_an_auth_rejection_needs_a_client_error_status() -> None:
+    from helikon.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="4xx"):
+        AuthRejection(500, "no")
