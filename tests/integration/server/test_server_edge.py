@@ -134,3 +134,44 @@ def test_an_auth_rejection_needs_a_client_error_status() -> None:
 
     with pytest.raises(ConfigError, match="4xx"):
         AuthRejection(500, "no")
+
+
+@pytest.mark.parametrize("accept", [None, "*/*"])
+def test_agentcore_answers_json_unless_sse_is_asked_for(accept: str | None) -> None:
+    async def main() -> tuple[httpx.Response, httpx.Response]:
+        server = AgentCoreServer(LlmAgent(name="echo", model=MockModel([say("one"), say("two")])))
+        async with anyio.create_task_group() as group:
+            url: str = await group.start(server.serve, "127.0.0.1", 0)
+            async with httpx.AsyncClient(base_url=url) as http:
+                headers = {"accept": accept} if accept is not None else {}
+                request = http.build_request("POST", "/invocations", json={"prompt": "hi"}, headers=headers)
+                if accept is None:
+                    del request.headers["accept"]  # httpx adds */* by default
+                plain = await http.send(request)
+                streamed = await http.post(
+                    "/invocations", json={"prompt": "hi"}, headers={"accept": "text/event-stream"}
+                )
+            group.cancel_scope.cancel()
+        return plain, streamed
+
+    plain, streamed = anyio.run(main)
+    assert plain.headers["content-type"].startswith("application/json"), plain.text
+    assert plain.json()["final_output"] == "one"
+    assert streamed.headers["content-type"].startswith("text/event-stream")
+
+
+def test_agentcore_takes_bodies_up_to_the_services_limit() -> None:
+    from helikon.server._agentcore_protocol import DEFAULT_MAX_BODY
+
+    assert DEFAULT_MAX_BODY >= 100 * 1000 * 1000  # the service accepts payloads up to 100 MB
+    body = {"prompt": "x" * (3 * 1024 * 1024)}  # 3 MiB: the official app served it, helikon said 413
+
+    async def main() -> tuple[httpx.Response, httpx.Response]:
+        smaller = AgentCoreServer(LlmAgent(name="echo", model=MockModel([]))).with_max_body_bytes(1024)
+        big = await _agentcore_post(_agentcore("got it"), json=body, headers=JSON)
+        small = await _agentcore_post(smaller, json=body, headers=JSON)
+        return big, small
+
+    big, small = anyio.run(main)
+    assert big.status_code == 200 and big.json()["final_output"] == "got it"
+    assert small.status_code == 413  # configurable
