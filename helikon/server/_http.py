@@ -282,12 +282,15 @@ def since_of(request: HTTPConnection) -> int:
     """Where a reader resumes: after ``Last-Event-ID``, or at ``?since=``."""
     last = request.headers.get("last-event-id")
     raw = request.query_params.get("since")
-    try:
-        if last is not None and last.strip():
-            return int(last) + 1
-        return int(raw) if raw is not None else 0
-    except ValueError:
-        raise BadRequest(400, "bad_resume", "Last-Event-ID and since must be event numbers") from None
+    if last is not None and last.strip():
+        if not last.strip().isascii() or not last.strip().isdigit() or len(last.strip()) > 18:
+            raise BadRequest(400, "bad_resume", "Last-Event-ID must be an event number (the id of an event)")
+        return int(last) + 1
+    if raw is None:
+        return 0
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise BadRequest(400, "bad_resume", "since must be an event number, 0 or more")
+    return int(raw)
 
 
 def result_of(run_id: str, agent: str, frames: list[Frame]) -> dict[str, Any]:
@@ -436,6 +439,8 @@ class Handlers:
     title: str
     body_timeout: float = BODY_TIMEOUT_SECONDS
     authorize: Callable[..., Any] | None = None
+    #: Whether an authenticator is configured (the schema declares security then).
+    authenticated: bool = False
 
     async def health(self, request: Request) -> Response:
         """Liveness: the process answers (touches no run, takes no lock)."""
@@ -450,7 +455,7 @@ class Handlers:
         return HTMLResponse(page_html(self.title))
 
     async def openapi(self, request: Request) -> Response:
-        return JSONResponse(openapi_document(self.title))
+        return JSONResponse(openapi_document(self.title, auth=self.authenticated))
 
     async def not_found(self, request: Request, exc: Exception) -> Response:
         return error(404, "not_found", f"no route {request.url.path!r}")
@@ -498,8 +503,6 @@ class Handlers:
         mode = request.query_params.get("mode", "sync")
         if stream not in (None, "sse") or mode not in ("sync", "async"):
             raise BadRequest(400, "bad_query", "use ?stream=sse or ?mode=async (or neither)")
-        if stream == "sse" and mode == "async":
-            raise BadRequest(400, "bad_query", "?stream=sse and ?mode=async cannot be combined")
         session_id = session_id_of(request)
         owner = owner_of(_identity(request))
         input = run_input(await read_json(request, self.max_body_bytes, self.body_timeout))
@@ -521,15 +524,15 @@ class Handlers:
         except Exception as exc:
             log.exception("starting a run failed")
             return error(500, "start_failed", f"the run could not start: {exc}")
-        if mode == "async":
+        if mode == "async" and stream is None:
             base = str(request.url_for("describe_run", name=handle.agent, run_id=run_id))
             return JSONResponse(
                 {"run_id": run_id, "status_url": base, "events_url": f"{base}/events"},
                 status_code=202,
                 headers={"location": base},
             )
-        if stream == "sse":
-            return EventStream(handle, cancel_on_disconnect=True)
+        if stream == "sse":  # with mode=async the run outlives this connection
+            return EventStream(handle, cancel_on_disconnect=mode != "async")
         return OneShot(handle)
 
     async def _handle(self, request: HTTPConnection, action: str = "read") -> RunHandle:

@@ -227,6 +227,7 @@ class AgentServer:
             title=self.title,
             body_timeout=self.body_timeout,
             authorize=self.authorize,
+            authenticated=self.auth is not None,
         )
         routes = [
             Route("/", handlers.page, methods=["GET"]),

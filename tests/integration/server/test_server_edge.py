@@ -175,3 +175,25 @@ def test_agentcore_takes_bodies_up_to_the_services_limit() -> None:
     big, small = anyio.run(main)
     assert big.status_code == 200 and big.json()["final_output"] == "got it"
     assert small.status_code == 413  # configurable
+
+
+def test_the_openapi_document_matches_what_the_handlers_accept() -> None:
+    with serving(server_for().app()) as base, httpx.Client(base_url=base) as client:
+        schema = client.get("/openapi.json").json()
+        # no auth configured: no security declared, no 401 promised
+        assert "security" not in schema and "securitySchemes" not in schema["components"]
+        assert all("401" not in op["responses"] for path in schema["paths"].values() for op in path.values())
+        # message items have schemas, in both spellings
+        item = schema["components"]["schemas"]["Item"]
+        assert {"UserMessage", "user_message"} <= set(item["oneOf"][0]["properties"]["type"]["enum"])
+        run = client.post("/agents/assistant/runs?mode=async", json={"input": "hi"}).json()
+        events = f"/agents/assistant/runs/{run['run_id']}/events"
+        assert client.get(f"{events}?since=-1").status_code == 400  # the schema's minimum 0
+        # stream=sse with mode=async (the schema allows both): the events, the run outliving the stream
+        with connect_sse(
+            client, "POST", "/agents/assistant/runs?stream=sse&mode=async", json={"input": "hi"}
+        ) as s:
+            assert s.response.status_code == 200
+            assert [e.event for e in s.iter_sse()][-1] == "run_completed"
+    with serving(server_for(auth=lambda request: "alice").app()) as base:
+        assert httpx.get(f"{base}/openapi.json").json()["security"] == [{"bearer": []}]
