@@ -271,9 +271,9 @@ def session_id_of(request: HTTPConnection) -> str | None:
     value = request.headers.get("x-session-id")
     if value is None:
         return None
-    if not value or len(value) > MAX_SESSION_ID or not value.isprintable():
+    if not value or len(value) > MAX_SESSION_ID or not all(" " <= c <= "~" for c in value):
         raise BadRequest(
-            400, "bad_session_id", f"X-Session-Id must be 1 to {MAX_SESSION_ID} printable characters"
+            400, "bad_session_id", f"X-Session-Id must be 1 to {MAX_SESSION_ID} printable ASCII characters"
         )
     return value
 
@@ -282,15 +282,13 @@ def since_of(request: HTTPConnection) -> int:
     """Where a reader resumes: after ``Last-Event-ID``, or at ``?since=``."""
     last = request.headers.get("last-event-id")
     raw = request.query_params.get("since")
-    if last is not None and last.strip():
-        if not last.strip().isascii() or not last.strip().isdigit() or len(last.strip()) > 18:
+    if raw is not None and (not raw.isascii() or not raw.isdigit() or len(raw) > 18):
+        raise BadRequest(400, "bad_resume", "since must be an event number, 0 or more")
+    if last:  # empty: no event received yet
+        if not last.isascii() or not last.isdigit() or len(last) > 18:
             raise BadRequest(400, "bad_resume", "Last-Event-ID must be an event number (the id of an event)")
         return int(last) + 1
-    if raw is None:
-        return 0
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
-        raise BadRequest(400, "bad_resume", "since must be an event number, 0 or more")
-    return int(raw)
+    return 0 if raw is None else int(raw)
 
 
 def result_of(run_id: str, agent: str, frames: list[Frame]) -> dict[str, Any]:
@@ -557,6 +555,13 @@ class Handlers:
         request.state.run_id = handle.run_id
         return handle
 
+    async def runs_route(self, request: Request) -> Any:
+        """``/agents/{name}/runs``: GET lists, POST starts (one route, so a 405
+        names both methods in ``Allow``)."""
+        if request.method in ("GET", "HEAD"):
+            return await self.list_runs(request)
+        return await self.start_run(request)
+
     async def list_runs(self, request: Request) -> Response:
         """The caller's runs of an agent, newest first, a page at a time."""
         try:
@@ -572,10 +577,10 @@ class Handlers:
                     str(agent.name),
                     owner_of(_identity(request)),
                     int(limit_text),
-                    request.query_params.get("after"),
+                    request.query_params.get("after") or None,
                 )
             except RunNotFound as gone:
-                raise BadRequest(400, "bad_cursor", str(gone)) from None
+                raise BadRequest(404, "bad_cursor", str(gone)) from None
             return JSONResponse({"runs": [await run.describe() for run in page], "next": cursor})
         except BadRequest as bad:
             return error(bad.status, bad.code, bad.message)

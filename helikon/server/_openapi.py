@@ -33,19 +33,24 @@ def _errors(*statuses: int) -> dict[str, Any]:
 
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 _RUN = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
-_SINCE = {"name": "since", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
+_SINCE = {
+    "name": "since",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1},
+}
 _LAST = {
     "name": "Last-Event-ID",
     "in": "header",
     "required": False,
     "description": "The `id` of the last event received: the stream resumes after it",
-    "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
+    "schema": {"type": "string", "pattern": "^([0-9]{1,18})?$"},
 }
 _SESSION = {
     "name": "X-Session-Id",
     "in": "header",
     "required": False,
-    "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+    "schema": {"type": "string", "pattern": "^[ -~]{1,256}$"},
 }
 _PROBE = {
     "type": "object",
@@ -283,7 +288,13 @@ def _document(title: str) -> dict[str, Any]:
                             "required": False,
                             "schema": {"type": "integer", "minimum": 1, "maximum": 100},
                         },
-                        {"name": "after", "in": "query", "required": False, "schema": {"type": "string"}},
+                        {
+                            "name": "after",
+                            "in": "query",
+                            "required": False,
+                            "description": "The `next` of the previous page (empty: the first page)",
+                            "schema": {"type": "string"},
+                        },
                     ],
                     "responses": {
                         "200": _json(
@@ -300,7 +311,7 @@ def _document(title: str) -> dict[str, Any]:
                             },
                             "A page of runs; `next` is the `after` of the next page (null on the last)",
                         ),
-                        **_errors(400, 401, 404, 501),
+                        **_errors(400, 401, 404, 501),  # 404: no such agent, or `after` names no run
                     },
                 },
                 "post": {

@@ -91,10 +91,14 @@ def item_form(value: Any) -> Any:
     {'type': 'UserMessage', 'content': [{'type': 'TextPart', 'text': 'hi'}]}
     >>> item_form({"type": "UserMessage", "content": [{"type": "TextPart", "text": "hi"}]})
     {'type': 'UserMessage', 'content': [{'type': 'TextPart', 'text': 'hi'}]}
+    >>> item_form({"type": "AssistantMessage", "content": [{"type": "reasoning", "text": "hm"}]})
+    {'type': 'AssistantMessage', 'content': [{'type': 'ReasoningPart', 'text': 'hm'}]}
     """
-    if not isinstance(value, dict) or value.get("type") not in _ITEM_TAGS:
+    if not isinstance(value, dict):
         return value
-    item = {**value, "type": _ITEM_TAGS[value["type"]]}
+    item = dict(value)
+    if item.get("type") in _ITEM_TAGS:
+        item["type"] = _ITEM_TAGS[item["type"]]
     content = item.get("content")
     if isinstance(content, list):
         item["content"] = [
