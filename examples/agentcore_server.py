@@ -128,7 +128,10 @@ async def demo() -> None:
 
             kinds = []
             async with http.stream(
-                "POST", "/invocations", json={"prompt": "And on dining?"}, headers=session
+                "POST",
+                "/invocations",
+                json={"prompt": "And on dining?"},
+                headers={**session, "Accept": "text/event-stream"},
             ) as stream:
                 async for line in stream.aiter_lines():
                     if line.startswith("data: "):

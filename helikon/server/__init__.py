@@ -46,6 +46,7 @@ from helikon.server._backend import (
 from helikon.server._local import Admission, InProcessRuns, LocalRun
 from helikon.server._providers import (
     Authenticator,
+    AuthRejection,
     BearerAuth,
     ContextProvider,
     InMemorySessions,
@@ -76,6 +77,7 @@ __all__ = [
     "AgentCoreSessions",
     "AgentServer",
     "ApprovalRefused",
+    "AuthRejection",
     "Authenticator",
     "BearerAuth",
     "ContextProvider",

@@ -115,9 +115,11 @@ class AgentCoreServer(Generic[Ctx]):
         config: the run config of every invocation (default: the agent's).
         mcp_context: MCP mode's context factory (see
             :class:`helikon.mcp.McpAgentServer`).
-        max_body_bytes: the largest invocation body accepted (413 above).
-        ping: the health state ``/ping`` reports (mark your own background
-            work with ``server.ping.busy()``).
+        max_body_bytes: the largest invocation body accepted (413 above);
+            by default the service's own limit, 100 MB.
+        ping: the health state ``/ping`` reports: ``Healthy``, during
+            invocations too; ``HealthyBusy`` while background work of your
+            own is registered with ``with server.ping.busy(): ...``.
     """
 
     agent: Any
@@ -146,6 +148,10 @@ class AgentCoreServer(Generic[Ctx]):
 
     def with_run_config(self, config: RunConfig | None) -> AgentCoreServer[Ctx]:
         return attrs.evolve(self, config=config)
+
+    def with_max_body_bytes(self, limit: int) -> AgentCoreServer[Ctx]:
+        """Accept invocation bodies up to ``limit`` bytes (413 above)."""
+        return attrs.evolve(self, max_body_bytes=limit)
 
     # -- the HTTP protocol -------------------------------------------------------
 
@@ -176,7 +182,7 @@ class AgentCoreServer(Generic[Ctx]):
             session_id = check_session_id(request.headers.get(SESSION_HEADER))
             invocation = parse_invocation(await _read_body(request, self.max_body_bytes))
             json_mode = wants_json(request.headers.get("accept"), invocation.stream)
-            async with self._locks.hold(session_id, receive), _busy(self.ping):
+            async with self._locks.hold(session_id, receive):
                 session = await _provide_session(self.sessions, session_id)
                 ctx = await _provide_context(self.context, request, session)
                 if session_id is not None and ctx.tracer.session_id is None:
@@ -215,7 +221,6 @@ class AgentCoreServer(Generic[Ctx]):
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             custom_starlette_routes=[Route("/ping", self._ping, methods=["GET"])],
         )
-        app.add_middleware(_BusyWhilePosting, ping=self.ping, path="/mcp")
         if local_only:
             app.add_middleware(_LocalOnly)
         return app
@@ -324,12 +329,6 @@ async def _acquire(lock: anyio.Lock, receive: Receive) -> bool:
     return acquired
 
 
-@asynccontextmanager
-async def _busy(ping: PingState) -> AsyncIterator[None]:
-    with ping.busy():
-        yield
-
-
 @final
 class _LocalOnly:
     """ASGI middleware: refuse requests whose ``Host``/``Origin`` is not this machine."""
@@ -345,21 +344,6 @@ class _LocalOnly:
                 await _refuse(BadInvocation(403, "forbidden", problem), scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-@final
-class _BusyWhilePosting:
-    """ASGI middleware: ``HealthyBusy`` while a POST to ``path`` is served."""
-
-    def __init__(self, app: Any, ping: PingState, path: str) -> None:
-        self.app, self.ping, self.path = app, ping, path
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].rstrip("/") == self.path:
-            with self.ping.busy():
-                await self.app(scope, receive, send)
-        else:
-            await self.app(scope, receive, send)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

@@ -8,7 +8,8 @@ as functions of bytes and headers (no IO, so each rule is tested alone):
   are in AWS's examples) or ``{"messages": [item, ...]}`` (helikon items in
   their tagged JSON form). Other keys are ignored: the platform may add its
   own. An optional ``"stream": bool`` picks the answer's form; without it
-  the ``Accept`` header does (:func:`wants_json`), and SSE is the default.
+  the ``Accept`` header does (:func:`wants_json`): JSON unless the client
+  asks for ``text/event-stream``, as the official ``bedrock-agentcore`` app.
 - The session header ``X-Amzn-Bedrock-AgentCore-Runtime-Session-Id`` holds
   33 to 256 visible ASCII characters (:func:`check_session_id`).
 - A JSON answer is ``{"final_output": str, "usage": {...}}``; an SSE answer
@@ -38,14 +39,15 @@ from helikon.codec import structure, structure_error, unstructure
 from helikon.events import AgentEvent
 from helikon.items import AgentInput, Item
 from helikon.model import Usage
+from helikon.server._wire import JsonRefused, decode_json, item_form
 
 #: The AgentCore session header (HTTP header names are case-insensitive).
 SESSION_HEADER: Final = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 #: The contract's bounds on a session id's length, inclusive.
 MIN_SESSION_ID: Final = 33
 MAX_SESSION_ID: Final = 256
-#: The default cap on an invocation's body: conversational JSON, not uploads.
-DEFAULT_MAX_BODY: Final = 2 * 1024 * 1024
+#: The default cap on an invocation's body: the service's own payload limit, 100 MB.
+DEFAULT_MAX_BODY: Final = 100 * 1024 * 1024
 
 _TEXT_FIELDS: Final = ("prompt", "input")
 _SHAPES: Final = '{"prompt": "..."}, {"input": "..."} or {"messages": [...]}'
@@ -115,13 +117,14 @@ def wants_json(accept: str | None, stream: bool | None = None) -> bool:
 
     The body's ``stream`` field wins; otherwise the ``Accept`` header picks
     the preferred of ``application/json`` and ``text/event-stream`` (by
-    ``q``, then by order); anything else, or no header, means SSE, the
-    contract's default.
+    ``q``, then by order); anything else (``*/*``), or no header, means
+    JSON, as the official ``bedrock-agentcore`` app answers: SSE only when
+    the client asks for it.
 
     >>> wants_json("application/json"), wants_json("text/event-stream"), wants_json(None)
-    (True, False, False)
+    (True, False, True)
     >>> wants_json("*/*"), wants_json("text/event-stream;q=0.5, application/json")
-    (False, True)
+    (True, True)
     >>> wants_json("application/json", stream=True)
     False
     """
@@ -142,7 +145,7 @@ def wants_json(accept: str | None, stream: bool | None = None) -> bool:
                     q = 0.0
         if q > 0 and (best is None or (q, -position) > (best[0], best[1])):
             best = (q, -position, kind.lower())
-    return best is not None and best[2] == "application/json"
+    return best is None or best[2] == "application/json"
 
 
 def parse_invocation(body: bytes) -> Invocation:
@@ -160,9 +163,9 @@ def parse_invocation(body: bytes) -> Invocation:
     if not body.strip():
         raise BadInvocation(400, "bad_json", f"the request body is empty; send a JSON object: {_SHAPES}")
     try:
-        data = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        raise BadInvocation(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+        data = decode_json(body)
+    except JsonRefused as refused:
+        raise BadInvocation(400, "bad_json", str(refused)) from None
     if not isinstance(data, dict):
         raise BadInvocation(422, "bad_input", f"the body must be a JSON object: {_SHAPES}")
     given = [key for key in (*_TEXT_FIELDS, "messages") if key in data]
@@ -189,7 +192,7 @@ def _items(messages: Any) -> tuple[Item, ...]:
     items: list[Item] = []
     for index, message in enumerate(messages):
         try:
-            items.append(structure(message, Item))
+            items.append(structure(item_form(message), Item))
         except Exception as exc:  # cattrs' validation errors, KeyError for a missing tag...
             raise BadInvocation(
                 422,
@@ -268,7 +271,7 @@ class PingStatus(enum.Enum):
 
     #: Ready for work.
     HEALTHY = "Healthy"
-    #: Working (a run in flight, or work marked busy): the platform keeps the session.
+    #: Background work is registered (:meth:`PingState.busy`): the platform keeps the session.
     HEALTHY_BUSY = "HealthyBusy"
 
 
@@ -276,9 +279,10 @@ class PingStatus(enum.Enum):
 class PingState:
     """The health the server reports, kept apart from every run.
 
-    The status is ``HealthyBusy`` while any invocation runs (until its
-    session turn is written) or any :meth:`busy` block is open, else
-    ``Healthy``; :meth:`force` pins it. ``time_of_last_update`` is the Unix
+    The status is ``HealthyBusy`` while any :meth:`busy` block (background
+    work registered by the application) is open, else ``Healthy``: an
+    ordinary invocation in flight leaves it ``Healthy``, as the official
+    ``bedrock-agentcore`` app reports; :meth:`force` pins it. ``time_of_last_update`` is the Unix
     time (seconds) of the last change of status, the server's start before
     any: AgentCore reads an advancing timestamp as progress, so a repeated
     report of the same status never moves it. Safe to use from threads.

@@ -37,7 +37,7 @@ from helikon.server._backend import (
 )
 from helikon.server._openapi import openapi_document
 from helikon.server._page import page_html
-from helikon.server._providers import Authenticator, ContextProvider, SessionProvider, call
+from helikon.server._providers import Authenticator, AuthRejection, ContextProvider, SessionProvider, call
 from helikon.server._runs import (
     SSE_KEEPALIVE,
     Frame,
@@ -47,6 +47,7 @@ from helikon.server._runs import (
     sse_message,
     status_of,
 )
+from helikon.server._wire import JsonRefused, decode_json, item_form
 
 log = logging.getLogger("helikon.server")
 
@@ -100,11 +101,15 @@ class guard:
         if self.auth is not None and _route_path(scope) not in PUBLIC_PATHS:
             try:
                 identity = await call(self.auth, HTTPConnection(scope))
+            except AuthRejection as rejection:
+                identity = rejection
             except Exception:  # fail closed
                 log.exception("the authenticator raised; refusing the request")
                 identity = None
             if identity is None or identity is False:
-                await self._refuse(scope, receive, send)
+                identity = AuthRejection()
+            if isinstance(identity, AuthRejection):
+                await self._refuse(identity, scope, receive, send)
                 return
             state["identity"] = identity
         if scope["type"] == "websocket":
@@ -138,12 +143,14 @@ class guard:
             response = error(500, "internal", "the server failed; see its log")
             await response(scope, body.receive, send_with_run_id)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, rejection: AuthRejection, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+            reason = rejection.message.encode()[:120].decode(errors="ignore")  # a close reason is short
+            await send({"type": "websocket.close", "code": 1008, "reason": reason})
             return
-        response = error(401, "unauthorized", "authentication is required", uuid.uuid4().hex)
-        response.headers["www-authenticate"] = "Bearer"
+        response = error(rejection.status, rejection.code, rejection.message, uuid.uuid4().hex)
+        if rejection.status == 401:
+            response.headers["www-authenticate"] = "Bearer"
         if not _BodyTracker(scope, receive).done:
             response.headers["connection"] = "close"  # the unread body makes the connection unusable
         await response(scope, receive, send)
@@ -196,9 +203,9 @@ async def read_json(request: Request, limit: int, timeout: float = BODY_TIMEOUT_
     if not body:
         raise BadRequest(400, "bad_json", "the request body is empty; send a JSON object")
     try:
-        return msgspec.json.decode(bytes(body))
-    except msgspec.DecodeError as exc:
-        raise BadRequest(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+        return decode_json(bytes(body))
+    except JsonRefused as refused:
+        raise BadRequest(400, "bad_json", str(refused)) from None
 
 
 def run_input(body: Any) -> AgentInput:
@@ -222,8 +229,9 @@ def run_input(body: Any) -> AgentInput:
         raise BadRequest(422, "bad_input", "'messages' must be a non-empty list of items")
     try:
         # Strict: a wrong type anywhere (``null`` for an item, ``null`` for
-        # a text) is refused here, naming its path, never coerced.
-        items: tuple[Item, ...] = structure(messages, tuple[Item, ...])
+        # a text) is refused here, naming its path, never coerced; the
+        # book's snake-case items are read beside helikon's own.
+        items: tuple[Item, ...] = structure([item_form(message) for message in messages], tuple[Item, ...])
     except Exception as exc:
         why = structure_error(exc, "messages")
         raise BadRequest(422, "bad_input", f"'messages' holds an item helikon cannot read: {why}") from None
@@ -272,9 +280,9 @@ def session_id_of(request: HTTPConnection) -> str | None:
     value = request.headers.get("x-session-id")
     if value is None:
         return None
-    if not value or len(value) > MAX_SESSION_ID or not value.isprintable():
+    if not value or len(value) > MAX_SESSION_ID or not all(" " <= c <= "~" for c in value):
         raise BadRequest(
-            400, "bad_session_id", f"X-Session-Id must be 1 to {MAX_SESSION_ID} printable characters"
+            400, "bad_session_id", f"X-Session-Id must be 1 to {MAX_SESSION_ID} printable ASCII characters"
         )
     return value
 
@@ -283,12 +291,13 @@ def since_of(request: HTTPConnection) -> int:
     """Where a reader resumes: after ``Last-Event-ID``, or at ``?since=``."""
     last = request.headers.get("last-event-id")
     raw = request.query_params.get("since")
-    try:
-        if last is not None and last.strip():
-            return int(last) + 1
-        return int(raw) if raw is not None else 0
-    except ValueError:
-        raise BadRequest(400, "bad_resume", "Last-Event-ID and since must be event numbers") from None
+    if raw is not None and (not raw.isascii() or not raw.isdigit() or len(raw) > 18):
+        raise BadRequest(400, "bad_resume", "since must be an event number, 0 or more")
+    if last:  # empty: no event received yet
+        if not last.isascii() or not last.isdigit() or len(last) > 18:
+            raise BadRequest(400, "bad_resume", "Last-Event-ID must be an event number (the id of an event)")
+        return int(last) + 1
+    return 0 if raw is None else int(raw)
 
 
 def result_of(run_id: str, agent: str, frames: list[Frame]) -> dict[str, Any]:
@@ -437,6 +446,8 @@ class Handlers:
     title: str
     body_timeout: float = BODY_TIMEOUT_SECONDS
     authorize: Callable[..., Any] | None = None
+    #: Whether an authenticator is configured (the schema declares security then).
+    authenticated: bool = False
 
     async def health(self, request: Request) -> Response:
         """Liveness: the process answers (touches no run, takes no lock)."""
@@ -451,7 +462,7 @@ class Handlers:
         return HTMLResponse(page_html(self.title))
 
     async def openapi(self, request: Request) -> Response:
-        return JSONResponse(openapi_document(self.title))
+        return JSONResponse(openapi_document(self.title, auth=self.authenticated))
 
     async def not_found(self, request: Request, exc: Exception) -> Response:
         return error(404, "not_found", f"no route {request.url.path!r}")
@@ -499,8 +510,6 @@ class Handlers:
         mode = request.query_params.get("mode", "sync")
         if stream not in (None, "sse") or mode not in ("sync", "async"):
             raise BadRequest(400, "bad_query", "use ?stream=sse or ?mode=async (or neither)")
-        if stream == "sse" and mode == "async":
-            raise BadRequest(400, "bad_query", "?stream=sse and ?mode=async cannot be combined")
         session_id = session_id_of(request)
         owner = owner_of(_identity(request))
         input = run_input(await read_json(request, self.max_body_bytes, self.body_timeout))
@@ -522,15 +531,15 @@ class Handlers:
         except Exception as exc:
             log.exception("starting a run failed")
             return error(500, "start_failed", f"the run could not start: {exc}")
-        if mode == "async":
+        if mode == "async" and stream is None:
             base = str(request.url_for("describe_run", name=handle.agent, run_id=run_id))
             return JSONResponse(
                 {"run_id": run_id, "status_url": base, "events_url": f"{base}/events"},
                 status_code=202,
                 headers={"location": base},
             )
-        if stream == "sse":
-            return EventStream(handle, cancel_on_disconnect=True)
+        if stream == "sse":  # with mode=async the run outlives this connection
+            return EventStream(handle, cancel_on_disconnect=mode != "async")
         return OneShot(handle)
 
     async def _handle(self, request: HTTPConnection, action: str = "read") -> RunHandle:
@@ -555,6 +564,13 @@ class Handlers:
         request.state.run_id = handle.run_id
         return handle
 
+    async def runs_route(self, request: Request) -> Any:
+        """``/agents/{name}/runs``: GET lists, POST starts (one route, so a 405
+        names both methods in ``Allow``)."""
+        if request.method in ("GET", "HEAD"):
+            return await self.list_runs(request)
+        return await self.start_run(request)
+
     async def list_runs(self, request: Request) -> Response:
         """The caller's runs of an agent, newest first, a page at a time."""
         try:
@@ -570,10 +586,10 @@ class Handlers:
                     str(agent.name),
                     owner_of(_identity(request)),
                     int(limit_text),
-                    request.query_params.get("after"),
+                    request.query_params.get("after") or None,
                 )
             except RunNotFound as gone:
-                raise BadRequest(400, "bad_cursor", str(gone)) from None
+                raise BadRequest(404, "bad_cursor", str(gone)) from None
             return JSONResponse({"runs": [await run.describe() for run in page], "next": cursor})
         except BadRequest as bad:
             return error(bad.status, bad.code, bad.message)

@@ -33,24 +33,108 @@ def _errors(*statuses: int) -> dict[str, Any]:
 
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 _RUN = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
-_SINCE = {"name": "since", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
-_LAST = {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}
+_SINCE = {
+    "name": "since",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1},
+}
+_LAST = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "required": False,
+    "description": "The `id` of the last event received: the stream resumes after it",
+    "schema": {"type": "string", "pattern": "^([0-9]{1,18})?$"},
+}
 _SESSION = {
     "name": "X-Session-Id",
     "in": "header",
     "required": False,
-    "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+    "schema": {"type": "string", "pattern": "^[ -~]{1,256}$"},
 }
 _PROBE = {
     "type": "object",
     "required": ["status"],
     "properties": {"status": {"enum": ["ok", "ready", "draining", "full"]}},
 }
+_TAGS = {
+    "UserMessage": "user_message",
+    "SystemMessage": "system_message",
+    "AssistantMessage": "assistant_message",
+    "ToolCall": "tool_call",
+    "ToolResult": "tool_result",
+    "TextPart": "text",
+    "ReasoningPart": "reasoning",
+    "ImagePart": "image",
+}
+
+
+def _tagged(tag: str, required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    """An item or content part, tagged helikon's way or the book's."""
+    return {
+        "type": "object",
+        "required": ["type", *required],
+        "properties": {"type": {"enum": [tag, _TAGS[tag]]}, **properties},
+    }
+
+
+_TEXT = {"type": "string"}
+_PARTS = {
+    "type": "array",
+    "items": {
+        "oneOf": [
+            _tagged("TextPart", ["text"], {"text": _TEXT}),
+            _tagged("ReasoningPart", ["text"], {"text": _TEXT, "signature": {"type": ["string", "null"]}}),
+            _tagged(
+                "ImagePart",
+                [],
+                {
+                    "url": {"type": ["string", "null"]},
+                    "data": {"type": ["string", "null"]},
+                    "media_type": {"type": ["string", "null"]},
+                },
+            ),
+        ]
+    },
+}
+#: A message item: helikon's tagged form (``UserMessage``/``TextPart``) or
+#: the book's snake-case one (``user_message``/``text``).
+_ITEM = {
+    "oneOf": [
+        _tagged("UserMessage", ["content"], {"content": _PARTS}),
+        _tagged("SystemMessage", ["content"], {"content": _PARTS}),
+        _tagged("AssistantMessage", ["content"], {"content": _PARTS, "agent": {"type": ["string", "null"]}}),
+        _tagged(
+            "ToolCall",
+            ["call_id", "name", "arguments"],
+            {"call_id": _TEXT, "name": _TEXT, "arguments": _TEXT},
+        ),
+        _tagged(
+            "ToolResult",
+            ["call_id", "name", "content"],
+            {"call_id": _TEXT, "name": _TEXT, "content": _TEXT, "is_error": {"type": "boolean"}},
+        ),
+    ]
+}
 _SSE = {"description": "Server-Sent Events, one per run event", "content": {"text/event-stream": {}}}
 
 
-def openapi_document(title: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 description of the agent server's routes."""
+def openapi_document(title: str, auth: bool = True) -> dict[str, Any]:
+    """The OpenAPI 3.1 description of the agent server's routes; with
+    ``auth`` false (no authenticator configured) it declares no security
+    and no 401 answers."""
+    document = _document(title)
+    if not auth:
+        del document["security"]
+        del document["components"]["securitySchemes"]
+        for path in document["paths"].values():
+            for operation in path.values():
+                operation.pop("security", None)
+                operation["responses"].pop("401", None)
+    return document
+
+
+def _document(title: str) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": __version__},
@@ -83,13 +167,14 @@ def openapi_document(title: str) -> dict[str, Any]:
                                 "messages": {
                                     "type": "array",
                                     "minItems": 1,
-                                    "items": {"type": "object", "required": ["type"]},
+                                    "items": {"$ref": "#/components/schemas/Item"},
                                 }
                             },
                             "additionalProperties": False,
                         },
                     ]
                 },
+                "Item": _ITEM,
                 "Event": {
                     "type": "object",
                     "required": ["type", "seq"],
@@ -204,7 +289,13 @@ def openapi_document(title: str) -> dict[str, Any]:
                             "required": False,
                             "schema": {"type": "integer", "minimum": 1, "maximum": 100},
                         },
-                        {"name": "after", "in": "query", "required": False, "schema": {"type": "string"}},
+                        {
+                            "name": "after",
+                            "in": "query",
+                            "required": False,
+                            "description": "The `next` of the previous page (empty: the first page)",
+                            "schema": {"type": "string"},
+                        },
                     ],
                     "responses": {
                         "200": _json(
@@ -221,7 +312,7 @@ def openapi_document(title: str) -> dict[str, Any]:
                             },
                             "A page of runs; `next` is the `after` of the next page (null on the last)",
                         ),
-                        **_errors(400, 401, 404, 501),
+                        **_errors(400, 401, 404, 501),  # 404: no such agent, or `after` names no run
                     },
                 },
                 "post": {
@@ -229,7 +320,14 @@ def openapi_document(title: str) -> dict[str, Any]:
                     "operationId": "startRun",
                     "parameters": [
                         _NAME,
-                        {"name": "stream", "in": "query", "required": False, "schema": {"enum": ["sse"]}},
+                        {
+                            "name": "stream",
+                            "in": "query",
+                            "required": False,
+                            "description": "sse: answer with the run's events; with mode=async the run "
+                            "outlives the connection",
+                            "schema": {"enum": ["sse"]},
+                        },
                         {
                             "name": "mode",
                             "in": "query",

@@ -4,7 +4,9 @@ Each is a plain callable (sync or async), so a function or a small class
 does: a session provider maps the ``X-Session-Id`` header to a
 :class:`~helikon.Session`; a context provider builds the run's
 :class:`~helikon.RunContext` from the request; an authenticator says who
-the caller is (``None`` or ``False`` refuses the request with 401).
+the caller is (``None`` or ``False`` refuses the request with 401; an
+:class:`AuthRejection`, raised or returned, refuses it with its own status
+and message).
 """
 
 from __future__ import annotations
@@ -27,8 +29,36 @@ T = TypeVar("T")
 SessionProvider = Callable[[str | None], "Session | Awaitable[Session | None] | None"]
 #: ``(request, session) -> RunContext`` (may be async).
 ContextProvider = Callable[[HTTPConnection, "Session | None"], "RunContext[Any] | Awaitable[RunContext[Any]]"]
-#: ``(request) -> identity or None`` (may be async); ``None`` or ``False`` means 401.
+#: ``(request) -> identity or None`` (may be async); ``None`` or ``False``
+#: means 401, an :class:`AuthRejection` (raised or returned) its own status.
 Authenticator = Callable[[HTTPConnection], Any]
+
+
+class AuthRejection(Exception):
+    """An authenticator's refusal with a status and a message for the client.
+
+    Raise it (or return it) from an authenticator to refuse a request with
+    more than a bare 401, e.g. ``raise AuthRejection(403, "this token may
+    not run agents")``. The client gets ``status`` and ``{"error": {"code":
+    "unauthorized" (401) or "forbidden" (other statuses), "message":
+    message}}``; a WebSocket is closed with code 1008 and the message as
+    its reason.
+
+    Raises:
+        ConfigError: ``status`` is not a client error (400 to 499).
+    """
+
+    def __init__(self, status: int = 401, message: str = "authentication is required") -> None:
+        if not isinstance(status, int) or not 400 <= status <= 499:
+            raise ConfigError(f"AuthRejection needs a 4xx status, not {status!r}")
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    @property
+    def code(self) -> str:
+        """The error code of the answer: ``unauthorized`` for 401, else ``forbidden``."""
+        return "unauthorized" if self.status == 401 else "forbidden"
 
 
 async def call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -107,6 +137,7 @@ class BearerAuth:
 
 
 __all__ = [
+    "AuthRejection",
     "Authenticator",
     "BearerAuth",
     "ContextProvider",

@@ -12,6 +12,7 @@ terminal event. These work under trio and asyncio alike (anyio).
 from __future__ import annotations
 
 import enum
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, final
@@ -174,9 +175,20 @@ def output_of(frames: list[Frame], partial: bool = False) -> str:
 
 def sse_message(frame: Frame) -> bytes:
     """One Server-Sent Events message: ``id`` is the frame's ``seq`` (resume
-    with ``Last-Event-ID``), ``event`` its type."""
+    with ``Last-Event-ID``), ``event`` its type in snake case (:func:`event_name`)."""
     data = msgspec.json.encode(frame).decode()
-    return f"id: {frame['seq']}\nevent: {frame['type']}\ndata: {data}\n\n".encode()
+    return f"id: {frame['seq']}\nevent: {event_name(frame)}\ndata: {data}\n\n".encode()
+
+
+def event_name(frame: Frame) -> str:
+    """A frame's SSE ``event:`` name: its type in snake case, as the book
+    names frames (``run_started``, ``token_delta``, ``run_failed``, the
+    synthetic terminal frame's name too); ``data`` keeps helikon's tag.
+
+    >>> event_name({"type": "RunFailed", "synthetic": True}), event_name({"type": "TokenDelta"})
+    ('run_failed', 'token_delta')
+    """
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", str(frame["type"])).lower()
 
 
 SSE_KEEPALIVE = b": keep-alive\n\n"

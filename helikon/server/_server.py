@@ -227,6 +227,7 @@ class AgentServer:
             title=self.title,
             body_timeout=self.body_timeout,
             authorize=self.authorize,
+            authenticated=self.auth is not None,
         )
         routes = [
             Route("/", handlers.page, methods=["GET"]),
@@ -234,8 +235,7 @@ class AgentServer:
             Route("/ready", handlers.ready, methods=["GET"]),
             Route("/openapi.json", handlers.openapi, methods=["GET"]),
             Route("/agents", handlers.list_agents, methods=["GET"]),
-            Route("/agents/{name}/runs", handlers.start_run, methods=["POST"]),
-            Route("/agents/{name}/runs", handlers.list_runs, methods=["GET"]),
+            Route("/agents/{name}/runs", handlers.runs_route, methods=["GET", "POST"], name="runs"),
             Route("/agents/{name}/runs/{run_id}", handlers.describe_run, methods=["GET"]),
             Route("/agents/{name}/runs/{run_id}/events", handlers.events_sse, methods=["GET"]),
             WebSocketRoute("/agents/{name}/runs/{run_id}/events", handlers.events_ws),

@@ -44,6 +44,7 @@ BACKENDS = ["trio", "asyncio"]
 SESSION = "session-" + "0123456789abcdef" * 2  # 40 characters
 OTHER_SESSION = "session-" + "fedcba9876543210" * 2
 JSON = {"accept": "application/json"}
+SSE = {"accept": "text/event-stream"}
 
 
 def run(main: Callable[[], Awaitable[Any]], backend: str = "trio") -> Any:
@@ -142,8 +143,8 @@ def test_an_sse_invocation_streams_every_event(backend: str) -> None:
         async with anyio.create_task_group() as group:
             url = await serving(server, group)
             async with httpx.AsyncClient(base_url=url) as http:
-                # No Accept header preference (httpx sends */*): SSE, the contract's default.
-                answer = await http.post("/invocations", json={"input": "Dining?"})
+                # SSE when asked for (without it, JSON: the official app's default).
+                answer = await http.post("/invocations", json={"input": "Dining?"}, headers=SSE)
                 assert answer.status_code == 200
                 assert answer.headers["content-type"].startswith("text/event-stream")
                 events = sse_events(answer.text)
@@ -180,7 +181,7 @@ def test_a_failed_run_is_a_500_in_json_and_a_run_failed_event_in_sse() -> None:
                 error = answer.json()["error"]
                 assert error["code"] == "run_failed" and "MockModel has no script left" in error["message"]
 
-                streamed = await http.post("/invocations", json={"prompt": "hi"})
+                streamed = await http.post("/invocations", json={"prompt": "hi"}, headers=SSE)
                 assert streamed.status_code == 200
                 last = sse_events(streamed.text)[-1]
                 assert last["type"] == "RunFailed" and "no script left" in str(last["error"])
@@ -319,7 +320,7 @@ def test_a_client_that_walks_away_cancels_the_run_and_the_session_keeps_the_turn
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_ping_is_busy_while_a_run_is_in_flight(backend: str) -> None:
+def test_ping_stays_healthy_during_an_invocation_and_is_busy_for_registered_work(backend: str) -> None:
     async def main() -> None:
         started, release = anyio.Event(), anyio.Event()
 
@@ -344,11 +345,14 @@ def test_ping_is_busy_while_a_run_is_in_flight(backend: str) -> None:
 
                 group.start_soon(invoke)
                 await started.wait()
-                busy = (await http.get("/ping")).json()
-                assert busy["status"] == "HealthyBusy"
-                assert busy["time_of_last_update"] >= before["time_of_last_update"]
-                again = (await http.get("/ping")).json()
-                assert again == busy  # the same status does not move the stamp
+                during = (await http.get("/ping")).json()
+                assert during == before  # an ordinary invocation: Healthy, as the official app
+                with server.ping.busy():  # background work the application registers
+                    busy = (await http.get("/ping")).json()
+                    assert busy["status"] == "HealthyBusy"
+                    assert busy["time_of_last_update"] >= before["time_of_last_update"]
+                    again = (await http.get("/ping")).json()
+                    assert again == busy  # the same status does not move the stamp
                 release.set()
                 await wait_until(lambda: _true(bool(answers)))
                 assert answers[0].json()["final_output"] == "Here is your report."
@@ -635,7 +639,7 @@ def test_a_quiet_sse_stream_gets_keep_alive_comments(monkeypatch: pytest.MonkeyP
         async with anyio.create_task_group() as group:
             url = await serving(server, group)
             async with httpx.AsyncClient(base_url=url) as http:
-                answer = await http.post("/invocations", json={"prompt": "Think."})
+                answer = await http.post("/invocations", json={"prompt": "Think."}, headers=SSE)
                 assert ": keep-alive\n\n" in answer.text
                 assert sse_events(answer.text)[-1]["type"] == "RunCompleted"
             group.cancel_scope.cancel()

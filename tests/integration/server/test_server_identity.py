@@ -110,5 +110,5 @@ def test_runs_are_listed_newest_first_a_page_at_a_time() -> None:
                 break
         assert seen == ids[::-1] and pages == 3
         assert alice.get("/agents/assistant/runs", params={"limit": "0"}).status_code == 400
-        assert alice.get("/agents/assistant/runs", params={"after": "nope"}).status_code == 400
+        assert alice.get("/agents/assistant/runs", params={"after": "nope"}).status_code == 404
         assert alice.get("/agents/nobody/runs").status_code == 404

@@ -1,8 +1,10 @@
-"""Schemathesis against the real server's ``/openapi.json``: no server error.
+"""Schemathesis against the real server's ``/openapi.json``, with and without
+auth: the document is what the handlers accept.
 
 The schemathesis CLI (``st``) generates requests from the served schema —
-valid and invalid bodies, paths, queries, headers — and fails on any 5xx
-(``not_a_server_error``). Examples are capped to keep the test quick. The
+valid and invalid bodies, paths, queries, headers, stateful sequences — and
+runs every check (no server error, schema-valid requests accepted, answers
+as documented, ``Allow`` headers; all but one, see below). Examples are capped to keep the test quick. The
 served schema names no agent, so a second run uses a copy of it whose
 ``name`` path parameter is the real agent's: its bodies reach real runs.
 """
@@ -45,7 +47,6 @@ def test_schemathesis_finds_no_server_error(auth: bool, real_agent: bool, tmp_pa
         agents=[assistant()],
         context=approving_context(),
         auth=BearerAuth([token]) if auth else None,
-        max_body_bytes=4096,
     )
     with serving(server.app()) as base:
         command = [
@@ -55,7 +56,12 @@ def test_schemathesis_finds_no_server_error(auth: bool, real_agent: bool, tmp_pa
             "--url",
             base,
             "--checks",
-            "not_a_server_error",
+            "all",
+            # Until message items are decoded strictly (a non-boolean ``is_error`` is
+            # coerced today; the strict normal-form decoder refuses it), schema-violating
+            # item fields are not all refused: every other check runs.
+            "--exclude-checks",
+            "negative_data_rejection",
             "--max-examples",
             "12",
             "--seed",
@@ -72,5 +78,5 @@ def test_schemathesis_finds_no_server_error(auth: bool, real_agent: bool, tmp_pa
             command += ["-H", f"Authorization: Bearer {token}"]
         env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_HOOKS": ""}
         done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout[-20000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and "failed" not in done.stdout.lower(), done.stdout[-4000:]

@@ -25,9 +25,9 @@ from helikon.server._agentcore_protocol import (
 @pytest.mark.parametrize(
     ("accept", "stream", "json_mode"),
     [
-        (None, None, False),  # the contract's default is streaming
-        ("", None, False),
-        ("*/*", None, False),
+        (None, None, True),  # JSON unless SSE is asked for, as the official app
+        ("", None, True),
+        ("*/*", None, True),
         ("application/json", None, True),
         ("Application/JSON; charset=utf-8", None, True),
         ("text/event-stream", None, False),
@@ -35,8 +35,8 @@ from helikon.server._agentcore_protocol import (
         ("text/event-stream, application/json", None, False),
         ("text/event-stream;q=0.2, application/json;q=0.9", None, True),
         ("application/json;q=0, text/event-stream", None, False),  # q=0 means "not this"
-        ("application/json;q=bogus", None, False),
-        ("text/html", None, False),
+        ("application/json;q=bogus", None, True),
+        ("text/html", None, True),
         ("application/json", True, False),  # the body's "stream" wins
         ("text/event-stream", False, True),
     ],

@@ -66,7 +66,8 @@ def test_a_log_replays_then_tails_and_closes_with_a_synthetic_terminal() -> None
         assert log.terminal is not None and log.terminal["synthetic"] is True
         assert log.terminal["error"]["message"] == "it stopped"
         assert (
-            sse_message(log.frames[1]) == b'id: 1\nevent: TokenDelta\ndata: {"type":"TokenDelta","seq":1}\n\n'
+            sse_message(log.frames[1])
+            == b'id: 1\nevent: token_delta\ndata: {"type":"TokenDelta","seq":1}\n\n'
         )
 
     anyio.run(main)
