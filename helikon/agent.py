@@ -107,6 +107,12 @@ class LlmAgent(Generic[Ctx]):
             raise ConfigError("an agent needs a non-empty name")
         if not callable(getattr(self.model, "invoke", None)):
             raise ConfigError(f"agent {self.name!r}: model {self.model!r} has no invoke() method")
+        check_settings = getattr(self.model, "check_settings", None)
+        if callable(check_settings):
+            try:
+                check_settings(self.settings)
+            except ConfigError as error:
+                raise ConfigError(f"agent {self.name!r}: {error}") from None
         for source in (*self.tool_sources, *self.mcp_servers):
             if not callable(getattr(source, "resolve_tools", None)):
                 raise ConfigError(f"agent {self.name!r}: {source!r} is not a tool source (no resolve_tools)")
@@ -184,6 +190,12 @@ class LlmAgent(Generic[Ctx]):
         """
         owners = {tool.name: "the agent's own tools" for tool in self.tools}
         found: list[Tool] = []
+        check_settings = getattr(self.model, "check_settings", None)
+        if callable(check_settings):
+            try:
+                check_settings(self.settings)
+            except ConfigError as error:
+                raise ConfigError(f"agent {self.name!r}: {error}") from None
         for source in (*self.tool_sources, *self.mcp_servers):
             for tool in await source.resolve_tools():
                 if not isinstance(tool, Tool):
