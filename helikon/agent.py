@@ -151,6 +151,7 @@ class LlmAgent(Generic[Ctx]):
             config=self.config,
             model_id=getattr(self.model, "model_id", ""),
             handoffs=tuple(handoff_specs),
+            description=self.description,
         )
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "tool_map", tool_map)
@@ -235,9 +236,7 @@ class LlmAgent(Generic[Ctx]):
                 definition), or ``answer`` does not answer its pending effect.
         """
         if self.tool_sources or self.mcp_servers:  # resolve them first, as ``run`` does
-            return _resume_resolved(
-                self, ctx, state, answer, config, interpreter, allow_changed_definition
-            )
+            return _resume_resolved(self, ctx, state, answer, config, interpreter, allow_changed_definition)
         return resume_agent(
             self,
             ctx,

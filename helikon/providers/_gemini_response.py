@@ -75,7 +75,8 @@ def usage_of(metadata: Mapping[str, Any]) -> Usage:
 
     >>> usage_of({"promptTokenCount": 3520, "cachedContentTokenCount": 3512,
     ...           "candidatesTokenCount": 2, "thoughtsTokenCount": 42})
-    Usage(input_tokens=3520, output_tokens=44, cached_input_tokens=3512, reasoning_tokens=42)
+    Usage(input_tokens=3520, output_tokens=44, cached_input_tokens=3512, reasoning_tokens=42, \
+cache_creation_input_tokens=0)
     """
 
     def count(key: str) -> int:
@@ -138,6 +139,7 @@ class ResponseParser:
     _finish: str | None = None
     _candidates: int = 0
     _response_id: str | None = None
+    _response_model: str | None = None
 
     @property
     def where(self) -> str:
@@ -156,6 +158,8 @@ class ResponseParser:
             raise error_from(response["error"], self.where, self.provider, self.model_id)
         if isinstance(response.get("responseId"), str):
             self._response_id = response["responseId"]
+        if isinstance(response.get("modelVersion"), str) and response["modelVersion"]:
+            self._response_model = response["modelVersion"]
         if isinstance(response.get("usageMetadata"), Mapping):
             self._usage = response["usageMetadata"]
         feedback = response.get("promptFeedback")
@@ -227,7 +231,8 @@ class ResponseParser:
         events: list[ModelEvent] = []
         if self._usage is not None:
             events.append(usage_of(self._usage))
-        events.append(Finish(finish_reason(self._finish or "STOP", self._calls > 0), self._response_id))
+        reason = finish_reason(self._finish or "STOP", self._calls > 0)
+        events.append(Finish(reason, self._response_id, self._response_model))
         return events
 
 

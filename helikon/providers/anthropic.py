@@ -201,6 +201,11 @@ class AnthropicModel:
         """The settings that shape each request body."""
         return self._options
 
+    @property
+    def streams(self) -> bool:
+        """Whether requests ask for a streamed reply."""
+        return self._options.stream
+
     def request_body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body :meth:`invoke` sends for ``request`` (for inspection)."""
         return build_body(request, self._options)
