@@ -9,6 +9,7 @@ tool cannot bypass the run's persistence.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, MutableMapping
 from typing import Any, Generic, TypeVar
 
@@ -99,18 +100,21 @@ _GLOBAL_TELEMETRY: list[Any] = []
 def _global_telemetry() -> Any:
     """The observer of runs whose handle names no tracer: a
     :class:`~helikon.observability.Telemetry` of the global providers when
-    ``opentelemetry-api`` is installed and a provider is configured, else None."""
+    ``opentelemetry-api`` is installed and a provider is configured, else None.
+
+    The observability integration sits above this layer, so it is looked up
+    by name, as a plugin, only once a provider is known to be configured."""
     try:
         from opentelemetry import metrics, trace
-
-        from helikon.observability import Telemetry
-        from helikon.observability._telemetry import configured
     except ImportError:
         return None
-    if not configured(trace.get_tracer_provider()) and not configured(metrics.get_meter_provider()):
-        return None
+    if type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.trace") and type(
+        metrics.get_meter_provider()
+    ).__module__.startswith("opentelemetry.metrics"):
+        return None  # the API's own proxy and no-op providers: nothing configured
     if not _GLOBAL_TELEMETRY:
-        _GLOBAL_TELEMETRY.append(Telemetry())
+        observability = importlib.import_module("helikon.observability")
+        _GLOBAL_TELEMETRY.append(observability.Telemetry())
     return _GLOBAL_TELEMETRY[0]
 
 
