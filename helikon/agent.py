@@ -125,6 +125,12 @@ class LlmAgent(Generic[Ctx]):
             raise ConfigError("an agent needs a non-empty name")
         if not callable(getattr(self.model, "invoke", None)):
             raise ConfigError(f"agent {self.name!r}: model {self.model!r} has no invoke() method")
+        check_settings = getattr(self.model, "check_settings", None)
+        if callable(check_settings):
+            try:
+                check_settings(self.settings)
+            except ConfigError as error:
+                raise ConfigError(f"agent {self.name!r}: {error}") from None
         for source in (*self.tool_sources, *self.mcp_servers):
             if not callable(getattr(source, "resolve_tools", None)):
                 raise ConfigError(f"agent {self.name!r}: {source!r} is not a tool source (no resolve_tools)")
@@ -166,6 +172,7 @@ class LlmAgent(Generic[Ctx]):
             config=self.config,
             model_id=getattr(self.model, "model_id", ""),
             handoffs=tuple(handoff_specs),
+            description=self.description,
         )
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "tool_map", tool_map)
@@ -208,6 +215,12 @@ class LlmAgent(Generic[Ctx]):
         """
         owners = {tool.name: "the agent's own tools" for tool in self.tools}
         found: list[Tool] = []
+        check_settings = getattr(self.model, "check_settings", None)
+        if callable(check_settings):
+            try:
+                check_settings(self.settings)
+            except ConfigError as error:
+                raise ConfigError(f"agent {self.name!r}: {error}") from None
         for source in (*self.tool_sources, *self.mcp_servers):
             for tool in await source.resolve_tools():
                 if not isinstance(tool, Tool):
@@ -247,9 +260,7 @@ class LlmAgent(Generic[Ctx]):
                 definition), or ``answer`` does not answer its pending effect.
         """
         if self.tool_sources or self.mcp_servers:  # resolve them first, as ``run`` does
-            return _resume_resolved(
-                self, ctx, state, answer, config, interpreter, allow_changed_definition
-            )
+            return _resume_resolved(self, ctx, state, answer, config, interpreter, allow_changed_definition)
         return resume_agent(
             self,
             ctx,

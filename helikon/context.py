@@ -9,6 +9,7 @@ tool cannot bypass the run's persistence.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, MutableMapping
 from typing import Any, Generic, TypeVar
 
@@ -93,6 +94,30 @@ class HookRegistry:
         return attrs.evolve(self, output_guardrails=(*self.output_guardrails, guardrail))
 
 
+_GLOBAL_TELEMETRY: list[Any] = []
+
+
+def _global_telemetry() -> Any:
+    """The observer of runs whose handle names no tracer: a
+    :class:`~helikon.observability.Telemetry` of the global providers when
+    ``opentelemetry-api`` is installed and a provider is configured, else None.
+
+    The observability integration sits above this layer, so it is looked up
+    by name, as a plugin, only once a provider is known to be configured."""
+    try:
+        from opentelemetry import metrics, trace
+    except ImportError:
+        return None
+    if type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.trace") and type(
+        metrics.get_meter_provider()
+    ).__module__.startswith("opentelemetry.metrics"):
+        return None  # the API's own proxy and no-op providers: nothing configured
+    if not _GLOBAL_TELEMETRY:
+        observability = importlib.import_module("helikon.observability")
+        _GLOBAL_TELEMETRY.append(observability.Telemetry())
+    return _GLOBAL_TELEMETRY[0]
+
+
 @attrs.frozen
 class TracerHandle:
     """Where a run reports spans, and the trace attributes it stamps on them.
@@ -100,7 +125,10 @@ class TracerHandle:
     ``tracer`` is what observes the run: anything with an
     ``instrument(interpreter, handle)`` method, such as
     :class:`helikon.observability.Telemetry`; ``agent.run`` wraps its
-    interpreter with it. The default (``None``) reports nowhere.
+    interpreter with it. The default (``None``) reports to the globally
+    installed OpenTelemetry providers when ``opentelemetry-api`` is
+    installed and an application configured one (spans go to whatever
+    exporter is installed); with none configured it costs nothing.
     ``session_id``, ``user_id`` and ``tags`` are stamped on the run and turn
     spans (``session.id``, ``user.id``, ``langfuse.trace.tags``; the session
     id is also the ``gen_ai.conversation.id``).
@@ -145,8 +173,11 @@ class TracerHandle:
 
     def instrument(self, interpreter: Any) -> Any:
         """``interpreter`` observed by ``tracer`` when it can observe runs
-        (it has ``instrument``), else ``interpreter`` itself."""
-        instrument = getattr(self.tracer, "instrument", None)
+        (it has ``instrument``) — with no ``tracer``, by the global
+        OpenTelemetry providers when one is configured — else
+        ``interpreter`` itself."""
+        tracer = self.tracer if self.tracer is not None else _global_telemetry()
+        instrument = getattr(tracer, "instrument", None)
         return interpreter if instrument is None else instrument(interpreter, self)
 
 

@@ -161,6 +161,9 @@ class Usage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
+    #: Input tokens written to the provider's prompt cache (Anthropic's
+    #: ``cache_creation_input_tokens``), where the provider reports them.
+    cache_creation_input_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -168,6 +171,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cached_input_tokens + other.cached_input_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
         )
 
     @property
@@ -223,10 +227,15 @@ class ToolCallChunk:
 
 @attrs.frozen
 class Finish:
-    """The stream ended for ``reason``."""
+    """The stream ended for ``reason``; ``response_id`` and ``response_model``
+    are the reply's id and the model that answered, as the provider reports
+    them (the model may be a dated version of the one asked for).
+    ``response_model`` is provenance, not part of equality: a scripted or
+    replayed stream equals the live one whichever model version answered."""
 
     reason: FinishReason
     response_id: str | None = None
+    response_model: str | None = attrs.field(default=None, eq=False)
 
 
 #: One event of a model's stream.

@@ -42,6 +42,8 @@ class Response:
     finish: FinishReason | None = None
     response_id: str | None = None
     text_parts: tuple[str, ...] = ()
+    #: The model that answered, as the provider reported it.
+    response_model: str | None = None
 
 
 @attrs.define
@@ -70,6 +72,7 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
     usage = Usage()
     finish: FinishReason | None = None
     response_id: str | None = None
+    response_model: str | None = None
     for event in events:
         match event:
             case TextChunk(text=text):
@@ -104,10 +107,12 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
                     open_reasoning = []
             case Usage():
                 usage = usage + event
-            case Finish(reason=reason, response_id=rid):
+            case Finish(reason=reason, response_id=rid, response_model=answered):
                 finish = reason
                 if rid is not None:
                     response_id = rid
+                if answered is not None:
+                    response_model = answered
     if open_reasoning:
         reasoning.append(ReasoningPart("".join(open_reasoning)))
     tool_calls: list[ToolCall] = []
@@ -120,7 +125,14 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
         tool_calls.append(ToolCall(call_id, p.name, "".join(p.arguments)))
     parts = [part for part in (*parts, "".join(texts)) if part]
     return Response(
-        "".join(parts), tuple(reasoning), tuple(tool_calls), usage, finish, response_id, tuple(parts)
+        "".join(parts),
+        tuple(reasoning),
+        tuple(tool_calls),
+        usage,
+        finish,
+        response_id,
+        tuple(parts),
+        response_model,
     )
 
 

@@ -99,6 +99,7 @@ class AgentSpec:
         output_guardrails: check the final answer before the run completes.
         hooks: fire turn-start hooks (a ``RunHooks`` effect per turn).
         governance: permissions, tool hooks, approvals and redaction.
+        description: what the agent does (telemetry's ``gen_ai.agent.description``).
     """
 
     name: str
@@ -114,6 +115,7 @@ class AgentSpec:
     output_guardrails: bool = False
     hooks: bool = False
     governance: Governance = Governance()
+    description: str = ""
 
     @property
     def model_tools(self) -> tuple[ToolDef, ...]:

@@ -13,6 +13,9 @@ At this boundary:
 - a client's ``notifications/cancelled`` (or a dropped connection) fires
   the run's token, so the run stops as a cancelled run does (its session is
   still written, its hooks still hear of it);
+- an unknown tool, or arguments the input schema refuses (extra ones
+  included), are a JSON-RPC error ``-32602`` (invalid params), as the MCP
+  specification lists;
 - a run that fails answers an MCP error result (``isError: true``) with the
   reason; the server itself keeps serving.
 
@@ -163,12 +166,28 @@ class McpAgentServer(Generic[Ctx]):
         )
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        """Answer one ``tools/call``: run the agent on ``arguments["input"]``."""
+        """Answer one ``tools/call``: run the agent on ``arguments["input"]``.
+
+        Raises:
+            mcp.shared.exceptions.MCPError: ``-32602`` (invalid params), as the
+                MCP specification lists, for an unknown tool or arguments the
+                advertised input schema refuses (``input`` missing or not a
+                string, or any other argument); the client sees a JSON-RPC
+                error. A run that fails is an ``isError`` result instead.
+        """
+        from mcp.shared.exceptions import MCPError
+
         if tool != self.tool_name:
-            return _error(f"unknown tool {tool!r}: this server has one tool, {self.tool_name!r}")
+            message = f"unknown tool {tool!r}: this server has one tool, {self.tool_name!r}"
+            raise MCPError(mcp_types.INVALID_PARAMS, message)
+        extra = sorted(set(arguments) - {"input"})
+        if extra:
+            named = ", ".join(map(repr, extra))
+            message = f"unexpected argument(s) {named}: {self.tool_name!r} takes only 'input'"
+            raise MCPError(mcp_types.INVALID_PARAMS, message)
         text = arguments.get("input")
         if not isinstance(text, str):
-            return _error("the argument 'input' must be a string")
+            raise MCPError(mcp_types.INVALID_PARAMS, "the argument 'input' must be a string")
         try:
             run_ctx = self._new_context()
         except Exception as exc:

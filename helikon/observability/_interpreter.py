@@ -32,7 +32,15 @@ from opentelemetry import metrics, trace
 
 from helikon.effects import Effect, EffectResult, PerformAll, RunAgents, Terminate
 from helikon.errors import RunSuspended
-from helikon.events import AgentEvent, RunCompleted, RunFailed, ToolOutputItem
+from helikon.events import (
+    AgentEvent,
+    ReasoningDelta,
+    RunCompleted,
+    RunFailed,
+    TokenDelta,
+    ToolCallDelta,
+    ToolOutputItem,
+)
 from helikon.ids import RunId
 from helikon.interpreters import RESULT_TYPES, Interpreter, LiveInterpreter, RunEnv
 from helikon.interpreters._machine import OutcomeLike
@@ -51,6 +59,9 @@ from helikon.observability._runs import (
 )
 from helikon.observability._telemetry import Signals, resolve_signals
 from helikon.observability._waves import Tree, Wave, owner, settle
+
+#: The live events that are pieces of a streamed model answer.
+CHUNKS: frozenset[type] = frozenset({TokenDelta, ReasoningDelta, ToolCallDelta})
 
 
 @final
@@ -215,6 +226,7 @@ class ObservingInterpreter:
             model=model or env.spec.model_id or None,
             at=at,
             secrets=env.secrets,
+            description=env.spec.description,
         )
         run.tree = Tree(run, self._runs)
         return run
@@ -276,6 +288,8 @@ class ObservingInterpreter:
                         wave.finish(item, now())  # type: ignore[arg-type]
                     elif kind in NOTED:
                         wave.live(item, now())  # type: ignore[arg-type]
+                    elif kind in CHUNKS:
+                        wave.chunk(now())
                     yield item
         except GeneratorExit:
             if run is not None:  # the caller stopped the run

@@ -80,21 +80,32 @@ async def relay(
 def open_chat(
     signals: Signals, effect: CallModel, env: RunEnv, run: RunSpans | None, at: int
 ) -> tuple[Span, Attributes]:
-    """Start a model call's ``chat`` span under ``run``'s current span; the
-    span and the attributes of its metrics."""
+    """Start a model call's inference span (``chat``; ``generate_content``
+    for Gemini) under ``run``'s current span; the span and the attributes of
+    its metrics."""
     provider, model = model_of(env)
     model = model or env.spec.model_id or None
-    attributes: Attributes = {sc.OPERATION_NAME: sc.CHAT}
+    operation = sc.inference_operation(provider)
+    attributes: Attributes = {sc.OPERATION_NAME: operation}
     if provider is not None:
         attributes[sc.PROVIDER_NAME] = provider
     if model is not None:
         attributes[sc.REQUEST_MODEL] = model
+    address, port = sc.endpoint(getattr(env.model, "base_url", None) or getattr(env.model, "url", None))
+    if address is not None:
+        attributes[sc.SERVER_ADDRESS] = address
+        if port is not None:
+            attributes[sc.SERVER_PORT] = port
+    streams = getattr(env.model, "streams", None)
+    if isinstance(streams, bool):
+        attributes[sc.REQUEST_STREAM] = streams
+    attributes[sc.OUTPUT_TYPE] = sc.output_type(effect.request.settings.response_format)
     attributes.update(sc.settings_attributes(effect.request.settings))
     conversation = run.stamps.get(sc.CONVERSATION_ID) if run is not None else None
     if conversation is not None:
         attributes[sc.CONVERSATION_ID] = conversation
     span = signals.tracer.start_span(
-        f"{sc.CHAT} {model}" if model else sc.CHAT,
+        f"{operation} {model}" if model else operation,
         context=context_of(run),
         kind=SpanKind.CLIENT,
         attributes=attributes,
@@ -105,8 +116,7 @@ def open_chat(
         if system:
             span.set_attribute(sc.SYSTEM_INSTRUCTIONS, sc.as_json(system, env.secrets))
         span.set_attribute(sc.INPUT_MESSAGES, sc.as_json(history, env.secrets))
-    metric: Attributes = {sc.OPERATION_NAME: sc.CHAT}
-    metric.update((k, v) for k, v in attributes.items() if k in (sc.PROVIDER_NAME, sc.REQUEST_MODEL))
+    metric: Attributes = {k: v for k, v in attributes.items() if k in sc.METRIC_ATTRIBUTES}
     return span, metric
 
 
@@ -179,7 +189,7 @@ def end_tools(
         if span is None:
             continue
         end = ended.get(step.call_id, at)
-        metric: Attributes = {sc.OPERATION_NAME: sc.EXECUTE_TOOL, sc.TOOL_NAME: step.tool}
+        metric: Attributes = {sc.OPERATION_NAME: sc.EXECUTE_TOOL}
         if provider is not None:
             metric[sc.PROVIDER_NAME] = provider
         if failure is not None:
@@ -192,7 +202,7 @@ def end_tools(
             span.set_attribute(sc.TOOL_CALL_RESULT, sc.scrub(text, env.secrets))
         span.end(end_time=end)
         signals.duration.record((end - start) / 1e9, metric)
-        signals.tool_calls.add(1, metric)
+        signals.tool_calls.add(1, {**metric, sc.TOOL_NAME: step.tool})
 
 
 def unfinished(spans: Iterable[Span], what: str) -> None:
@@ -217,17 +227,18 @@ def chat_result(
                 span.set_attribute(sc.CACHE_READ_TOKENS, usage.cached_input_tokens)
             if usage.reasoning_tokens:
                 span.set_attribute(sc.REASONING_TOKENS, usage.reasoning_tokens)
+            if usage.cache_creation_input_tokens:
+                span.set_attribute(sc.CACHE_CREATION_TOKENS, usage.cache_creation_input_tokens)
             reason = sc.finish_reason(response.finish)
             if reason is not None:
                 span.set_attribute(sc.FINISH_REASONS, (reason,))
             if response.response_id is not None:
                 span.set_attribute(sc.RESPONSE_ID, response.response_id)
-            model = metric.get(sc.REQUEST_MODEL)
-            if isinstance(model, str):
-                # helikon's model stream does not name the model that answered:
-                # the requested one is the best knowledge.
-                span.set_attribute(sc.RESPONSE_MODEL, model)
-                metric[sc.RESPONSE_MODEL] = model
+            if response.response_model is not None:
+                # The model that answered, as the provider named it (often a
+                # dated version of the one asked for); never guessed.
+                span.set_attribute(sc.RESPONSE_MODEL, response.response_model)
+                metric[sc.RESPONSE_MODEL] = response.response_model
             if signals.capture_content:
                 span.set_attribute(sc.OUTPUT_MESSAGES, sc.as_json(sc.output_messages(response), env.secrets))
             signals.token_usage.record(usage.input_tokens, {**metric, sc.TOKEN_TYPE: "input"})

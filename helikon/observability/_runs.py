@@ -159,6 +159,7 @@ def open_run(
     secrets: tuple[str, ...] = (),
     path: tuple[str, ...] = (),
     context: Context | None = None,
+    description: str | None = None,
 ) -> RunSpans:
     """Start a run's ``invoke_agent`` span: under ``context`` when given
     (an agent used as a tool: its call's span), else under ``parent``'s
@@ -169,6 +170,8 @@ def open_run(
         attributes[sc.PROVIDER_NAME] = provider
     if model is not None:
         attributes[sc.REQUEST_MODEL] = model
+    if description:
+        attributes[sc.AGENT_DESCRIPTION] = description
     attributes.update(stamps)
     if context is None and parent is not None:
         context = parent.context()
@@ -223,9 +226,12 @@ def close_run(
         span.set_attribute(sc.OUTPUT_TOKENS, usage.output_tokens)
     if suspended:
         span.set_attribute(sc.SUSPENDED, True)
-    attributes: Attributes = {sc.OPERATION_NAME: sc.INVOKE_AGENT, sc.AGENT_NAME: run.name}
+    # The metric carries only the attributes the conventions list for it.
+    attributes: Attributes = {sc.OPERATION_NAME: sc.INVOKE_AGENT}
     if run.provider is not None:
         attributes[sc.PROVIDER_NAME] = run.provider
+    if run.model is not None:
+        attributes[sc.REQUEST_MODEL] = run.model
     if error is not None:
         kind = error_type(error)
         span.set_attribute(sc.ERROR_TYPE, kind)

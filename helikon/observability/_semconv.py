@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Final
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -37,12 +38,14 @@ from helikon.items import (
     UserMessage,
 )
 from helikon.loop import Response
-from helikon.model import FinishReason, ModelSettings
+from helikon.model import FinishReason, ModelSettings, Text
 
 # -- operation names and span names ---------------------------------------------
 
 INVOKE_AGENT: Final = "invoke_agent"
 CHAT: Final = "chat"
+#: The operation name of Google's Gemini APIs' inference calls.
+GENERATE_CONTENT: Final = "generate_content"
 EXECUTE_TOOL: Final = "execute_tool"
 #: helikon's span for one model turn (the book's name), between the run and its calls.
 TURN_SPAN: Final = "agent.turn"
@@ -62,6 +65,12 @@ INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 CACHE_READ_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 REASONING_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+CACHE_CREATION_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+REQUEST_STREAM: Final = "gen_ai.request.stream"
+OUTPUT_TYPE: Final = "gen_ai.output.type"
+TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
 AGENT_NAME: Final = "gen_ai.agent.name"
 AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
 CONVERSATION_ID: Final = "gen_ai.conversation.id"
@@ -85,6 +94,14 @@ TAGS: Final = "langfuse.trace.tags"
 RUN_ID: Final = "helikon.run.id"
 TURN: Final = "helikon.turn"
 SUSPENDED: Final = "helikon.run.suspended"
+
+#: The attributes the conventions list for ``gen_ai.client.operation.duration``
+#: and ``gen_ai.client.token.usage`` (besides ``gen_ai.token.type`` on the latter).
+METRIC_ATTRIBUTES: Final = frozenset(
+    {OPERATION_NAME, PROVIDER_NAME, REQUEST_MODEL, RESPONSE_MODEL, SERVER_ADDRESS, SERVER_PORT, ERROR_TYPE}
+)
+#: The providers whose inference operation is ``generate_content``.
+_GENERATE_CONTENT_PROVIDERS: Final = frozenset({"gcp.gemini", "gcp.vertex_ai", "gcp.gen_ai"})
 
 # -- metrics ------------------------------------------------------------------------
 
@@ -113,6 +130,40 @@ _FINISH: Final = {
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
+
+
+def inference_operation(provider: str | None) -> str:
+    """The operation name of a model call to ``provider``: Gemini's APIs'
+    is ``generate_content``, every other ``chat``.
+
+    >>> inference_operation("gcp.gemini"), inference_operation("openai")
+    ('generate_content', 'chat')
+    """
+    return GENERATE_CONTENT if provider in _GENERATE_CONTENT_PROVIDERS else CHAT
+
+
+def output_type(output: object) -> str:
+    """``gen_ai.output.type`` of a request: ``json`` when it asks for
+    structured output, else ``text``."""
+    return "text" if output is None or isinstance(output, Text) else "json"
+
+
+def endpoint(url: object) -> tuple[str | None, int | None]:
+    """``server.address`` and ``server.port`` of a model's base URL.
+
+    >>> endpoint("https://api.openai.com/v1"), endpoint("http://127.0.0.1:8080/v1")
+    (('api.openai.com', 443), ('127.0.0.1', 8080))
+    """
+    if not isinstance(url, str) or not url:
+        return None, None
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = {"https": 443, "http": 80}.get(parts.scheme)
+    return parts.hostname or None, port
 
 
 def finish_reason(reason: FinishReason | None) -> str | None:
@@ -182,7 +233,14 @@ def _parts(content: tuple[object, ...]) -> list[dict[str, object]]:
         elif isinstance(part, ReasoningPart):
             parts.append({"type": "reasoning", "content": part.text})
         elif isinstance(part, ImagePart):
-            parts.append({"type": "uri", "modality": "image", "uri": part.url or "(inline data)"})
+            if part.url:
+                parts.append({"type": "uri", "modality": "image", "uri": part.url})
+            else:
+                blob: dict[str, object] = {"type": "blob", "modality": "image"}
+                if part.media_type:
+                    blob["mime_type"] = part.media_type
+                blob["content"] = part.data or ""  # base64 text already
+                parts.append(blob)
     return parts
 
 
@@ -247,6 +305,14 @@ def output_messages(response: Response) -> list[dict[str, object]]:
 
 __all__ = [
     "AGENT_DESCRIPTION",
+    "CACHE_CREATION_TOKENS",
+    "GENERATE_CONTENT",
+    "METRIC_ATTRIBUTES",
+    "OUTPUT_TYPE",
+    "REQUEST_STREAM",
+    "SERVER_ADDRESS",
+    "SERVER_PORT",
+    "TIME_TO_FIRST_CHUNK",
     "AGENT_NAME",
     "CACHE_READ_TOKENS",
     "CHAT",
@@ -289,7 +355,10 @@ __all__ = [
     "TURN_SPAN",
     "USER_ID",
     "as_json",
+    "endpoint",
     "error_type",
+    "inference_operation",
+    "output_type",
     "finish_reason",
     "input_messages",
     "output_messages",

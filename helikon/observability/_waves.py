@@ -182,6 +182,7 @@ class Wave:
         self.root = root
         self.effect = effect
         self.start = at
+        self.first_chunk: int | None = None
         self.tree: Tree | None = root.tree if root is not None else None
         self._env = env
         self._interpreter = interpreter
@@ -254,11 +255,13 @@ class Wave:
             env = caller
             title = effect.runs[0].agent
             collects = False
+            description = None
         else:
             env = self._env_at(path)
             provider, model = model_of(env)
             model = model or env.spec.model_id or None
             title = env.spec.name
+            description = env.spec.description
             kind = getattr(getattr(env.machine, "spec", None), "kind", None)
             collects = kind is WorkflowKind.PARALLEL or kind is WorkflowKind.GRAPH
         run = open_run(
@@ -273,6 +276,7 @@ class Wave:
             secrets=env.secrets,
             path=path,
             context=context,
+            description=description,
         )
         run.collects = collects
         run.call = call
@@ -319,6 +323,16 @@ class Wave:
         run = run or (self.ops[0].run if len(self.ops) == 1 else self.root)
         if run is not None and not run.closed:
             note(run, event, at)
+
+    def chunk(self, at: int) -> None:
+        """A piece of a streamed answer arrived at ``at``: the first one is
+        the model call's time to first chunk."""
+        if self.first_chunk is not None or len(self.ops) != 1:
+            return
+        self.first_chunk = at
+        chat = self.ops[0].chat
+        if chat is not None:
+            chat.set_attribute(sc.TIME_TO_FIRST_CHUNK, (at - self.start) / 1e9)
 
     def finish(self, result: EffectResult, at: int) -> None:
         """The wave's result arrived at ``at``."""
@@ -486,7 +500,7 @@ def _end_call(call: AgentToolCall, run: RunSpans, at: int, *, failed: bool) -> N
     signals = run.signals
     span = call.span
     caller = run.parent
-    metric: Attributes = {sc.OPERATION_NAME: sc.EXECUTE_TOOL, sc.TOOL_NAME: call.tool}
+    metric: Attributes = {sc.OPERATION_NAME: sc.EXECUTE_TOOL}
     if caller is not None and caller.provider is not None:
         metric[sc.PROVIDER_NAME] = caller.provider
     if failed:
@@ -498,7 +512,7 @@ def _end_call(call: AgentToolCall, run: RunSpans, at: int, *, failed: bool) -> N
         span.set_attribute(sc.TOOL_CALL_RESULT, sc.scrub(call.output, run.secrets))
     span.end(end_time=at)
     signals.duration.record((at - call.start) / 1e9, metric)
-    signals.tool_calls.add(1, metric)
+    signals.tool_calls.add(1, {**metric, sc.TOOL_NAME: call.tool})
 
 
 def settle(tree: Tree, at: int, error: object, *, suspended: bool = False, abrupt: bool = False) -> None:

@@ -41,6 +41,7 @@ from helikon.model import (
     JsonObjectFormat,
     JsonSchema,
     ModelRequest,
+    ModelSettings,
     Text,
     ToolChoice,
     ToolChoiceAuto,
@@ -49,6 +50,7 @@ from helikon.model import (
     ToolChoiceRequired,
     ToolDef,
 )
+from helikon.providers._anthropic_schema import output_schema
 from helikon.providers._anthropic_settings import (
     OUTPUT_TOOL_NAME,
     REDACTED_PREFIX,
@@ -102,7 +104,7 @@ def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
             system.append({"type": "text", "text": JSON_OBJECT_INSTRUCTION})
         case JsonSchema(schema=schema):
             if options.structured_output is StructuredOutputMode.NATIVE:
-                output_config = {"format": {"type": "json_schema", "schema": plain(schema)}}
+                output_config = {"format": {"type": "json_schema", "schema": output_schema(plain(schema))}}
             else:
                 tools.append(
                     {
@@ -120,6 +122,18 @@ def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
         case _ as unreachable:
             assert_never(unreachable)
 
+    declared = {tool["name"] for tool in tools}
+    missing = [name for name in _history_tools(messages) if name not in declared]
+    if missing:
+        # The API refuses tool_use/tool_result blocks for tools it was not
+        # told of (a structured turn after tool rounds offers none): the
+        # history's tools are declared again; when the request offered no
+        # tool of its own, none may be called.
+        placeholder: dict[str, Any] = {"description": "", "input_schema": {"type": "object"}}
+        tools.extend({"name": name, **placeholder} for name in missing)
+        if not declared:
+            choice = {"type": "none"}
+
     if options.cache is not CacheStrategy.NONE:
         if tools:
             tools[-1]["cache_control"] = dict(EPHEMERAL)
@@ -128,10 +142,15 @@ def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
         if options.cache is CacheStrategy.SYSTEM_TOOLS_AND_HISTORY:
             mark_last_block(messages)
 
-    body: dict[str, Any] = {
-        "model": options.model_id,
-        "max_tokens": settings.max_output_tokens or options.default_max_tokens(),
-    }
+    problem = settings_problem(settings, options)
+    if problem is not None:
+        raise ModelError.other(f"anthropic {options.model_id}: {problem}")
+    max_tokens = settings.max_output_tokens or options.default_max_tokens()
+    if options.thinking is not None and settings.max_output_tokens is not None:
+        # The API counts thinking inside max_tokens and wants it above the
+        # budget: the answer keeps max_output_tokens of its own.
+        max_tokens = options.thinking.budget_tokens + settings.max_output_tokens
+    body: dict[str, Any] = {"model": options.model_id, "max_tokens": max_tokens}
     if system:
         body["system"] = system
     body["messages"] = messages
@@ -150,6 +169,48 @@ def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
     if options.stream:
         body["stream"] = True
     return body
+
+
+def settings_problem(settings: ModelSettings, options: Options) -> str | None:
+    """Why the Messages API would refuse ``settings`` for this model, or None.
+
+    >>> settings_problem(ModelSettings(temperature=0.2, top_p=0.9), Options("claude-sonnet-4-5"))
+    'claude-sonnet-4-5 takes temperature or top_p, not both'
+    >>> both = ModelSettings(temperature=0.2, top_p=0.9)
+    >>> settings_problem(both, Options("claude-3-5-haiku-latest")) is None
+    True
+    """
+    model = options.model_id
+    if settings.temperature is not None and settings.top_p is not None and not _takes_both(model):
+        return f"{model} takes temperature or top_p, not both"
+    if options.thinking is None:
+        return None
+    if settings.temperature is not None and settings.temperature != 1:
+        return "extended thinking does not take a temperature (leave it unset)"
+    if settings.top_p is not None and not 0.95 <= settings.top_p <= 1:
+        return f"extended thinking takes top_p between 0.95 and 1, not {settings.top_p}"
+    if isinstance(settings.tool_choice, ToolChoiceRequired | ToolChoiceNamed):
+        return "extended thinking cannot force a tool (tool_choice must be auto or none)"
+    return None
+
+
+def _takes_both(model_id: str) -> bool:
+    """Whether ``model_id`` still takes temperature and top_p together (the
+    Claude 3 family and the first Claude 4 models; later models refuse it)."""
+    return model_id.startswith("claude-3") or any(
+        model_id.startswith(prefix)
+        for prefix in ("claude-sonnet-4-0", "claude-sonnet-4-2025", "claude-opus-4-0", "claude-opus-4-2025")
+    )
+
+
+def _history_tools(messages: list[Message]) -> list[str]:
+    """The names of the tools the conversation's ``tool_use`` blocks called, in order."""
+    names: dict[str, None] = {}
+    for message in messages:
+        for block in message["content"]:
+            if block.get("type") == "tool_use":
+                names[block["name"]] = None
+    return list(names)
 
 
 def convert_messages(items: Sequence[Item], model_id: str = "") -> tuple[list[Block], list[Message]]:

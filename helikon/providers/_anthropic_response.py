@@ -92,11 +92,12 @@ def usage_of(raw: Mapping[str, Any]) -> Usage:
 
     >>> usage_of({"input_tokens": 3, "cache_creation_input_tokens": 418,
     ...           "cache_read_input_tokens": 1111, "output_tokens": 33})
-    Usage(input_tokens=1532, output_tokens=33, cached_input_tokens=1111, reasoning_tokens=0)
+    Usage(input_tokens=1532, output_tokens=33, cached_input_tokens=1111, reasoning_tokens=0, \
+cache_creation_input_tokens=418)
     """
     read = _count(raw, "cache_read_input_tokens")
     created = _count(raw, "cache_creation_input_tokens")
-    return Usage(_count(raw, "input_tokens") + read + created, _count(raw, "output_tokens"), read, 0)
+    return Usage(_count(raw, "input_tokens") + read + created, _count(raw, "output_tokens"), read, 0, created)
 
 
 def error_from(model_id: str, payload: object) -> ModelError:
@@ -152,8 +153,9 @@ class StreamDecoder:
     ...     "usage": {"output_tokens": 2}})
     []
     >>> d.feed("message_stop", {"type": "message_stop"})
-    [Usage(input_tokens=5, output_tokens=2, cached_input_tokens=0, reasoning_tokens=0), \
-Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1')]
+    [Usage(input_tokens=5, output_tokens=2, cached_input_tokens=0, reasoning_tokens=0, \
+cache_creation_input_tokens=0), \
+Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1', response_model=None)]
     """
 
     model_id: str
@@ -162,6 +164,7 @@ Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1')]
     _blocks: dict[int, _Block] = attrs.field(factory=dict)
     _calls: int = 0
     _message_id: str | None = None
+    _model: str | None = None
     _stop_reason: object = None
     _usage: dict[str, int] = attrs.field(factory=dict)
     _output_called: bool = False
@@ -183,6 +186,8 @@ Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1')]
                 if isinstance(message, Mapping):
                     if isinstance(message.get("id"), str):
                         self._message_id = message["id"]
+                    if isinstance(message.get("model"), str):
+                        self._model = message["model"]
                     self._merge_usage(message.get("usage"))
                 return []
             case "content_block_start":
@@ -214,7 +219,7 @@ Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1')]
         reason = finish_reason(self._stop_reason)
         if self._output_called and reason is FinishReason.TOOL_CALLS and self._calls == 0:
             reason = FinishReason.STOP
-        return [usage_of(self._usage), Finish(reason, self._message_id)]
+        return [usage_of(self._usage), Finish(reason, self._message_id, self._model)]
 
     def _merge_usage(self, raw: object) -> None:
         if isinstance(raw, Mapping):
@@ -324,8 +329,9 @@ def decode_message(model_id: str, message: object, *, output_tool: bool = False)
     >>> decode_message("claude-x", {"id": "msg_1", "content": [{"type": "text", "text": "Hi"}],
     ...     "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 2}})
     [TextChunk(text='Hi'), \
-Usage(input_tokens=5, output_tokens=2, cached_input_tokens=0, reasoning_tokens=0), \
-Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1')]
+Usage(input_tokens=5, output_tokens=2, cached_input_tokens=0, reasoning_tokens=0, \
+cache_creation_input_tokens=0), \
+Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1', response_model=None)]
 
     Raises:
         ModelError: the body is an error, or not a message.

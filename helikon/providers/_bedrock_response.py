@@ -145,7 +145,8 @@ def usage_of(raw: Mapping[str, Any]) -> Usage:
 
     >>> usage_of({"inputTokens": 2, "outputTokens": 5, "cacheReadInputTokens": 1322,
     ...           "cacheWriteInputTokens": 0, "totalTokens": 1329})
-    Usage(input_tokens=1324, output_tokens=5, cached_input_tokens=1322, reasoning_tokens=0)
+    Usage(input_tokens=1324, output_tokens=5, cached_input_tokens=1322, reasoning_tokens=0, \
+cache_creation_input_tokens=0)
     """
 
     def count(*keys: str) -> int:
@@ -157,7 +158,9 @@ def usage_of(raw: Mapping[str, Any]) -> Usage:
 
     cache_read = count("cacheReadInputTokens", "cacheReadInputTokenCount")
     cache_write = count("cacheWriteInputTokens", "cacheWriteInputTokenCount")
-    return Usage(count("inputTokens") + cache_read + cache_write, count("outputTokens"), cache_read, 0)
+    return Usage(
+        count("inputTokens") + cache_read + cache_write, count("outputTokens"), cache_read, 0, cache_write
+    )
 
 
 class StreamTranslator:

@@ -16,7 +16,10 @@ Wire facts it relies on (see the recorded fixtures):
   carries both). The request builder puts it back (see ``_gemini_request``).
 - ``usageMetadata`` is cumulative in every chunk: only the last one counts,
   and it is emitted once, at the end.
-- The last chunk carries ``finishReason``; a stream without one was cut.
+- The last chunk carries ``finishReason``. A stream that ends cleanly (no
+  cut event) after some candidate content but without one (compatible
+  proxies send such streams) finishes as STOP (TOOL_CALLS after calls), as
+  google-genai reads it; a stream that brought no candidate at all was cut.
 """
 
 from __future__ import annotations
@@ -72,7 +75,8 @@ def usage_of(metadata: Mapping[str, Any]) -> Usage:
 
     >>> usage_of({"promptTokenCount": 3520, "cachedContentTokenCount": 3512,
     ...           "candidatesTokenCount": 2, "thoughtsTokenCount": 42})
-    Usage(input_tokens=3520, output_tokens=44, cached_input_tokens=3512, reasoning_tokens=42)
+    Usage(input_tokens=3520, output_tokens=44, cached_input_tokens=3512, reasoning_tokens=42, \
+cache_creation_input_tokens=0)
     """
 
     def count(key: str) -> int:
@@ -133,7 +137,9 @@ class ResponseParser:
     _calls: int = 0
     _usage: Mapping[str, Any] | None = None
     _finish: str | None = None
+    _candidates: int = 0
     _response_id: str | None = None
+    _response_model: str | None = None
 
     @property
     def where(self) -> str:
@@ -152,6 +158,8 @@ class ResponseParser:
             raise error_from(response["error"], self.where, self.provider, self.model_id)
         if isinstance(response.get("responseId"), str):
             self._response_id = response["responseId"]
+        if isinstance(response.get("modelVersion"), str) and response["modelVersion"]:
+            self._response_model = response["modelVersion"]
         if isinstance(response.get("usageMetadata"), Mapping):
             self._usage = response["usageMetadata"]
         feedback = response.get("promptFeedback")
@@ -165,6 +173,7 @@ class ResponseParser:
         if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], Mapping):
             return []
         candidate = candidates[0]
+        self._candidates += 1
         events = self._parts(candidate.get("content"))
         if isinstance(candidate.get("finishReason"), str):
             self._finish = candidate["finishReason"]
@@ -212,16 +221,18 @@ class ResponseParser:
         """The closing events: the usage (if any) and the :class:`Finish`.
 
         Raises:
-            ModelError: no ``finishReason`` ever arrived (a cut stream).
+            ModelError: neither a ``finishReason`` nor any candidate arrived
+                (a cut stream).
         """
-        if self._finish is None:
+        if self._finish is None and self._candidates == 0:
             raise ModelError.transport(
                 f"{self.where}: the response ended without a finishReason (the stream was cut short)"
             )
         events: list[ModelEvent] = []
         if self._usage is not None:
             events.append(usage_of(self._usage))
-        events.append(Finish(finish_reason(self._finish, self._calls > 0), self._response_id))
+        reason = finish_reason(self._finish or "STOP", self._calls > 0)
+        events.append(Finish(reason, self._response_id, self._response_model))
         return events
 
 

@@ -198,6 +198,8 @@ class ChatParser:
     _calls: dict[object, tuple[str | None, int]] = attrs.field(factory=dict)
     _next_index: int = 0
     _last_index: int | None = None
+    _response_id: str | None = None
+    _response_model: str | None = None
 
     def feed(self, event: SseEvent) -> list[ModelEvent]:
         data = event.data.strip()
@@ -214,6 +216,7 @@ class ChatParser:
         if not isinstance(payload, Mapping):
             raise self._malformed(data)
         self._take_usage(payload)
+        self._take_meta(payload)
         out: list[ModelEvent] = []
         for choice in payload.get("choices") or ():
             if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
@@ -274,6 +277,7 @@ class ChatParser:
             )
             self._next_index = position + 1
         self._take_usage(payload)
+        self._take_meta(payload)
         self._finish = choice.get("finish_reason")
         self.done = True
         return out + self._final()
@@ -321,6 +325,13 @@ class ChatParser:
             return None
         return ToolCallChunk(index=index, call_id=call_id, name=name, arguments=arguments)
 
+    def _take_meta(self, payload: Mapping[str, Any]) -> None:
+        """The reply's id and the model that answered, when it names them."""
+        if isinstance(payload.get("id"), str) and payload["id"]:
+            self._response_id = payload["id"]
+        if isinstance(payload.get("model"), str) and payload["model"]:
+            self._response_model = payload["model"]
+
     def _take_usage(self, payload: Mapping[str, Any]) -> None:
         raw = payload.get("usage")
         if not isinstance(raw, Mapping):
@@ -343,7 +354,7 @@ class ChatParser:
         if self._usage is not None:
             out.append(self._usage)
         reason = finish_reason(self._finish, had_calls=self._next_index > 0)
-        out.append(Finish(reason))
+        out.append(Finish(reason, self._response_id, self._response_model))
         return out
 
     def _malformed(self, data: str) -> ModelError:

@@ -212,6 +212,7 @@ class ResponsesParser:
     config: OpenAIConfig
     done: bool = False
     _response_id: str | None = None
+    _response_model: str | None = None
     _calls: dict[object, int] = attrs.field(factory=dict)
     _with_arguments: set[int] = attrs.field(factory=set)
     _streamed: set[object] = attrs.field(factory=set)  # items whose text or reasoning streamed
@@ -289,6 +290,8 @@ class ResponsesParser:
     def _take_id(self, response: object) -> None:
         if isinstance(response, Mapping) and isinstance(response.get("id"), str):
             self._response_id = response["id"]
+        if isinstance(response, Mapping) and isinstance(response.get("model"), str) and response["model"]:
+            self._response_model = response["model"]
 
     def _call_index(self, item_id: object, output_index: object) -> tuple[int, bool]:
         """The call's index (and whether it is new), known by item id or output index."""
@@ -386,7 +389,7 @@ class ResponsesParser:
         )
         if usage is not None:
             out.append(usage)
-        out.append(Finish(self._reason(response), response_id=self._response_id))
+        out.append(Finish(self._reason(response), self._response_id, self._response_model))
         return out
 
     def _reason(self, response: Mapping[str, Any]) -> FinishReason:

@@ -35,9 +35,9 @@ import msgspec
 
 from helikon.cancel import CancellationToken
 from helikon.errors import ConfigError, ModelError, OtherModelFailure
-from helikon.model import JsonSchema, ModelCapabilities, ModelEvent, ModelRequest
+from helikon.model import JsonSchema, ModelCapabilities, ModelEvent, ModelRequest, ModelSettings
 from helikon.providers import _http
-from helikon.providers._anthropic_request import build_body
+from helikon.providers._anthropic_request import build_body, settings_problem
 from helikon.providers._anthropic_response import PROVIDER, StreamDecoder, decode_message
 from helikon.providers._anthropic_settings import (
     ANTHROPIC_VERSION,
@@ -152,6 +152,19 @@ class AnthropicModel:
             **extra,
         }
 
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse, with a :class:`ConfigError`, agent settings the Messages API
+        never accepts for this model (``LlmAgent`` calls this when it is built).
+
+        Raises:
+            ConfigError: temperature and top_p together on a model that takes
+                one, or a temperature, a narrow top_p or a forced tool choice
+                with extended thinking.
+        """
+        problem = settings_problem(settings, self._options)
+        if problem is not None:
+            raise ConfigError(f"AnthropicModel {self._options.model_id!r}: {problem}")
+
     @classmethod
     def messages(cls, model_id: str, **options: Unpack[AnthropicOptions]) -> AnthropicModel:
         """The Messages API model ``model_id`` (the book's
@@ -187,6 +200,11 @@ class AnthropicModel:
     def options(self) -> Options:
         """The settings that shape each request body."""
         return self._options
+
+    @property
+    def streams(self) -> bool:
+        """Whether requests ask for a streamed reply."""
+        return self._options.stream
 
     def request_body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body :meth:`invoke` sends for ``request`` (for inspection)."""

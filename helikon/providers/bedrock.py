@@ -234,6 +234,16 @@ class BedrockModel:
         return self._family
 
     @property
+    def base_url(self) -> str:
+        """The endpoint root requests go to."""
+        return self._base_url
+
+    @property
+    def streams(self) -> bool:
+        """Whether requests use ``converse-stream``."""
+        return bool(self._stream)
+
+    @property
     def region(self) -> str:
         """The region requests are signed for."""
         return self._region

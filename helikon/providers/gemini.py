@@ -278,6 +278,11 @@ class GeminiModel:
         return self._model_id
 
     @property
+    def streams(self) -> bool:
+        """Whether requests ask for a streamed reply."""
+        return bool(self._stream)
+
+    @property
     def url(self) -> str:
         """The URL requests go to (streaming or not, as configured)."""
         if self._stream:

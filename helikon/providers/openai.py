@@ -236,6 +236,11 @@ class OpenAIModel:
     def base_url(self) -> str:
         return self._config.base_url
 
+    @property
+    def streams(self) -> bool:
+        """Whether requests ask for a streamed reply."""
+        return self._config.stream
+
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body :meth:`invoke` would send for ``request`` (for inspection)."""
         if self._config.api == "chat":

@@ -178,7 +178,7 @@ def response_events(response: Response) -> list[ScriptItem]:
     >>> from helikon.items import ToolCall
     >>> from helikon.ids import CallId
     >>> response_events(Response("Hi", calls=(ToolCall(CallId("c1"), "f", "{}"),)))[-1]
-    Finish(reason=<FinishReason.TOOL_CALLS: 'tool_calls'>, response_id=None)
+    Finish(reason=<FinishReason.TOOL_CALLS: 'tool_calls'>, response_id=None, response_model=None)
     """
     events: list[ScriptItem] = [ReasoningChunk(part.text, part.signature) for part in response.reasoning]
     parts: Iterable[str] = response.text_parts or ((response.text,) if response.text else ())
@@ -191,7 +191,7 @@ def response_events(response: Response) -> list[ScriptItem]:
     if response.usage != Usage():
         events.append(response.usage)
     reason = response.finish or (FinishReason.TOOL_CALLS if response.calls else FinishReason.STOP)
-    events.append(Finish(reason, response.response_id))
+    events.append(Finish(reason, response.response_id, response.response_model))
     return events
 
 

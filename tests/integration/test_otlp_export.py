@@ -8,9 +8,11 @@ import gzip
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 import requests
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -29,6 +31,7 @@ from helikon import Handoff, LlmAgent, RunContext, collect, tool
 from helikon.context import TracerHandle
 from helikon.model import Usage
 from helikon.observability import Telemetry
+from helikon.providers.anthropic import AnthropicModel
 from helikon.testing import MockModel, call_tools, say
 
 pytestmark = pytest.mark.integration
@@ -194,3 +197,92 @@ def test_a_handoff_run_exports_its_span_tree_and_metrics_over_otlp_http(receiver
         for p in metrics["gen_ai.client.operation.duration"].histogram.data_points
     }
     assert operations == {"chat", "execute_tool", "invoke_agent"}
+
+
+WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "provider-wire"
+
+
+@pytest.mark.skipif(not WIRE.is_dir(), reason="the recorded provider replies are not here")
+def test_the_genai_attributes_of_a_real_reply_arrive_on_the_wire(receiver: Receiver) -> None:
+    session = requests.Session()
+    session.trust_env = False
+    tracer_provider = TracerProvider(resource=Resource.create({"service.name": "helikon-test"}))
+    tracer_provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(f"{receiver.url}/v1/traces", session=session))
+    )
+    reader = PeriodicExportingMetricReader(
+        OTLPMetricExporter(f"{receiver.url}/v1/metrics", session=session), export_interval_millis=3_600_000
+    )
+    meter_provider = MeterProvider(metric_readers=[reader])
+    body = (WIRE / "anthropic" / "nonstream_cache_read_write_usage_claude-sonnet-4-5.json").read_bytes()
+    client = httpx.AsyncClient(
+        transport=httpx.MockTransport(
+            lambda request: httpx.Response(200, headers={"content-type": "application/json"}, content=body)
+        )
+    )
+    agent: LlmAgent[None] = LlmAgent(
+        name="explainer",
+        description="Explains programming languages.",
+        model=AnthropicModel.messages(
+            "claude-sonnet-4-5", api_key="sk-ant-test", http_client=client, stream=False
+        ),
+    )
+    handle = TracerHandle(Telemetry(tracer_provider, meter_provider))
+
+    anyio.run(lambda: collect(agent.run(RunContext.ephemeral(None).with_tracer(handle), "What is Python?")))
+    assert tracer_provider.force_flush(10_000) and meter_provider.force_flush(10_000)
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+
+    spans: dict[str, dict[str, object]] = {}
+    for raw in receiver.bodies("/v1/traces"):
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(raw)
+        for resource_spans in request.resource_spans:
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    spans[span.name] = {a.key: value(a.value) for a in span.attributes}
+    chat = spans["chat claude-sonnet-4-5"]
+    assert {k: chat.get(k) for k in WIRE_EXPECTED} == WIRE_EXPECTED
+    assert spans["invoke_agent explainer"]["gen_ai.agent.description"] == "Explains programming languages."
+
+    listed = {
+        "gen_ai.operation.name",
+        "gen_ai.provider.name",
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "server.address",
+        "server.port",
+        "error.type",
+    }
+    points = []
+    for raw in receiver.bodies("/v1/metrics"):
+        exported = ExportMetricsServiceRequest()
+        exported.ParseFromString(raw)
+        for resource_metrics in exported.resource_metrics:
+            for scope_metrics in resource_metrics.scope_metrics:
+                for metric in scope_metrics.metrics:
+                    if metric.name == "gen_ai.client.operation.duration":
+                        points.extend(metric.histogram.data_points)
+    assert points and all({a.key for a in p.attributes} <= listed for p in points)
+    chat_point = next(
+        {a.key: value(a.value) for a in p.attributes}
+        for p in points
+        if any(a.key == "gen_ai.operation.name" and value(a.value) == "chat" for a in p.attributes)
+    )
+    assert chat_point["gen_ai.response.model"] == "claude-sonnet-4-5-20250929"
+
+
+WIRE_EXPECTED: dict[str, object] = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "anthropic",
+    "gen_ai.request.model": "claude-sonnet-4-5",
+    "gen_ai.response.model": "claude-sonnet-4-5-20250929",
+    "gen_ai.response.id": "msg_01KPaKTJSqAKoZri7Ujrny58",
+    "gen_ai.request.stream": False,
+    "gen_ai.output.type": "text",
+    "gen_ai.usage.cache_creation.input_tokens": 418,
+    "gen_ai.usage.cache_read.input_tokens": 1111,
+    "server.address": "api.anthropic.com",
+    "server.port": 443,
+}

@@ -12,6 +12,7 @@ import pytest
 from cli_support import HELIKON, env, project
 from mcp import Client, StdioServerParameters
 from mcp import types as mcp_types
+from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.integration
 
@@ -42,8 +43,9 @@ def test_mcp_serve_over_stdio(tmp_path: Path) -> None:
                 # The scripted model is used up: the next call is an error result; the server goes on.
                 again = await client.call_tool("triage", {"input": "And again?"})
                 assert again.is_error and "no script left" in text(again)
-                bad = await client.call_tool("triage", {})
-                assert bad.is_error
+                with pytest.raises(MCPError) as refused:  # the schema says 'input' is required
+                    await client.call_tool("triage", {})
+                assert refused.value.code == -32602
 
     anyio.run(main)
 

@@ -110,6 +110,7 @@ def test_ping_and_a_json_invocation(backend: str) -> None:
                         "output_tokens": 7,
                         "cached_input_tokens": 0,
                         "reasoning_tokens": 0,
+                        "cache_creation_input_tokens": 0,
                     },
                 }
                 assert user_texts(model.requests[0].messages) == ["Groceries?"]

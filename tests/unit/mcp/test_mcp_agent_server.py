@@ -67,12 +67,29 @@ def test_a_call_runs_the_agent_and_answers_its_final_output() -> None:
     assert model.requests[0].messages[-1].content[0].text == "How much is left?"  # type: ignore[union-attr]
 
 
-def test_bad_calls_are_error_results_not_exceptions() -> None:
+@pytest.mark.parametrize(
+    ("tool", "arguments", "words"),
+    [
+        ("other", {"input": "hi"}, "unknown tool 'other': this server has one tool, 'budget'"),
+        (None, {}, "the argument 'input' must be a string"),
+        (None, {"input": 3}, "the argument 'input' must be a string"),
+        (None, {"input": "hi", "question": "x"}, "unexpected argument(s) 'question'"),
+    ],
+)
+def test_unknown_tools_and_refused_arguments_are_invalid_params_errors(
+    tool: str | None, arguments: dict[str, Any], words: str
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    server = McpAgentServer(LlmAgent(name="budget", model=MockModel([say("never")])))
+    with pytest.raises(MCPError) as caught:
+        call(server, arguments, tool=tool)
+    assert caught.value.code == types.INVALID_PARAMS == -32602
+    assert words in caught.value.message
+
+
+def test_a_failed_run_is_an_error_result_not_an_exception() -> None:
     server = McpAgentServer(LlmAgent(name="budget", model=MockModel()))
-    unknown = call(server, {"input": "hi"}, tool="other")
-    assert unknown.is_error and text(unknown) == "unknown tool 'other': this server has one tool, 'budget'"
-    missing = call(server, {"question": "hi"})
-    assert missing.is_error and text(missing) == "the argument 'input' must be a string"
     failed = call(server, {"input": "hi"})  # the mock model has no script: the run fails
     assert failed.is_error and text(failed).startswith("the agent run failed: model call failed")
 

@@ -79,6 +79,10 @@ def shape(spans: Sequence[ReadableSpan], parent: ReadableSpan | None = None) -> 
     return tuple((s.name, shape(spans, s)) for s in children(spans, parent))
 
 
+#: Attributes that are measurements of this run's timing, not what it did.
+MEASURED = frozenset({"gen_ai.response.time_to_first_chunk"})
+
+
 def flat(spans: Sequence[ReadableSpan]) -> list[tuple[str, dict[str, object], str]]:
     """Every span, depth first in start order: its path of names, its
     attributes and its status code (what a replay must reproduce)."""
@@ -87,7 +91,8 @@ def flat(spans: Sequence[ReadableSpan]) -> list[tuple[str, dict[str, object], st
     def walk(parent: ReadableSpan | None, path: str) -> None:
         for span in children(spans, parent):
             here = f"{path}/{span.name}"
-            out.append((here, dict(span.attributes or {}), span.status.status_code.name))
+            kept = {k: v for k, v in (span.attributes or {}).items() if k not in MEASURED}
+            out.append((here, kept, span.status.status_code.name))
             walk(span, here)
 
     walk(None, "")

@@ -75,6 +75,7 @@ def test_a_handoff_target_runs_under_the_turn_that_handed_off(otel: Pipeline) ->
     assert attributes(child) == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "investing",
+        "gen_ai.agent.description": "The investing agent.",
         "gen_ai.provider.name": "mock",
         "gen_ai.request.model": "investing-model",
         "helikon.run.id": f"{run_id}/investing",
@@ -156,10 +157,10 @@ def test_a_parallel_workflow_holds_one_agent_span_per_branch(otel: Pipeline) -> 
     # Both branches start when the wave starts, whichever order they ran in.
     assert news.start_time == prices.start_time
     durations = {
-        (label(p, "gen_ai.operation.name"), label(p, "gen_ai.agent.name"))
+        (label(p, "gen_ai.operation.name"), label(p, "gen_ai.request.model"))
         for p in otel.metric_points("gen_ai.client.operation.duration")
     }
-    assert {("invoke_agent", n) for n in ("research", "news", "prices")} <= durations
+    assert {("invoke_agent", m) for m in (None, "news-model", "prices-model")} <= durations
 
 
 def test_a_failing_branch_fails_its_span_and_the_workflow(otel: Pipeline) -> None:

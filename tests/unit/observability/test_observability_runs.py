@@ -93,6 +93,7 @@ def test_a_tool_run_is_an_agent_span_with_a_turn_per_model_call_holding_its_chat
     assert attributes(root) == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "budget",
+        "gen_ai.agent.description": "The budget agent.",
         "gen_ai.provider.name": "mock",
         "gen_ai.request.model": "budget-model",
         "helikon.run.id": run_id,
@@ -106,11 +107,13 @@ def test_a_tool_run_is_an_agent_span_with_a_turn_per_model_call_holding_its_chat
     ]
     first, second = named(spans, "chat budget-model")
     assert first.kind is SpanKind.CLIENT
-    assert attributes(first) == {
+    first_chunk = attributes(first).pop("gen_ai.response.time_to_first_chunk")
+    assert isinstance(first_chunk, float) and first_chunk >= 0
+    assert {k: v for k, v in attributes(first).items() if k != "gen_ai.response.time_to_first_chunk"} == {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "mock",
         "gen_ai.request.model": "budget-model",
-        "gen_ai.response.model": "budget-model",
+        "gen_ai.output.type": "text",
         "gen_ai.conversation.id": "s-42",
         "gen_ai.usage.input_tokens": 10,
         "gen_ai.usage.output_tokens": 4,
@@ -151,7 +154,6 @@ def test_a_tool_run_reports_token_usage_durations_and_tool_calls(otel: Pipeline)
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "mock",
         "gen_ai.request.model": "budget-model",
-        "gen_ai.response.model": "budget-model",
         "gen_ai.token.type": "input",
     }
     durations = {
@@ -162,7 +164,12 @@ def test_a_tool_run_reports_token_usage_durations_and_tool_calls(otel: Pipeline)
         "execute_tool": 1,
         "invoke_agent": 1,
     }
-    assert durations["execute_tool"].attributes["gen_ai.tool.name"] == "lookup_spending"  # type: ignore[index]
+    # The duration metric carries only the attributes the conventions list
+    # for it: the tool's name is on helikon's own counter.
+    assert dict(durations["execute_tool"].attributes or {}) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.provider.name": "mock",
+    }
     assert list(durations["chat"].explicit_bounds)[:3] == [0.01, 0.02, 0.04]  # type: ignore[union-attr]
     (calls,) = otel.metric_points("helikon.tool.calls")
     assert calls.value == 1  # type: ignore[union-attr]

@@ -58,7 +58,7 @@ def test_an_agent_runs_a_tool_round_and_answers() -> None:
     result = run_sync(agent, "Weather in Oslo?")
 
     assert result.final_output == "Cached answer."
-    assert result.usage == Usage(610, 88, 0, 0) + Usage(2310, 9, 2048, 0)
+    assert result.usage == Usage(610, 88, 0, 0) + Usage(2310, 9, 2048, 0, cache_creation_input_tokens=250)
     calls = [e for e in result.events if isinstance(e, ToolCallItem)]
     assert [(c.item.name, c.item.arguments) for c in calls] == [("get_weather", '{"city": "Oslo"}')]
     assert isinstance(result.events[-1], RunCompleted)

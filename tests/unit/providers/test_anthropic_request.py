@@ -372,11 +372,11 @@ def test_an_inline_image_without_media_type_fails_before_sending() -> None:
 
 
 def test_settings() -> None:
-    settings = ModelSettings(temperature=0.2, top_p=0.9, max_output_tokens=321)
+    settings = ModelSettings(temperature=0.2, max_output_tokens=321)
 
     body = sent(ModelRequest((user_text("x"),), settings=settings), max_tokens=1000)
 
-    assert body["temperature"] == 0.2 and body["top_p"] == 0.9 and body["max_tokens"] == 321
+    assert body["temperature"] == 0.2 and "top_p" not in body and body["max_tokens"] == 321
 
 
 def test_max_tokens_defaults() -> None:

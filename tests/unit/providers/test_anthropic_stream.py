@@ -214,7 +214,7 @@ def test_real_nonstream_cache_read_and_write_usage() -> None:
 
     assert r.text.startswith("Python is a beginner-friendly, versatile programming language")
     # input_tokens 3 + cache write 418 + cache read 1111; the read part is the cached part.
-    assert r.usage == Usage(1532, 33, 1111, 0)
+    assert r.usage == Usage(1532, 33, 1111, 0, cache_creation_input_tokens=418)
     assert r.finish is FinishReason.STOP
 
 
@@ -285,14 +285,14 @@ def test_streamed_cache_usage_counts_reads_and_writes_as_input() -> None:
     r = fold(drain(model_on(wire_for(OWN / "stream_cache_usage.sse")), HELLO))
 
     assert r.text == "Cached answer."
-    assert r.usage == Usage(12 + 250 + 2048, 9, 2048, 0)
+    assert r.usage == Usage(12 + 250 + 2048, 9, 2048, 0, cache_creation_input_tokens=250)
     assert r.finish is FinishReason.STOP and r.response_id == "msg_01HelikonCache"
 
 
 def test_usage_is_reported_once_so_the_events_sum_to_the_total() -> None:
     events = drain(model_on(wire_for(OWN / "stream_cache_usage.sse")), HELLO)
 
-    assert [e for e in events if isinstance(e, Usage)] == [Usage(2310, 9, 2048, 0)]
+    assert [e for e in events if isinstance(e, Usage)] == [Usage(2310, 9, 2048, 0, 250)]
     assert sum(isinstance(e, Finish) for e in events) == 1 and isinstance(events[-1], Finish)
 
 

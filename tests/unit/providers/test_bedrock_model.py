@@ -99,7 +99,9 @@ def test_structured_output_streams_the_forced_tool_input_as_text() -> None:
     result = summary(events)
     assert json.loads(result["text"]) == {"label": "spam", "score": 0.97}
     assert result["finish"] is FinishReason.STOP
-    assert result["usage"] == Usage(input_tokens=1086, output_tokens=30, cached_input_tokens=1024)
+    assert result["usage"] == Usage(
+        input_tokens=1086, output_tokens=30, cached_input_tokens=1024, cache_creation_input_tokens=50
+    )
 
 
 def test_structured_output_without_streaming() -> None:

@@ -348,9 +348,20 @@ def test_a_midstream_rate_limit_keeps_the_retry_delay() -> None:
     assert "RESOURCE_EXHAUSTED" in failure.message
 
 
-def test_a_stream_without_finish_reason_is_a_transport_error() -> None:
-    failure = _failure(OURS / "stream_no_finish.sse")
-    assert isinstance(failure, TransportFailure) and "finishReason" in failure.message
+def test_a_stream_that_ends_cleanly_without_a_finish_reason_finishes_as_stop() -> None:
+    """Compatible proxies send such streams; google-genai reads them (issue 32)."""
+    events = _play(OURS / "stream_no_finish.sse")
+    assert [e.text for e in events if isinstance(e, TextChunk)] == ["The capital", " of France"]
+    assert isinstance(events[-1], Finish) and events[-1].reason is FinishReason.STOP
+    usage = next(e for e in events if isinstance(e, Usage))
+    assert usage.output_tokens == 4
+
+
+def test_a_stream_with_no_candidate_and_no_finish_reason_is_a_transport_error() -> None:
+    body = b'data: {"usageMetadata":{"promptTokenCount":5,"totalTokenCount":5}}\n\n'
+    with pytest.raises(ModelError) as info:
+        _events(_model(body, stream=True))
+    assert isinstance(info.value.failure, TransportFailure) and "finishReason" in info.value.failure.message
 
 
 def test_a_truncated_stream_is_a_transport_error() -> None:

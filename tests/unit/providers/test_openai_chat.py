@@ -206,7 +206,10 @@ def test_streamed_tool_call_is_one_call_with_its_id_name_and_argument_fragments(
     assert calls[0] == ToolCallChunk(0, "call_ZR5UUuTt3pf61kjwAJIYdVMj", "get_capital", "")
     assert [c.arguments for c in calls[1:]] == ['{"', "country", '":"', "UK", '"}']
     assert {c.index for c in calls} == {0} and all(c.name is None for c in calls[1:])
-    assert events[-2:] == [Usage(53, 15, 0, 0), Finish(FinishReason.TOOL_CALLS)]
+    # The reply's id and the model that answered, as the chunks name them.
+    assert events[-2:] == [Usage(53, 15, 0, 0), Finish(FinishReason.TOOL_CALLS, events[-1].response_id)]
+    assert str(events[-1].response_id).startswith("chatcmpl-")
+    assert events[-1].response_model == "gpt-4o-mini-2024-07-18"
     reply = reply_of(events)
     assert reply.text == "" and reply.calls == (
         ToolCall(CallId("call_ZR5UUuTt3pf61kjwAJIYdVMj"), "get_capital", '{"country":"UK"}'),
@@ -230,7 +233,8 @@ def test_streamed_text_after_a_tool_result() -> None:
         " London",
         ".",
     ]  # the empty first one dropped
-    assert events[-2:] == [Usage(78, 9, 0, 0), Finish(FinishReason.STOP)]
+    assert events[-2:] == [Usage(78, 9, 0, 0), Finish(FinishReason.STOP, events[-1].response_id)]
+    assert events[-1].response_model == "gpt-4o-mini-2024-07-18"
 
 
 @needs_wire
@@ -288,7 +292,10 @@ def test_non_streamed_bodies(
     assert reply.text == text
     assert reply.calls == tuple(ToolCall(CallId(i), n, a) for i, n, a in calls)
     assert reply.usage == usage and reply.finish is finish
-    assert [e for e in events if isinstance(e, Usage)] == [usage] and events[-1] == Finish(finish)
+    assert [e for e in events if isinstance(e, Usage)] == [usage] and events[-1] == Finish(
+        finish, reply.response_id
+    )
+    assert str(reply.response_id).startswith("chatcmpl-") and reply.response_model
     assert "stream" not in server.body()
 
 
@@ -435,7 +442,8 @@ def test_a_stream_that_stops_between_events_before_finishing_is_a_transport_erro
 def test_a_finished_stream_without_done_is_accepted() -> None:
     server = Server([sse_reply(sse(chunk({"content": "Hi"}), chunk({}, "stop"), done=False))])
 
-    assert invoke(chat_model(server)) == [TextChunk("Hi"), Finish(FinishReason.STOP)]
+    events = invoke(chat_model(server))
+    assert events == [TextChunk("Hi"), Finish(FinishReason.STOP, events[-1].response_id)]
 
 
 def test_bad_json_in_a_data_line_is_a_clear_error() -> None:
@@ -527,7 +535,7 @@ def test_a_gateway_that_answers_a_stream_with_json_still_works() -> None:
     }
     server = Server([json_reply(completion)])
 
-    assert invoke(chat_model(server)) == [TextChunk("Hi!"), Usage(3, 1), Finish(FinishReason.STOP)]
+    assert invoke(chat_model(server)) == [TextChunk("Hi!"), Usage(3, 1), Finish(FinishReason.STOP, "x")]
 
 
 @pytest.mark.parametrize("backend", ["trio", "asyncio"])

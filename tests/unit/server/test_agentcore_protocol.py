@@ -119,7 +119,13 @@ def test_session_ids_outside_the_contract_are_refused(value: str) -> None:
 def test_answers_on_the_wire() -> None:
     assert msgspec.json.decode(json_answer("done", Usage(5, 2))) == {
         "final_output": "done",
-        "usage": {"input_tokens": 5, "output_tokens": 2, "cached_input_tokens": 0, "reasoning_tokens": 0},
+        "usage": {
+            "input_tokens": 5,
+            "output_tokens": 2,
+            "cached_input_tokens": 0,
+            "reasoning_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        },
     }
     message = sse_message(TokenDelta("hi"))
     assert message.startswith(b"data: ") and message.endswith(b"\n\n") and message.count(b"\n") == 2
