@@ -45,6 +45,7 @@ from helikon.model import (
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
+    ToolChoice,
     ToolChoiceAuto,
     ToolChoiceNamed,
     ToolChoiceNone,
@@ -151,7 +152,7 @@ def _output_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _force_output_tool(config: OpenAIConfig) -> tuple[object | None, str | None]:
+def _force_output_tool(config: OpenAIConfig) -> tuple[ToolChoice | None, str | None]:
     """The ``tool_choice`` that forces the output tool on this server, or
     an instruction when the server cannot force a tool."""
     forms = config.profile.tool_choices

@@ -32,8 +32,8 @@ from helikon.cancel import CancellationToken
 from helikon.errors import ModelError
 from helikon.items import ImagePart, Item, SystemMessage, TextPart, text_of
 from helikon.model import FinishReason, ModelEvent, Usage
-from helikon.providers._openai_profiles import PROFILES, OutputMode, ServerProfile
 from helikon.providers._http import SseDecoder, SseEvent, chunks, classify, decode_json, read_all, send
+from helikon.providers._openai_profiles import PROFILES, OutputMode, ServerProfile
 from helikon.schema import strict
 
 #: Where OpenAI's own API lives.

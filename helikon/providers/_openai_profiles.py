@@ -85,7 +85,9 @@ class ServerProfile:
             if form not in get_args(ToolChoiceForm):
                 raise ConfigError(f"server profile {self.name!r}: unknown tool_choice form {form!r}")
         if self.max_tokens_param not in get_args(TokenLimitField):
-            raise ConfigError(f"server profile {self.name!r}: unknown max_tokens_param {self.max_tokens_param!r}")
+            raise ConfigError(
+                f"server profile {self.name!r}: unknown max_tokens_param {self.max_tokens_param!r}"
+            )
         if self.tool_call_content not in get_args(ToolCallContent):
             raise ConfigError(
                 f"server profile {self.name!r}: tool_call_content must be 'null' or 'empty'"

