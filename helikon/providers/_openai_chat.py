@@ -87,6 +87,8 @@ def chat_body(request: ModelRequest, config: OpenAIConfig) -> dict[str, Any]:
     settings = request.settings
     tools = [chat_tool(t.name, t.description, t.parameters) for t in request.tools]
     choice = settings.tool_choice if request.tools else None
+    if choice is None and request.tools and config.profile.explicit_auto:
+        choice = ToolChoiceAuto()
     match settings.response_format:
         case JsonSchema(name=name, schema=schema, strict=is_strict):
             match config.output_mode:

@@ -62,6 +62,9 @@ class ServerProfile:
             another is refused before it is sent (a ``ModelError`` naming the
             profile), never silently dropped.
         parallel_tool_calls: whether it takes the ``parallel_tool_calls`` field.
+        explicit_auto: send ``tool_choice: "auto"`` when the request has tools
+            and no choice (llama-cpp-python's function-calling chat format
+            ignores the tools unless a choice is sent).
     """
 
     name: str
@@ -71,6 +74,7 @@ class ServerProfile:
     stream_usage: bool = True
     tool_choices: frozenset[ToolChoiceForm] = frozenset({"auto", "none", "required", "named"})
     parallel_tool_calls: bool = True
+    explicit_auto: bool = False
 
     def __attrs_post_init__(self) -> None:
         if not self.output_modes:
@@ -110,6 +114,7 @@ PROFILES: Final[dict[str, ServerProfile]] = {
         stream_usage=False,
         tool_choices=frozenset({"auto", "none", "named"}),
         parallel_tool_calls=False,
+        explicit_auto=True,
     ),
     "vllm": ServerProfile(
         "vllm",

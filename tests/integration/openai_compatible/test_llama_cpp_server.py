@@ -114,7 +114,7 @@ def test_an_agent_that_calls_a_tool_finishes_its_run_over_several_turns_and_a_se
     assert isinstance(second.events[-1], RunCompleted)
     # The tool was called (forced) in each run, then the model answered.
     assert [b.get("tool_choice") for b in client.bodies] == [
-        {"type": "function", "function": {"name": "lookup"}}, None,
+        {"type": "function", "function": {"name": "lookup"}}, "auto",
     ] * 2
     tool_only = [m for b in client.bodies for m in b["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
     assert tool_only and all(m["content"] == "" for m in tool_only)
