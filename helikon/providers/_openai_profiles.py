@@ -65,6 +65,10 @@ class ServerProfile:
         explicit_auto: send ``tool_choice: "auto"`` when the request has tools
             and no choice (llama-cpp-python's function-calling chat format
             ignores the tools unless a choice is sent).
+        streams_auto_tool_choice: whether the server can stream a turn whose
+            tools are offered with ``tool_choice: "auto"``; when not (llama-
+            cpp-python), such a turn is made as one non-streaming call (the
+            same events, delivered at once).
     """
 
     name: str
@@ -75,6 +79,7 @@ class ServerProfile:
     tool_choices: frozenset[ToolChoiceForm] = frozenset({"auto", "none", "required", "named"})
     parallel_tool_calls: bool = True
     explicit_auto: bool = False
+    streams_auto_tool_choice: bool = True
 
     def __attrs_post_init__(self) -> None:
         if not self.output_modes:
@@ -115,6 +120,7 @@ PROFILES: Final[dict[str, ServerProfile]] = {
         tool_choices=frozenset({"auto", "none", "named"}),
         parallel_tool_calls=False,
         explicit_auto=True,
+        streams_auto_tool_choice=False,
     ),
     "vllm": ServerProfile(
         "vllm",

@@ -30,11 +30,12 @@ from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Literal, TypedDict, Unpack, final, get_args
 
+import attrs
 import httpx
 
 from helikon.cancel import CancellationToken
 from helikon.errors import ConfigError
-from helikon.model import JsonSchema, ModelCapabilities, ModelEvent, ModelRequest
+from helikon.model import JsonSchema, ModelCapabilities, ModelEvent, ModelRequest, ToolChoiceAuto
 from helikon.providers import _openai_chat as chat_api
 from helikon.providers import _openai_responses as responses_api
 from helikon.providers._http import new_client
@@ -276,16 +277,21 @@ class OpenAIModel:
                 malformed or truncated stream, refusal).
         """
         parser: WireParser
-        if self._config.api == "chat":
+        config = self._config
+        if config.api == "chat" and config.stream and not config.profile.streams_auto_tool_choice:
+            choice = request.settings.tool_choice
+            if request.tools and (choice is None or isinstance(choice, ToolChoiceAuto)):
+                config = attrs.evolve(config, stream=False)
+        if config.api == "chat":
             schema = request.settings.response_format
             output_tool = self._config.output_mode == "tool" and isinstance(schema, JsonSchema)
             unwrap = isinstance(schema, JsonSchema) and chat_api.output_tool_wraps(schema.schema)
-            parser = chat_api.ChatParser(self._config, output_tool, output_tool and unwrap)
+            parser = chat_api.ChatParser(config, output_tool, output_tool and unwrap)
             path = chat_api.PATH
         else:
-            path, parser = responses_api.PATH, responses_api.ResponsesParser(self._config)
-        body = self.request_body(request)
-        async with aclosing(stream_events(self._client, self._config, path, body, cancel, parser)) as events:
+            path, parser = responses_api.PATH, responses_api.ResponsesParser(config)
+        body = chat_api.chat_body(request, config) if config.api == "chat" else self.request_body(request)
+        async with aclosing(stream_events(self._client, config, path, body, cancel, parser)) as events:
             async for event in events:
                 yield event
 

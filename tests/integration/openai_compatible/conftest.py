@@ -37,7 +37,7 @@ class LlamaServer:
                 str(python(directory)), "-m", "llama_cpp.server",
                 "--model", str(model(directory)),
                 "--host", "127.0.0.1", "--port", str(self.port),
-                "--n_ctx", "2048", "--n_threads", "2",
+                "--n_ctx", "8192", "--n_threads", "2",
                 "--chat_format", "chatml-function-calling",
                 "--model_alias", "smollm2",
             ],
