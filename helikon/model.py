@@ -83,14 +83,26 @@ class ToolChoiceNone:
 
 @attrs.frozen
 class ToolChoiceRequired:
-    """The model must call at least one tool."""
+    """The model must call at least one tool.
+
+    A forced choice holds until the model has called a tool since the
+    latest user message; then the model chooses again (so an agent that
+    forces a tool can still answer). ``keep=True`` forces every turn.
+    """
+
+    keep: bool = False
 
 
 @attrs.frozen
 class ToolChoiceNamed:
-    """The model must call the tool ``name``."""
+    """The model must call the tool ``name``.
+
+    Forced until the model has called ``name`` since the latest user
+    message; then the model chooses again. ``keep=True`` forces every turn.
+    """
 
     name: str
+    keep: bool = False
 
 
 #: Whether and which tools the model may call.

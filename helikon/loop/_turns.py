@@ -13,7 +13,7 @@ import attrs
 from helikon.effects import CallModel, CheckGuardrails, Effect, RenderInstructions, RunHooks, Terminate
 from helikon.errors import AgentError
 from helikon.events import AgentEvent, RunCompleted, RunFailed, TurnStarted
-from helikon.items import Item, system_text
+from helikon.items import Item, ToolCall, UserMessage, system_text
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
@@ -27,7 +27,7 @@ from helikon.loop._states import (
     RunState,
     StartingTurn,
 )
-from helikon.model import JsonSchema, ModelRequest, Usage
+from helikon.model import JsonSchema, ModelRequest, ToolChoiceNamed, ToolChoiceRequired, Usage
 
 #: The fields :func:`evolve` carries over; a test checks it is every field.
 EVOLVED_FIELDS = (
@@ -77,7 +77,11 @@ def request(state: RunState, spec: AgentSpec) -> ModelRequest:
     if state.instructions is not None:
         messages = (system_text(state.instructions), *messages)
     if type(state.phase) is CallingModel or spec.output is None:
-        return ModelRequest(messages, spec.model_tools, spec.settings)
+        settings = spec.settings
+        choice = settings.tool_choice
+        if type(choice) in _FORCED and not choice.keep and _forced_tool_called(state.conversation, choice):  # type: ignore[union-attr]
+            settings = attrs.evolve(settings, tool_choice=None)
+        return ModelRequest(messages, spec.model_tools, settings)
     output = spec.output
     settings = attrs.evolve(
         spec.settings,
@@ -85,6 +89,21 @@ def request(state: RunState, spec: AgentSpec) -> ModelRequest:
         tool_choice=None,
     )
     return ModelRequest(messages, (), settings)
+
+
+_FORCED = (ToolChoiceRequired, ToolChoiceNamed)
+
+
+def _forced_tool_called(conversation: tuple[Item, ...], choice: object) -> bool:
+    """Whether the model called the tool a forced ``choice`` asks for since the
+    latest user message (then the choice has done its work: the model chooses)."""
+    name = choice.name if type(choice) is ToolChoiceNamed else None
+    for item in reversed(conversation):
+        if type(item) is UserMessage:
+            return False
+        if type(item) is ToolCall and (name is None or item.name == name):
+            return True
+    return False
 
 
 def begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appended: list[Item]) -> Outcome:

@@ -25,6 +25,21 @@ from helikon.errors import ModelError
 #: connect, patient while a model thinks between chunks.
 DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
 
+#: Words a server uses when it refuses the request itself (a validation
+#: error, a chat template that cannot render it), whatever its status: such a
+#: failure is not transient, and retrying the same request cannot help.
+_INVALID_REQUEST_MARKERS = (
+    "validation error",
+    "invalid_request",
+    "invalid request",
+    "input should be",
+    "field required",
+    "extra inputs are not permitted",
+    "unprocessable",
+    "typeerror",
+    "jinja",
+    "template",
+)
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
     "maximum context length",
@@ -140,6 +155,8 @@ def classify(
         return ModelError.rate_limited(text, retry_after_ms(headers or {}))
     if any(marker in lowered for marker in _CONTEXT_MARKERS):
         return ModelError.context_length_exceeded(text)
+    if any(marker in lowered for marker in _INVALID_REQUEST_MARKERS):
+        return ModelError.other(text, status)
     if (status in _UNAVAILABLE_STATUS) or "overloaded" in lowered or "unavailable" in lowered:
         return ModelError.unavailable(text)
     if "refus" in lowered or "safety" in lowered or "content_filter" in lowered:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import msgspec
 
 from helikon.errors import ModelError
 from helikon.items import (
@@ -44,6 +45,7 @@ from helikon.model import (
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
+    ToolChoice,
     ToolChoiceAuto,
     ToolChoiceNamed,
     ToolChoiceNone,
@@ -64,6 +66,7 @@ from helikon.providers._openai_common import (
     strict_tool_parameters,
     usage_of,
 )
+from helikon.providers._openai_profiles import OUTPUT_TOOL_NAME
 from helikon.schema import strict
 
 PATH = "/chat/completions"
@@ -73,44 +76,121 @@ PATH = "/chat/completions"
 
 
 def chat_body(request: ModelRequest, config: OpenAIConfig) -> dict[str, Any]:
-    """The JSON body of a Chat Completions call for ``request``."""
-    body: dict[str, Any] = {"model": config.model_id, "messages": chat_messages(request, config)}
+    """The JSON body of a Chat Completions call for ``request``, in the
+    dialect of ``config.profile``."""
+    messages = chat_messages(request, config)
+    body: dict[str, Any] = {"model": config.model_id, "messages": messages}
     if config.stream:
         body["stream"] = True
         if config.stream_usage:
             body["stream_options"] = {"include_usage": True}
-    if request.tools:
-        body["tools"] = [chat_tool(t.name, t.description, t.parameters) for t in request.tools]
-        choice = request.settings.tool_choice
-        if choice is not None:
-            body["tool_choice"] = chat_tool_choice(choice)
-        if config.parallel_tool_calls is not None:
-            body["parallel_tool_calls"] = config.parallel_tool_calls
     settings = request.settings
+    tools = [chat_tool(t.name, t.description, t.parameters) for t in request.tools]
+    choice = settings.tool_choice if request.tools else None
+    if choice is None and request.tools and config.profile.explicit_auto:
+        choice = ToolChoiceAuto()
+    match settings.response_format:
+        case JsonSchema(name=name, schema=schema, strict=is_strict):
+            match config.output_mode:
+                case "native":
+                    body["response_format"] = {
+                        "type": "json_schema",
+                        "json_schema": {
+                            "name": schema_name(name),
+                            "schema": strict(schema) if is_strict else dict(schema),
+                            "strict": is_strict,
+                        },
+                    }
+                case "json_object":
+                    body["response_format"] = {"type": "json_object", "schema": dict(schema)}
+                case "tool":
+                    tools.append(_output_tool(schema))
+                    choice, note = _force_output_tool(config)
+                    if note:
+                        _add_instruction(messages, config, note)
+                case "prompted":
+                    _add_instruction(messages, config, _prompt_for(schema))
+        case JsonObjectFormat():
+            body["response_format"] = {"type": "json_object"}
+        case _:
+            pass  # text is the default; not sending it keeps compatible servers happy
+    if tools:
+        body["tools"] = tools
+        if choice is not None:
+            body["tool_choice"] = _checked_choice(choice, config)
+        if config.parallel_tool_calls is not None and request.tools:
+            body["parallel_tool_calls"] = config.parallel_tool_calls
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.top_p is not None:
         body["top_p"] = settings.top_p
     if settings.max_output_tokens is not None:
         body[config.max_tokens_param] = settings.max_output_tokens
-    match settings.response_format:
-        case JsonSchema(name=name, schema=schema, strict=is_strict):
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": schema_name(name),
-                    "schema": strict(schema) if is_strict else dict(schema),
-                    "strict": is_strict,
-                },
-            }
-        case JsonObjectFormat():
-            body["response_format"] = {"type": "json_object"}
-        case _:
-            pass  # text is the default; not sending it keeps compatible servers happy
     if config.reasoning_effort is not None:
         body["reasoning_effort"] = config.reasoning_effort
     body.update(config.extra_body)
     return body
+
+
+def output_tool_wraps(schema: Mapping[str, Any]) -> bool:
+    """Whether the ``"tool"`` output mode wraps ``schema`` in an object (tool
+    parameters must be an object; the answer is unwrapped on the way back)."""
+    return schema.get("type") != "object"
+
+
+def _output_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    parameters: dict[str, Any] = (
+        {"type": "object", "properties": {"response": dict(schema)}, "required": ["response"]}
+        if output_tool_wraps(schema)
+        else dict(schema)
+    )
+    return {
+        "type": "function",
+        "function": {
+            "name": OUTPUT_TOOL_NAME,
+            "description": "Give the final answer. Call this exactly once, with the answer as its arguments.",
+            "parameters": parameters,
+        },
+    }
+
+
+def _force_output_tool(config: OpenAIConfig) -> tuple[ToolChoice | None, str | None]:
+    """The ``tool_choice`` that forces the output tool on this server, or
+    an instruction when the server cannot force a tool."""
+    forms = config.profile.tool_choices
+    if "named" in forms:
+        return ToolChoiceNamed(OUTPUT_TOOL_NAME), None
+    if "required" in forms:
+        return ToolChoiceRequired(), None
+    return None, f"Answer by calling the {OUTPUT_TOOL_NAME} tool with your final answer."
+
+
+def _prompt_for(schema: Mapping[str, Any]) -> str:
+    encoded = msgspec.json.encode(schema, order="sorted").decode()
+    return (
+        "Answer with a single JSON value that matches this JSON Schema, and nothing else "
+        f"(no prose, no code fences):\n{encoded}"
+    )
+
+
+def _add_instruction(messages: list[dict[str, Any]], config: OpenAIConfig, text: str) -> None:
+    """Append ``text`` to the instruction message at the top (or add one)."""
+    if messages and messages[0]["role"] == config.system_role:
+        messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{text}"}
+    else:
+        messages.insert(0, {"role": config.system_role, "content": text})
+
+
+def _checked_choice(choice: object, config: OpenAIConfig) -> object:
+    form = {ToolChoiceNamed: "named", ToolChoiceNone: "none", ToolChoiceRequired: "required"}.get(
+        type(choice), "auto"
+    )
+    if form not in config.profile.tool_choices:
+        raise ModelError.other(
+            f"{config.provider} {config.model_id}: the {config.profile.name!r} server profile does not "
+            f"support tool_choice {form!r} (it takes {', '.join(sorted(config.profile.tool_choices))})"
+        )
+    return chat_tool_choice(choice)
 
 
 def chat_tool(name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +247,12 @@ def chat_messages(request: ModelRequest, config: OpenAIConfig) -> list[dict[str,
                 turn = None
                 out.append({"role": "tool", "tool_call_id": call_id, "content": content})
     # An assistant message that held only reasoning says nothing OpenAI can take.
-    return [m for m in out if m["role"] != "assistant" or m["content"] is not None or "tool_calls" in m]
+    kept = [m for m in out if m["role"] != "assistant" or m["content"] is not None or "tool_calls" in m]
+    if config.profile.tool_call_content == "empty":
+        for message in kept:
+            if message["role"] == "assistant" and message["content"] is None:
+                message["content"] = ""
+    return kept
 
 
 def _user_content(content: tuple[object, ...]) -> str | list[dict[str, Any]]:
@@ -190,8 +275,14 @@ class ChatParser:
     """Chat Completions replies -> model events (see the module rules)."""
 
     config: OpenAIConfig
+    #: The request asked for the answer through the output tool (the
+    #: ``"tool"`` mode); ``unwrap`` when its schema was wrapped in an object.
+    output_tool: bool = False
+    unwrap: bool = False
     done: bool = False
     _usage: Usage | None = None
+    _output_wire: set[object] = attrs.field(factory=set)
+    _output_arguments: list[str] = attrs.field(factory=list)
     _finish: object = None
     _finished: bool = False
     _refusal: list[str] = attrs.field(factory=list)
@@ -205,6 +296,11 @@ class ChatParser:
         data = event.data.strip()
         if data == "[DONE]":
             self.done = True
+            if not self._finished:
+                raise ModelError.transport(
+                    f"{self.config.provider} {self.config.model_id}: the stream ended ([DONE]) before the "
+                    "model finished (no finish_reason): the reply was cut short"
+                )
             return self._final()
         if not data:
             return []
@@ -267,6 +363,9 @@ class ChatParser:
             function = call.get("function")
             function = function if isinstance(function, Mapping) else {}
             arguments = function.get("arguments")
+            if self.output_tool and function.get("name") == OUTPUT_TOOL_NAME:
+                self._output_arguments.append(arguments if isinstance(arguments, str) else "")
+                continue
             out.append(
                 ToolCallChunk(
                     index=position,
@@ -275,7 +374,7 @@ class ChatParser:
                     arguments=arguments if isinstance(arguments, str) else "",
                 )
             )
-            self._next_index = position + 1
+            self._next_index += 1
         self._take_usage(payload)
         self._take_meta(payload)
         self._finish = choice.get("finish_reason")
@@ -311,6 +410,15 @@ class ChatParser:
         name = name if isinstance(name, str) else None
         arguments = function.get("arguments")
         arguments = arguments if isinstance(arguments, str) else ""
+        if self.output_tool and (
+            wire_index in self._output_wire
+            or (wire_index is None and call_id is None and name is None and self._last_index == -1)
+            or (name == OUTPUT_TOOL_NAME and wire_index not in self._calls)
+        ):
+            self._output_wire.add(wire_index)
+            self._output_arguments.append(arguments)
+            self._last_index = -1
+            return None
         known = self._calls.get(wire_index)
         if known is not None and (call_id is None or call_id == known[0]):
             index = known[1]
@@ -351,11 +459,28 @@ class ChatParser:
         if self._refusal:
             raise refusal_error(self.config.provider, self.config.model_id, "".join(self._refusal))
         out: list[ModelEvent] = []
+        if self._output_wire or self._output_arguments:
+            out.append(TextChunk(self._output_text()))
         if self._usage is not None:
             out.append(self._usage)
-        reason = finish_reason(self._finish, had_calls=self._next_index > 0)
+        finish = self._finish
+        if self._output_arguments and self._next_index == 0 and finish in ("tool_calls", "function_call"):
+            finish = "stop"  # the output tool's call is the answer, not a call to run
+        reason = finish_reason(finish, had_calls=self._next_index > 0)
         out.append(Finish(reason, self._response_id, self._response_model))
         return out
+
+    def _output_text(self) -> str:
+        text = "".join(self._output_arguments)
+        if not self.unwrap:
+            return text
+        try:
+            wrapped = msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            return text  # the loop's validation reports it (and asks for a repair)
+        if isinstance(wrapped, Mapping) and "response" in wrapped:
+            return msgspec.json.encode(wrapped["response"]).decode()
+        return text
 
     def _malformed(self, data: str) -> ModelError:
         return ModelError.other(

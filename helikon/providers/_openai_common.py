@@ -33,6 +33,7 @@ from helikon.errors import ModelError
 from helikon.items import ImagePart, Item, SystemMessage, TextPart, text_of
 from helikon.model import FinishReason, ModelEvent, Usage
 from helikon.providers._http import SseDecoder, SseEvent, chunks, classify, decode_json, read_all, send
+from helikon.providers._openai_profiles import PROFILES, OutputMode, ServerProfile
 from helikon.schema import strict
 
 #: Where OpenAI's own API lives.
@@ -72,6 +73,8 @@ class OpenAIConfig:
     reasoning_summary: str | None = None
     parallel_tool_calls: bool | None = None
     store: bool | None = None
+    profile: ServerProfile = PROFILES["openai"]
+    output_mode: OutputMode = "native"
 
 
 class WireParser(Protocol):

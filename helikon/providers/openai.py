@@ -30,11 +30,12 @@ from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Literal, TypedDict, Unpack, final, get_args
 
+import attrs
 import httpx
 
 from helikon.cancel import CancellationToken
 from helikon.errors import ConfigError
-from helikon.model import ModelCapabilities, ModelEvent, ModelRequest
+from helikon.model import JsonSchema, ModelCapabilities, ModelEvent, ModelRequest, ToolChoiceAuto
 from helikon.providers import _openai_chat as chat_api
 from helikon.providers import _openai_responses as responses_api
 from helikon.providers._http import new_client
@@ -46,6 +47,7 @@ from helikon.providers._openai_common import (
     WireParser,
     stream_events,
 )
+from helikon.providers._openai_profiles import PROFILES, OutputMode, ServerProfile, profile_named
 from helikon.providers._options import check_options
 
 #: The environment variable holding the API key.
@@ -77,6 +79,8 @@ class OpenAIOptions(TypedDict, total=False):
     parallel_tool_calls: bool | None
     store: bool | None
     capabilities: ModelCapabilities | None
+    profile: str | ServerProfile
+    structured_output: OutputMode | None
 
 
 @final
@@ -119,12 +123,22 @@ class OpenAIModel:
             ``"system"`` (default; OpenAI treats it as ``developer`` for
             reasoning models) or ``"developer"``.
         max_tokens_param: Chat only: the field that carries
-            ``max_output_tokens``: ``"max_completion_tokens"`` (default,
-            required by OpenAI's reasoning models) or ``"max_tokens"`` (older
-            compatible servers).
+            ``max_output_tokens``: ``"max_completion_tokens"`` (OpenAI's,
+            required by its reasoning models) or ``"max_tokens"`` (older
+            compatible servers); default from the profile.
         stream_usage: Chat only: ask for usage in the stream
             (``stream_options.include_usage``); turn off for servers that
-            reject ``stream_options``.
+            reject ``stream_options``; default from the profile.
+        profile: Chat only: what the server accepts: ``"openai"`` (default),
+            ``"llama.cpp"``, ``"vllm"``, ``"ollama"``, ``"lmstudio"``, or a
+            :class:`~helikon.providers.openai.ServerProfile` for any other
+            server. Explicit options (``max_tokens_param``, ``stream_usage``,
+            ``structured_output``) override it.
+        structured_output: Chat only: how an ``output_type`` is asked for:
+            ``"native"`` (``json_schema``), ``"json_object"`` (``json_object``
+            with the schema, llama.cpp's form), ``"tool"`` (a forced
+            final-result tool) or ``"prompted"`` (the schema in the
+            instructions); default: the profile's first mode.
         reasoning_effort: ``reasoning_effort`` (Chat) / ``reasoning.effort``
             (Responses), e.g. ``"low"``.
         reasoning_summary: Responses only: ``reasoning.summary`` (``"auto"``,
@@ -146,7 +160,9 @@ class OpenAIModel:
         base_url, azure = options.get("base_url"), options.get("azure", False)
         stream = options.get("stream", True)
         system_role = options.get("system_role", "system")
-        max_tokens_param = options.get("max_tokens_param", "max_completion_tokens")
+        profile = profile_named(options.get("profile", "openai"))
+        max_tokens_param = options.get("max_tokens_param", profile.max_tokens_param)
+        output_mode = options.get("structured_output") or profile.output_mode
         reasoning_summary = options.get("reasoning_summary")
         if not model_id:
             raise ConfigError("OpenAIModel needs a model id")
@@ -157,6 +173,15 @@ class OpenAIModel:
         if max_tokens_param not in get_args(MaxTokensParam):
             raise ConfigError(
                 f"max_tokens_param must be 'max_completion_tokens' or 'max_tokens', got {max_tokens_param!r}"
+            )
+        if output_mode not in get_args(OutputMode):
+            raise ConfigError(
+                f"structured_output must be one of {', '.join(map(repr, get_args(OutputMode)))}, "
+                f"got {output_mode!r}"
+            )
+        if api != "chat" and ("profile" in options or "structured_output" in options):
+            raise ConfigError(
+                "profile= and structured_output= are Chat Completions options: use OpenAIModel.chat"
             )
         if reasoning_summary is not None and api != "responses":
             raise ConfigError("reasoning_summary is a Responses API option: use OpenAIModel.responses(...)")
@@ -183,11 +208,13 @@ class OpenAIModel:
             stream=stream,
             system_role=system_role,
             max_tokens_param=max_tokens_param,
-            stream_usage=options.get("stream_usage", True),
+            stream_usage=options.get("stream_usage", profile.stream_usage),
             reasoning_effort=options.get("reasoning_effort"),
             reasoning_summary=reasoning_summary,
             parallel_tool_calls=options.get("parallel_tool_calls"),
             store=options.get("store"),
+            profile=profile,
+            output_mode=output_mode,
         )
         http_client = options.get("http_client")
         self._owns_client = http_client is None
@@ -255,12 +282,21 @@ class OpenAIModel:
                 malformed or truncated stream, refusal).
         """
         parser: WireParser
-        if self._config.api == "chat":
-            path, parser = chat_api.PATH, chat_api.ChatParser(self._config)
+        config = self._config
+        if config.api == "chat" and config.stream and not config.profile.streams_auto_tool_choice:
+            choice = request.settings.tool_choice
+            if request.tools and (choice is None or isinstance(choice, ToolChoiceAuto)):
+                config = attrs.evolve(config, stream=False)
+        if config.api == "chat":
+            schema = request.settings.response_format
+            output_tool = self._config.output_mode == "tool" and isinstance(schema, JsonSchema)
+            unwrap = isinstance(schema, JsonSchema) and chat_api.output_tool_wraps(schema.schema)
+            parser = chat_api.ChatParser(config, output_tool, output_tool and unwrap)
+            path = chat_api.PATH
         else:
-            path, parser = responses_api.PATH, responses_api.ResponsesParser(self._config)
-        body = self.request_body(request)
-        async with aclosing(stream_events(self._client, self._config, path, body, cancel, parser)) as events:
+            path, parser = responses_api.PATH, responses_api.ResponsesParser(config)
+        body = chat_api.chat_body(request, config) if config.api == "chat" else self.request_body(request)
+        async with aclosing(stream_events(self._client, config, path, body, cancel, parser)) as events:
             async for event in events:
                 yield event
 
@@ -298,4 +334,12 @@ def _api_key(given: str | None, *, azure: bool, required: bool) -> str | None:
     return None
 
 
-__all__ = ["API_KEY_ENV", "AZURE_API_KEY_ENV", "OpenAIModel", "OpenAIOptions"]
+__all__ = [
+    "API_KEY_ENV",
+    "AZURE_API_KEY_ENV",
+    "PROFILES",
+    "OpenAIModel",
+    "OpenAIOptions",
+    "OutputMode",
+    "ServerProfile",
+]

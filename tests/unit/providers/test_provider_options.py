@@ -31,7 +31,7 @@ def test_the_keyword_names_are_the_ones_the_constructors_always_took() -> None:
         "api_key", "base_url", "organization", "project", "extra_headers", "extra_body", "http_client",
         "stream", "azure", "api_version", "provider_name", "system_role", "max_tokens_param",
         "stream_usage", "reasoning_effort", "reasoning_summary", "parallel_tool_calls", "store",
-        "capabilities",
+        "capabilities", "profile", "structured_output",
     }  # fmt: skip
     assert keys(GeminiOptions) == {
         "base_url", "http_client", "stream", "include_thoughts", "thinking_budget", "thinking_level",
