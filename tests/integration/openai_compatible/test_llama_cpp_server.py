@@ -160,7 +160,7 @@ def test_max_output_tokens_reaches_the_server(llama_server: LlamaServer) -> None
     events = anyio.run(main)
     usage = next(e for e in events if isinstance(e, Usage))
     assert usage.output_tokens <= 8
-    assert events[-1] == Finish(FinishReason.LENGTH)
+    assert isinstance(events[-1], Finish) and events[-1].reason is FinishReason.LENGTH
 
 
 @pytest.mark.parametrize("mode", ["json_object", "tool"])

@@ -409,8 +409,8 @@ def test_a_json_object_response_format() -> None:
     [
         ((WEATHER,), None, "1 tool(s): get_weather"),
         ((WEATHER, PING), ToolChoiceAuto(), "2 tool(s): get_weather, ping"),
-        ((), ToolChoiceRequired(), "tool_choice=ToolChoiceRequired()"),
-        ((), ToolChoiceNamed("x"), "tool_choice=ToolChoiceNamed(name='x')"),
+        ((), ToolChoiceRequired(), "tool_choice=ToolChoiceRequired(keep=False)"),
+        ((), ToolChoiceNamed("x"), "tool_choice=ToolChoiceNamed(name='x', keep=False)"),
     ],
 )
 @pytest.mark.parametrize("fmt", [JsonSchema("Out", {"type": "object"}), JsonObjectFormat()])

@@ -17,7 +17,6 @@ from helikon.errors import ConfigError, ModelError, OtherModelFailure, Transport
 from helikon.ids import CallId
 from helikon.items import ToolCall, ToolResult, system_text, user_text
 from helikon.model import (
-    Finish,
     FinishReason,
     JsonSchema,
     ModelEvent,
@@ -161,7 +160,7 @@ def test_tool_mode_forces_a_final_result_tool_and_returns_its_arguments_as_the_a
     assert "response_format" not in body
     assert [e for e in events if isinstance(e, ToolCallChunk)] == []
     assert TextChunk('{"name": "Oslo"}') in events
-    assert events[-1] == Finish(FinishReason.STOP)
+    assert events[-1].reason is FinishReason.STOP
 
 
 def test_tool_mode_wraps_a_non_object_schema_and_unwraps_the_answer_non_streamed() -> None:
@@ -194,7 +193,7 @@ def test_tool_mode_wraps_a_non_object_schema_and_unwraps_the_answer_non_streamed
     )
     parameters = server.body()["tools"][0]["function"]["parameters"]
     assert parameters["properties"]["response"] == listing
-    assert TextChunk("[1,2]") in events and events[-1] == Finish(FinishReason.STOP)
+    assert TextChunk("[1,2]") in events and events[-1].reason is FinishReason.STOP
 
 
 def test_tool_mode_on_a_server_that_cannot_name_a_tool_asks_for_required() -> None:
@@ -299,4 +298,4 @@ def test_tool_calls_still_reach_the_loop_in_tool_mode_when_the_model_calls_a_rea
     )
     events = invoke(model(server, structured_output="tool"), request)
     assert ToolCallChunk(index=0, call_id="c1", name="weather", arguments="{}") in events
-    assert events[-1] == Finish(FinishReason.TOOL_CALLS)
+    assert events[-1].reason is FinishReason.TOOL_CALLS
