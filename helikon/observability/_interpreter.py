@@ -140,6 +140,9 @@ class ObservingInterpreter:
             tracer_provider, meter_provider, capture_content=capture_content
         )
         self._inner_observe = getattr(self.inner, "observe", None)
+        clock = getattr(self.inner, "now", None)
+        if clock is not None:  # the inner interpreter's clock is the run's (drive reads ``now``)
+            self.__dict__["now"] = clock
         self._runs: dict[str, RunSpans] = {}
         self._last_env: tuple[weakref.ref[RunEnv], RunEnv] | None = None
         self._signals: Signals | None = None

@@ -58,7 +58,7 @@ def test_an_optional_union_keeps_none_as_null() -> None:
 
 def test_an_optional_union_with_a_value_is_tagged() -> None:
     settings = ModelSettings(tool_choice=ToolChoiceNamed("clock"))
-    assert unstructure(settings)["tool_choice"] == {"type": "ToolChoiceNamed", "name": "clock"}
+    assert unstructure(settings)["tool_choice"] == {"type": "ToolChoiceNamed", "name": "clock", "keep": False}
     assert from_json(to_json(settings), ModelSettings) == settings
 
 

@@ -302,3 +302,19 @@ def test_work_completed_past_the_deadline_is_the_machines_to_judge(backend: str)
 
     out = anyio.run(stepped, backend=backend)
     assert out.state.phase == Failed(TimedOut(5.0)) and out.state.deadline == 105.0
+
+
+def test_an_observed_run_keeps_its_interpreters_clock() -> None:
+    """An ``ObservingInterpreter`` (what a global tracer provider puts around
+    every run) reads time from the interpreter it wraps."""
+    from helikon.interpreters import LiveInterpreter
+    from helikon.observability import ObservingInterpreter
+
+    inner = LiveInterpreter("timed", clock=_readings(100.0, 101.0, 106.0))
+    observed = ObservingInterpreter(inner)
+
+    async def main() -> list[AgentEvent]:
+        return [e async for e in quick_agent().run(RunContext.ephemeral(None), "go", interpreter=observed)]
+
+    last = anyio.run(main)[-1]
+    assert isinstance(last, RunFailed) and last.error == TimedOut(5.0)
