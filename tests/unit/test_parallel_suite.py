@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_test_sh_runs_pytest_on_parallel_workers() -> None:
     script = (ROOT / "test.sh").read_text()
-    (command,) = re.findall(r'-m pytest (.*?)--doctest-modules helikon tests', script, flags=re.S)
+    (command,) = re.findall(r'-m pytest (.*?)--doctest-modules', script, flags=re.S)
+    assert '${HELIKON_TEST_PATHS:-helikon tests}' in script
     assert '-n "${HELIKON_TEST_WORKERS:-auto}"' in command
     assert "--dist loadscope" in command  # with the project's scopes (tests/conftest.py)
 
