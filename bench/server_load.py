@@ -124,12 +124,18 @@ async def _one(client: Any, words: int) -> tuple[float, str, int]:
         async for line in response.aiter_lines():
             if not line.startswith("event: "):
                 continue
-            kind = line[7:]
+            kind = _CAMEL.get(line[7:], line[7:])
             if kind == "TokenDelta":
                 tokens += 1
             elif kind in ("RunCompleted", "RunFailed"):
                 terminal = kind
     return time.perf_counter() - started, terminal, tokens
+
+
+#: A stream that has not ended by then counts as a failure (never a hung run).
+STREAM_TIMEOUT_S = 300.0
+#: The server's SSE event names (the book's snake case) as event types.
+_CAMEL = {"token_delta": "TokenDelta", "run_completed": "RunCompleted", "run_failed": "RunFailed"}
 
 
 async def _one_raw(port: int, words: int, first: list[float]) -> tuple[float, str, int]:
@@ -163,8 +169,8 @@ async def _one_raw(port: int, words: int, first: list[float]) -> tuple[float, st
             if not had_event and b"\nevent: " in data:
                 first.append(time.perf_counter() - started)
             tail = bytes(data[-4096:])
-            if b"event: RunCompleted\n" in tail or b"event: RunFailed\n" in tail:
-                terminal = "RunCompleted" if b"event: RunCompleted\n" in data else "RunFailed"
+            if b"event: run_completed\n" in tail or b"event: run_failed\n" in tail:
+                terminal = "RunCompleted" if b"event: run_completed\n" in data else "RunFailed"
                 break
         if not data:
             return time.perf_counter() - started, "dropped", 0
@@ -172,7 +178,7 @@ async def _one_raw(port: int, words: int, first: list[float]) -> tuple[float, st
             return time.perf_counter() - started, f"http {bytes(data[9:12]).decode()}", 0
         if terminal == "none":
             return time.perf_counter() - started, "dropped", 0
-        return time.perf_counter() - started, terminal, data.count(b"event: TokenDelta\n")
+        return time.perf_counter() - started, terminal, data.count(b"event: token_delta\n")
     finally:
         writer.close()
 
@@ -227,7 +233,8 @@ async def _load_raw(
     await asyncio.sleep(0.1)
     started = time.perf_counter()
     results = await asyncio.gather(
-        *(_one_raw(port, words, first) for _ in range(runs)), return_exceptions=True
+        *(asyncio.wait_for(_one_raw(port, words, first), STREAM_TIMEOUT_S) for _ in range(runs)),
+        return_exceptions=True,
     )
     wall = time.perf_counter() - started
     stop.set()

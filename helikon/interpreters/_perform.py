@@ -237,7 +237,7 @@ def approvals(requests: Sequence[ApprovalRequest], cb: Callbacks) -> Plan[Approv
     )
     answers = yield calls
     pairs = zip(requests, answers, strict=True)
-    return ApprovalsGiven(tuple(approval_decision(r.call_id, a) for r, a in pairs))
+    return ApprovalsGiven(tuple(approval_decision(r.call_id, a, r.path) for r, a in pairs))
 
 
 def instructions(turn: int, cb: Callbacks) -> Plan[InstructionsRendered | InstructionsFailed]:

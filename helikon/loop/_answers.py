@@ -150,25 +150,29 @@ def policy_step(call_id: CallId, answer: Answer) -> StepResult:
             return CallbackRaised(call_id, described(error))
 
 
-def approval_decision(call_id: CallId, answer: Answer) -> ApprovalDecision:
-    """An approval handler's answer: only ``Allow()`` approves.
+def approval_decision(
+    call_id: CallId, answer: Answer, path: tuple[str, ...] = ()
+) -> ApprovalDecision:
+    """An approval handler's answer: only ``Allow()`` approves. ``path`` is
+    the asking member's (the request's), so the answer reaches that call only.
 
     >>> approval_decision(CallId("c"), Returned(Allow()))
-    ApprovalDecision(call_id='c', approved=True, reason='')
+    ApprovalDecision(call_id='c', approved=True, reason='', path=())
     >>> approval_decision(CallId("c"), Raised(MissingCallback("no approval handler is installed")))
-    ApprovalDecision(call_id='c', approved=False, reason='no approval handler is installed')
+    ApprovalDecision(call_id='c', approved=False, reason='no approval handler is installed', path=())
     """
     match answer:
         case Returned(value=Allow()):
-            return ApprovalDecision(call_id, True)
+            return ApprovalDecision(call_id, True, path=path)
         case Returned(value=Deny(reason=reason)):
-            return ApprovalDecision(call_id, False, reason)
+            return ApprovalDecision(call_id, False, reason, path=path)
         case Returned(value=value):
-            return ApprovalDecision(call_id, False, f"the approval handler answered {value!r}")
+            return ApprovalDecision(call_id, False, f"the approval handler answered {value!r}", path=path)
         case Raised(error=NoAnswer() as error):
-            return ApprovalDecision(call_id, False, described(error))
+            return ApprovalDecision(call_id, False, described(error), path=path)
         case Raised(error=error):
-            return ApprovalDecision(call_id, False, f"the approval handler raised {described(error)}")
+            why = f"the approval handler raised {described(error)}"
+            return ApprovalDecision(call_id, False, why, path=path)
 
 
 def tool_raised(call_id: CallId, error: BaseException) -> StepResult:

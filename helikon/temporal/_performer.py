@@ -420,7 +420,7 @@ class ActivityPerformer:
             return data
         if isinstance(data, str):
             why = Raised(NoAnswer(f"the approval handler did not answer: {data}"))
-            return ApprovalsGiven(tuple(approval_decision(r.call_id, why) for r in requests))
+            return ApprovalsGiven(tuple(approval_decision(r.call_id, why, r.path) for r in requests))
         given: ApprovalsGiven = decode_or_fail(data, ApprovalsGiven)
         return given
 

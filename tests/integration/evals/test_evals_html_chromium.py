@@ -134,7 +134,9 @@ def test_the_failures_filter_and_the_trace_links_work(browser: Any, saved: tuple
     page.locator("#case-1 a", has_text="trace").click()
     page.wait_for_load_state("load")
     assert page.url.endswith("/traces/0001-shipped.html")
-    assert page.locator("#steps tbody tr").count() == 3
+    # the run's start-up events (before any effect) have a row of their own, then one row a step
+    assert page.locator("#steps tbody tr").count() == 4
+    assert "RunStarted" in page.locator("#steps tbody tr").first.inner_text()
     assert "lookup_order" in page.locator("#steps").inner_text()
     page.locator("a", has_text="report").first.click()
     page.wait_for_load_state("load")

@@ -20,6 +20,7 @@ import pytest
 import uvicorn
 from mcp import Client, StdioServerParameters
 from mcp import types as mcp_types
+from mcp.shared.exceptions import MCPError
 from mcp_support import run
 from served_agent import build
 from starlette.applications import Starlette
@@ -81,8 +82,9 @@ async def exercise(client: Client, markers: Path) -> None:
 
     again = await client.call_tool("budget_assistant", {"input": "Still there?"})
     assert text(again) == "still serving"
-    wrong = await client.call_tool("budget_assistant", {"question": "no input"})
-    assert wrong.is_error
+    with pytest.raises(MCPError) as wrong:  # the input schema refuses it: invalid params
+        await client.call_tool("budget_assistant", {"question": "no input"})
+    assert wrong.value.code == -32602
 
 
 def test_the_agent_served_over_stdio(tmp_path: Path) -> None:
