@@ -270,9 +270,21 @@ class OpenAIModel:
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body :meth:`invoke` would send for ``request`` (for inspection)."""
-        if self._config.api == "chat":
-            return chat_api.chat_body(request, self._config)
-        return responses_api.responses_body(request, self._config)
+        config = self._config_for(request)
+        if config.api == "chat":
+            return chat_api.chat_body(request, config)
+        return responses_api.responses_body(request, config)
+
+    def _config_for(self, request: ModelRequest) -> OpenAIConfig:
+        """The configuration one call is made with: a server that cannot stream
+        a turn whose tools are offered with an "auto" choice gets that turn as
+        one non-streaming call (its profile says so)."""
+        config = self._config
+        if config.api == "chat" and config.stream and not config.profile.streams_auto_tool_choice:
+            choice = request.settings.tool_choice
+            if request.tools and (choice is None or isinstance(choice, ToolChoiceAuto)):
+                return attrs.evolve(config, stream=False)
+        return config
 
     async def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         """Call the model and stream its events.
@@ -282,20 +294,16 @@ class OpenAIModel:
                 malformed or truncated stream, refusal).
         """
         parser: WireParser
-        config = self._config
-        if config.api == "chat" and config.stream and not config.profile.streams_auto_tool_choice:
-            choice = request.settings.tool_choice
-            if request.tools and (choice is None or isinstance(choice, ToolChoiceAuto)):
-                config = attrs.evolve(config, stream=False)
+        config = self._config_for(request)
         if config.api == "chat":
             schema = request.settings.response_format
-            output_tool = self._config.output_mode == "tool" and isinstance(schema, JsonSchema)
+            output_tool = config.output_mode == "tool" and isinstance(schema, JsonSchema)
             unwrap = isinstance(schema, JsonSchema) and chat_api.output_tool_wraps(schema.schema)
             parser = chat_api.ChatParser(config, output_tool, output_tool and unwrap)
             path = chat_api.PATH
         else:
             path, parser = responses_api.PATH, responses_api.ResponsesParser(config)
-        body = chat_api.chat_body(request, config) if config.api == "chat" else self.request_body(request)
+        body = self.request_body(request)
         async with aclosing(stream_events(self._client, config, path, body, cancel, parser)) as events:
             async for event in events:
                 yield event

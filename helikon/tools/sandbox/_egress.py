@@ -43,6 +43,7 @@ from typing import Final, final
 import attrs
 
 from helikon.tools._web_guard import address_refusal
+from helikon.tools.sandbox._isolate import _pump  # one byte pump for the relay and the proxy
 
 _MAX_HEAD: Final = 64 * 1024
 _HOP_HEADERS: Final = frozenset({b"connection", b"keep-alive", b"proxy-authorization", b"proxy-connection"})
@@ -267,17 +268,6 @@ def _respond(sock: socket.socket, status: int, reason: str) -> None:
     )
     with contextlib.suppress(OSError):
         sock.sendall(head.encode() + body)
-
-
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while chunk := source.recv(65536):
-            sink.sendall(chunk)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_WR)
 
 
 def _relay(client: socket.socket, upstream: socket.socket) -> None:
