@@ -20,7 +20,7 @@ Pure: no IO. The rules it owns:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, assert_never
+from typing import Any, Final, Literal, assert_never
 
 import msgspec
 
@@ -162,10 +162,12 @@ def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
         body["output_config"] = output_config
     if options.thinking is not None:
         body["thinking"] = options.thinking.wire()
-    if settings.temperature is not None:
-        body["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        body["top_p"] = settings.top_p
+    if sampling_support(options.model_id) != "defaults":
+        # A model that takes only the defaults is sent none (the same answer).
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            body["top_p"] = settings.top_p
     if options.stream:
         body["stream"] = True
     return body
@@ -179,10 +181,12 @@ def settings_problem(settings: ModelSettings, options: Options) -> str | None:
     >>> both = ModelSettings(temperature=0.2, top_p=0.9)
     >>> settings_problem(both, Options("claude-3-5-haiku-latest")) is None
     True
+    >>> settings_problem(ModelSettings(temperature=0.0), Options("claude-opus-4-7"))
+    'claude-opus-4-7 takes no temperature or top_p (the API removed sampling settings for this model)'
     """
-    model = options.model_id
-    if settings.temperature is not None and settings.top_p is not None and not _takes_both(model):
-        return f"{model} takes temperature or top_p, not both"
+    problem = sampling_problem(settings, options.model_id)
+    if problem is not None:
+        return problem
     if options.thinking is None:
         return None
     if settings.temperature is not None and settings.temperature != 1:
@@ -194,13 +198,61 @@ def settings_problem(settings: ModelSettings, options: Options) -> str | None:
     return None
 
 
-def _takes_both(model_id: str) -> bool:
-    """Whether ``model_id`` still takes temperature and top_p together (the
-    Claude 3 family and the first Claude 4 models; later models refuse it)."""
-    return model_id.startswith("claude-3") or any(
-        model_id.startswith(prefix)
-        for prefix in ("claude-sonnet-4-0", "claude-sonnet-4-2025", "claude-opus-4-0", "claude-opus-4-2025")
-    )
+def sampling_problem(settings: ModelSettings, model_id: str) -> str | None:
+    """Why a Claude model (on the Messages API or Bedrock) would refuse the
+    sampling settings of ``settings``, or None (see :func:`sampling_support`)."""
+    sampling = sampling_support(model_id)
+    chosen = [name for name in ("temperature", "top_p") if getattr(settings, name) is not None]
+    if chosen and sampling == "none":
+        return f"{model_id} takes no temperature or top_p (the API removed sampling settings for this model)"
+    if sampling == "defaults":
+        odd = [name for name in chosen if getattr(settings, name) != 1]
+        if odd:
+            return f"{model_id} takes only the default {odd[0]} (1), not {getattr(settings, odd[0])}"
+    if len(chosen) == 2 and sampling == "one":
+        return f"{model_id} takes temperature or top_p, not both"
+    return None
+
+
+#: Model families (id prefixes, after any Bedrock region/vendor prefix) by the
+#: sampling settings the Messages API takes. The API removed ``temperature``
+#: and ``top_p`` from Claude Opus 4.7 on (a 400 "deprecated for this model"
+#: when either is present), Sonnet/Haiku 5 take only the defaults, the 4.x
+#: models from Sonnet 4.5 take one of the two, the Claude 3 family and the
+#: first Claude 4 models both. The official SDK (``anthropic>=1``) no longer
+#: declares either field; older models still honour them on the wire.
+_SAMPLING_NONE = ("claude-opus-4-7", "claude-opus-4-8", "claude-opus-5", "claude-fable", "claude-mythos")
+_SAMPLING_DEFAULTS = ("claude-sonnet-5", "claude-haiku-5")
+_SAMPLING_BOTH = (
+    "claude-3",
+    "claude-sonnet-4-0",
+    "claude-sonnet-4-2025",
+    "claude-opus-4-0",
+    "claude-opus-4-2025",
+)
+
+
+def sampling_support(model_id: str) -> Literal["both", "one", "defaults", "none", "unknown"]:
+    """Which sampling settings ``model_id`` takes: ``"both"`` (temperature and
+    top_p together), ``"one"`` (either, not both), ``"defaults"`` (only the
+    value 1, so nothing is sent), ``"none"``, or ``"unknown"`` for an id that
+    names no Claude family (sent as set: the server decides).
+
+    >>> [sampling_support(m) for m in ("claude-3-5-haiku-latest", "claude-sonnet-4-5", "claude-opus-4-8")]
+    ['both', 'one', 'none']
+    >>> sampling_support("us.anthropic.claude-sonnet-5-v1:0"), sampling_support("my-proxy-model")
+    ('defaults', 'unknown')
+    """
+    name = model_id[model_id.index("claude-"):] if "claude-" in model_id else model_id
+    if name.startswith(_SAMPLING_NONE):
+        return "none"
+    if name.startswith(_SAMPLING_DEFAULTS):
+        return "defaults"
+    if name.startswith(_SAMPLING_BOTH):
+        return "both"
+    if name.startswith("claude-"):
+        return "one"
+    return "unknown"
 
 
 def _history_tools(messages: list[Message]) -> list[str]:

@@ -39,7 +39,8 @@ import httpx
 from helikon._json import JsonObject
 from helikon.cancel import CancellationToken
 from helikon.errors import ConfigError, ModelError
-from helikon.model import ModelCapabilities, ModelEvent, ModelRequest
+from helikon.model import ModelCapabilities, ModelEvent, ModelRequest, ModelSettings
+from helikon.providers._anthropic_request import sampling_problem
 from helikon.providers._bedrock_credentials import (
     CredentialSource,
     ExplicitCredentials,
@@ -213,6 +214,19 @@ class BedrockModel:
             return cls(model_id, **options)
 
         return await anyio.to_thread.run_sync(build)
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse, with a :class:`ConfigError`, sampling settings a Claude model
+        on Bedrock never accepts (``LlmAgent`` calls this when it is built): the
+        same per-family rule as :meth:`AnthropicModel.check_settings`.
+
+        Raises:
+            ConfigError: a temperature or top_p the model's family refuses.
+        """
+        if self._family is ModelFamily.ANTHROPIC:
+            problem = sampling_problem(settings, base_model_id(self._model_id))
+            if problem is not None:
+                raise ConfigError(f"BedrockModel {self._model_id!r}: {problem}")
 
     # -- the Model protocol -------------------------------------------------------------
 

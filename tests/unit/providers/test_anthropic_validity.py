@@ -128,3 +128,48 @@ def test_a_thinking_budget_above_max_output_tokens_gets_room_for_the_answer() ->
                 thinking=ExtendedThinking(2048))
     assert body["thinking"]["budget_tokens"] == 2048 and body["max_tokens"] == 2048 + 512
 
+
+
+@pytest.mark.parametrize("model_id", ["claude-opus-4-7", "claude-opus-4-8-20260601", "claude-fable-5-1",
+                                      "claude-mythos-5", "claude-opus-5"])
+@pytest.mark.parametrize("settings", [ModelSettings(temperature=0.0), ModelSettings(top_p=0.9),
+                                      ModelSettings(temperature=1.0)])
+def test_models_without_sampling_settings_refuse_any_at_build(model_id: str, settings: ModelSettings) -> None:
+    # The API answers 400 "`temperature` is deprecated for this model" from Opus 4.7 on.
+    with pytest.raises(ConfigError, match="takes no temperature or top_p"):
+        LlmAgent(name="a", model=AnthropicModel(model_id, api_key="k"), settings=settings)
+    LlmAgent(name="a", model=AnthropicModel(model_id, api_key="k"))  # unset is fine
+
+
+def test_models_that_take_only_default_sampling_refuse_others_and_are_sent_none() -> None:
+    model = AnthropicModel("claude-sonnet-5", api_key="k")
+    with pytest.raises(ConfigError, match="only the default temperature"):
+        LlmAgent(name="a", model=model, settings=ModelSettings(temperature=0.2))
+    LlmAgent(name="a", model=model, settings=ModelSettings(temperature=1.0))
+    body = sent(ModelRequest((user_text("x"),), (), ModelSettings(temperature=1.0, top_p=1.0)),
+                model_id="claude-sonnet-5")
+    assert "temperature" not in body and "top_p" not in body
+
+
+@pytest.mark.parametrize(("model_id", "sent_keys"), [
+    ("claude-sonnet-4-6", {"temperature"}),
+    ("claude-haiku-4-5", {"temperature"}),
+    ("claude-3-7-sonnet-latest", {"temperature"}),
+])
+def test_families_that_still_sample_are_sent_what_was_set(model_id: str, sent_keys: set[str]) -> None:
+    body = sent(ModelRequest((user_text("x"),), (), ModelSettings(temperature=0.3)), model_id=model_id)
+    assert {k for k in ("temperature", "top_p") if k in body} == sent_keys and body["temperature"] == 0.3
+
+
+def test_claude_on_bedrock_follows_the_same_family_rule() -> None:
+    from helikon.providers.bedrock import AwsCredentials, BedrockModel
+
+    creds = AwsCredentials("AKIDTEST", "secret")
+    late = BedrockModel("us.anthropic.claude-opus-4-7-v1:0", region="us-east-1", credentials=creds)
+    with pytest.raises(ConfigError, match="takes no temperature or top_p"):
+        LlmAgent(name="a", model=late, settings=ModelSettings(temperature=0.2))
+    both = BedrockModel("us.anthropic.claude-sonnet-4-5-20250929-v1:0", region="us-east-1", credentials=creds)
+    with pytest.raises(ConfigError, match="not both"):
+        LlmAgent(name="a", model=both, settings=ModelSettings(temperature=0.2, top_p=0.5))
+    nova = BedrockModel("amazon.nova-pro-v1:0", region="us-east-1", credentials=creds)
+    LlmAgent(name="a", model=nova, settings=ModelSettings(temperature=0.2, top_p=0.5))
