@@ -18,6 +18,7 @@ checks that the two agree.
 import importlib
 import typing
 
+from helikon import _plugins
 from helikon._version import __version__
 
 # One ``from m import (A as A, ...)`` per module (``as`` marks the re-export; isort would split them).
@@ -202,6 +203,17 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 
 #: Where each public name lives.
 _LOCATIONS: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def _default_observer() -> typing.Any:
+    """The observer of runs whose handle names no tracer: a ``Telemetry`` of
+    the global OpenTelemetry providers (imported only when one is configured)."""
+    from helikon.observability import Telemetry
+
+    return Telemetry()
+
+
+_plugins.default_observer = _default_observer
 
 
 def __getattr__(name: str) -> typing.Any:

@@ -9,12 +9,12 @@ tool cannot bypass the run's persistence.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, MutableMapping
 from typing import Any, Generic, TypeVar
 
 import attrs
 
+from helikon import _plugins
 from helikon.cancel import CancellationToken
 from helikon.config import PermissionMode
 from helikon.errors import ConfigError
@@ -102,8 +102,9 @@ def _global_telemetry() -> Any:
     :class:`~helikon.observability.Telemetry` of the global providers when
     ``opentelemetry-api`` is installed and a provider is configured, else None.
 
-    The observability integration sits above this layer, so it is looked up
-    by name, as a plugin, only once a provider is known to be configured."""
+    The observability integration sits above this layer: the facade plugs
+    its factory in (:data:`helikon._plugins.default_observer`), and it is
+    built only once a provider is known to be configured."""
     try:
         from opentelemetry import metrics, trace
     except ImportError:
@@ -113,8 +114,9 @@ def _global_telemetry() -> Any:
     ).__module__.startswith("opentelemetry.metrics"):
         return None  # the API's own proxy and no-op providers: nothing configured
     if not _GLOBAL_TELEMETRY:
-        observability = importlib.import_module("helikon.observability")
-        _GLOBAL_TELEMETRY.append(observability.Telemetry())
+        if _plugins.default_observer is None:
+            return None
+        _GLOBAL_TELEMETRY.append(_plugins.default_observer())
     return _GLOBAL_TELEMETRY[0]
 
 

@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon._normal",
             "helikon._version",
             "helikon._deprecated",
+            "helikon._plugins",
             "helikon.ids",
             "helikon.items",
             "helikon.model",
@@ -132,6 +133,27 @@ def test_a_module_imports_nothing_from_a_higher_layer(module: str) -> None:
         if layer_of(name) > mine
     ]
     assert not upward, "\n".join(upward)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "helikon"))
+def test_no_module_imports_a_higher_layer_by_name(module: str) -> None:
+    # ``importlib.import_module("helikon....")`` would dodge the check above;
+    # a lower layer that needs a higher one reads a hook from helikon._plugins.
+    tree = ast.parse(MODULES[module].read_text())
+    mine = layer_of(module)
+    dynamic = [
+        f"{module}:{node.lineno} imports {node.args[0].value} by name"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute | ast.Name)
+        and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+        in ("import_module", "__import__")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and str(node.args[0].value).split(".")[0] == "helikon"
+        and layer_of(str(node.args[0].value)) > mine
+    ]
+    assert not dynamic, "\n".join(dynamic)
 
 
 def test_no_modules_import_each_other_in_a_cycle() -> None:
