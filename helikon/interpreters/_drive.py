@@ -106,12 +106,13 @@ async def drive(
     """
     machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
     clock = getattr(interpreter, "now", None)
+    members = clock is not None and machine.timed  # tree members keep deadlines of their own
     if first is not None:
         outcome = first
     else:
-        outcome = machine.begin(input, env.run_id, env.ctx.agent_depth)
-        if clock is not None and env.spec.config.timeout is not None:
-            outcome = timed(outcome, clock(), env.spec.config.timeout)
+        timeout = env.spec.config.timeout
+        began = clock() if clock is not None and (timeout is not None or members) else None
+        outcome = timed(machine.begin(input, env.run_id, env.ctx.agent_depth, began), began, timeout)
     observe = getattr(interpreter, "observe", None)
     while True:
         if observe is not None:
@@ -129,9 +130,11 @@ async def drive(
                 yield item
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
-        if clock is not None and outcome.state.deadline is not None:
-            result = on_time(outcome.state, result, clock())
-        match machine.step(outcome.state, result):
+        now: float | None = None
+        if clock is not None and (members or outcome.state.deadline is not None):
+            now = clock()
+            result = on_time(outcome.state, result, now)
+        match machine.step(outcome.state, result, now):
             case Success(nxt):
                 outcome = nxt
             case Failure(error):
