@@ -37,13 +37,13 @@ def _texts(event: ModelEvent) -> tuple[tuple[str, str | None], ...]:
 
 
 def model_form_problem(events: tuple[ModelEvent, ...]) -> str | None:
-    """Why ``events`` are not in normal form (the first place), or None.
+    r"""Why ``events`` are not in normal form (the first place), or None.
 
     >>> from helikon.model import TextChunk
     >>> model_form_problem((TextChunk("fine"),)) is None
     True
-    >>> model_form_problem((TextChunk("ok"), TextChunk("bad \\ud800")))
-    '$.events[1].text: a string holding a lone surrogate has no UTF-8 form'
+    >>> model_form_problem((TextChunk("ok"), TextChunk("bad \ud800")))
+    "$.events[1].text: the string holds a lone surrogate ('\\ud800' at index 4)"
     """
     for index, event in enumerate(events):
         for name, value in _texts(event):
