@@ -96,7 +96,17 @@ from helikon.events import AgentEvent, AgentUpdated, HandoffItem, RunCompleted, 
 from helikon.governance import OnHandoff, OnRunComplete, OnSubagentStop
 from helikon.ids import RunId
 from helikon.items import AgentInput, Item
-from helikon.loop import AgentSpec, Done, Failed, Outcome, RunState, deadline_after, on_time, start, transition
+from helikon.loop import (
+    AgentSpec,
+    Done,
+    Failed,
+    Outcome,
+    RunState,
+    deadline_after,
+    on_time,
+    start,
+    transition,
+)
 from helikon.model import Usage
 
 
@@ -864,7 +874,7 @@ def _late(
 def _stamped(spec: TreeSpec, node: TreeNode, now: float | None, top: bool = True) -> TreeNode:
     """``node`` with a deadline for each member below the root that began
     without one: ``timeout`` seconds after the reading ``now``."""
-    if now is None or not node.children and top:
+    if now is None or (not node.children and top):
         return node
     state = node.state
     if not top and not isinstance(state, OpaqueState) and state.deadline is None:

@@ -51,7 +51,9 @@ class OutcomeLike(Protocol):
 class Machine(Protocol):
     """A pure machine: where a run begins and how it steps."""
 
-    def begin(self, input: AgentInput, run_id: RunId, depth: int, now: float | None = None) -> OutcomeLike: ...
+    def begin(
+        self, input: AgentInput, run_id: RunId, depth: int, now: float | None = None
+    ) -> OutcomeLike: ...
 
     def step(
         self, state: RunState | WorkflowState | TreeState, result: EffectResult, now: float | None = None

@@ -15,8 +15,8 @@ machines give the events a live run gives.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, final
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, cast, final
 
 import attrs
 
@@ -69,6 +69,7 @@ from helikon.interpreters._perform import (
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec, Outcome, RunState, delta_event
 from helikon.model import ModelEvent, Usage
+from helikon.protocols import Model
 
 T = TypeVar("T")
 
@@ -215,7 +216,8 @@ class TestInterpreter:
         ctx = attrs.evolve(self.ctx, agent_depth=effect.depth)
         for item in iterate_sync(run_child(agent, ctx, run.input)):
             if isinstance(item, ChildEnd):
-                return AgentsRan((AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated),))
+                ended = AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)
+                return AgentsRan((ended,))
             emit.append(item)
         raise StepError(f"child agent {run.key!r} ended without a result")
 
@@ -322,7 +324,7 @@ def iterate_sync(stream: AsyncIterator[T]) -> Iterator[T]:
     """The items of ``stream``, without an event loop: for streams that never
     wait on one (a scripted run's); one that does is a ``StepError``."""
     while True:
-        step = stream.__anext__()
+        step = cast(Coroutine[Any, Any, T], stream.__anext__())
         try:
             step.send(None)
         except StopIteration as done:
@@ -338,12 +340,12 @@ def _env_of(spec: AgentSpec | TreeSpec, ctx: RunContext[Any], run_id: RunId) -> 
     """A scripted run's environment: the spec and its machine (the run's own
     timeout is the agent's, or the tree root's)."""
     if isinstance(spec, AgentSpec):
-        return RunEnv(spec, _NoModel(), {}, None, ctx, run_id)
+        return RunEnv(spec, _NO_MODEL, {}, None, ctx, run_id)
     root = spec.member(spec.root)
     own = AgentSpec(spec.root, config=RunConfig(timeout=root.timeout if root is not None else None))
     if root is not None and isinstance(root.spec, AgentSpec):
         own = root.spec
-    return RunEnv(own, _NoModel(), {}, None, ctx, run_id, machine=TreeMachine(spec))
+    return RunEnv(own, _NO_MODEL, {}, None, ctx, run_id, machine=TreeMachine(spec))
 
 
 class _NoModel:
@@ -352,6 +354,8 @@ class _NoModel:
     def invoke(self, request: object, cancel: object) -> AsyncIterator[ModelEvent]:
         raise StepError("a scripted run calls no model")  # pragma: no cover
 
+
+_NO_MODEL = cast(Model, _NoModel())
 
 def _agent_at(node: TreeNode, path: tuple[str, ...]) -> str:
     """The name of the agent whose sub-machine is at ``path`` below ``node``."""

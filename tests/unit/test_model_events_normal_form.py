@@ -38,7 +38,10 @@ def ping(text: str) -> str:
 
 CASES: dict[str, list[Any]] = {
     "text": [TextChunk("fine "), TextChunk(f"bad {LONE}"), Finish(FinishReason.STOP)],
-    "arguments": [ToolCallChunk(0, "c1", "ping", '{"text": "' + LONE + '"}'), Finish(FinishReason.TOOL_CALLS)],
+    "arguments": [
+        ToolCallChunk(0, "c1", "ping", '{"text": "' + LONE + '"}'),
+        Finish(FinishReason.TOOL_CALLS),
+    ],
     "tool name": [ToolCallChunk(0, "c1", "pi" + LONE, "{}"), Finish(FinishReason.TOOL_CALLS)],
 }
 WHERE = {"text": "$.events[1].text", "arguments": "$.events[0].arguments", "tool name": "$.events[0].name"}

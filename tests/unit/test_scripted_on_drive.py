@@ -61,7 +61,7 @@ def live(answer: str, backend: str) -> list[AgentEvent]:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("answer", ["all fine", "forbidden words"])
-def test_the_scripted_interpreter_runs_opaque_children_and_guardrails_as_live(answer: str, backend: str) -> None:
+def test_the_scripted_interpreter_runs_opaque_children_and_guardrails(answer: str, backend: str) -> None:
     events = live(answer, backend)
     tree = prepare(pipeline(answer), run_id="p-run").machine.spec
     writer = TestInterpreter([say(answer)], output_guardrails=[strict])
