@@ -933,6 +933,30 @@ def _unaddressed(
     return decision
 
 
+def deadline_at(state: object, path: tuple[str, ...]) -> float | None:
+    """The deadline the sub-machine at ``path`` runs under: the earliest of
+    the run's and those of the members it runs in (None: none). Any state
+    is accepted (a single machine's is its own deadline): an interpreter
+    may use it to cut work short; the machine decides what is late.
+
+    >>> deadline_at(None, ()) is None
+    True
+    """
+    deadline: float | None = getattr(state, "deadline", None)
+    if not isinstance(state, TreeState):
+        return deadline
+    node = state.root
+    for key in path:
+        child = next((c.node for c in node.children if c.key == key), None)
+        if child is None:
+            break
+        node = child
+        own = getattr(node.state, "deadline", None)
+        if own is not None and (deadline is None or own < deadline):
+            deadline = own
+    return deadline
+
+
 def resume_tree(state: TreeState) -> TreeOutcome:
     """The outcome to continue a stored tree run from: its pending effect."""
     return _outcome(state, [])
@@ -949,6 +973,7 @@ __all__ = [
     "TreeOutcome",
     "TreeSpec",
     "TreeState",
+    "deadline_at",
     "leaves",
     "pending_effect",
     "private_path",

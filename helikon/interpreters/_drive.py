@@ -16,6 +16,7 @@ decides with each reading whether the run is out of time.
 
 from __future__ import annotations
 
+import inspect
 import typing
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, TypeGuard, TypeVar, cast
@@ -97,6 +98,15 @@ def interruption(env: RunEnv) -> RunInterrupted | None:
     return None
 
 
+async def _read(clock: Any) -> float | None:
+    """A clock reading (a clock may answer with an awaitable: a Temporal
+    worker's clock is read through an activity)."""
+    reading = clock()
+    if inspect.isawaitable(reading):
+        reading = await reading
+    return cast(float | None, reading)
+
+
 async def drive(
     interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
 ) -> AsyncIterator[AgentEvent]:
@@ -111,7 +121,7 @@ async def drive(
         outcome = first
     else:
         timeout = env.spec.config.timeout
-        began = clock() if clock is not None and (timeout is not None or members) else None
+        began = await _read(clock) if clock is not None and (timeout is not None or members) else None
         outcome = timed(machine.begin(input, env.run_id, env.ctx.agent_depth, began), began, timeout)
     observe = getattr(interpreter, "observe", None)
     while True:
@@ -132,7 +142,7 @@ async def drive(
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         now: float | None = None
         if clock is not None and (members or outcome.state.deadline is not None):
-            now = clock()
+            now = await _read(clock)
             result = on_time(outcome.state, result, now)
         match machine.step(outcome.state, result, now):
             case Success(nxt):
