@@ -933,28 +933,37 @@ def _unaddressed(
     return decision
 
 
-def deadline_at(state: object, path: tuple[str, ...]) -> float | None:
-    """The deadline the sub-machine at ``path`` runs under: the earliest of
-    the run's and those of the members it runs in (None: none). Any state
-    is accepted (a single machine's is its own deadline): an interpreter
-    may use it to cut work short; the machine decides what is late.
+def deadline_at(state: object, path: tuple[str, ...]) -> tuple[float, float] | None:
+    """The deadline the sub-machine at ``path`` runs under and the timeout
+    that set it: the earliest of the run's and those of the members it runs
+    in (None: none). Any state is accepted (a single machine's is its own
+    deadline): an interpreter may use it to cut work short; the machine
+    decides what is late.
 
     >>> deadline_at(None, ()) is None
     True
     """
-    deadline: float | None = getattr(state, "deadline", None)
+    found: tuple[float, float] | None = _limit_of(state)
     if not isinstance(state, TreeState):
-        return deadline
+        return found
     node = state.root
     for key in path:
         child = next((c.node for c in node.children if c.key == key), None)
         if child is None:
             break
         node = child
-        own = getattr(node.state, "deadline", None)
-        if own is not None and (deadline is None or own < deadline):
-            deadline = own
-    return deadline
+        own = _limit_of(node.state)
+        if own is not None and (found is None or own[0] < found[0]):
+            found = own
+    return found
+
+
+def _limit_of(state: object) -> tuple[float, float] | None:
+    deadline = getattr(state, "deadline", None)
+    if deadline is None:
+        return None
+    timeout = getattr(state, "timeout", None)
+    return float(deadline), float(timeout) if timeout is not None else 0.0
 
 
 def resume_tree(state: TreeState) -> TreeOutcome:

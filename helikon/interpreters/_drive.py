@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeGuard, TypeVar, cast
 import attrs
 from returns.result import Failure, Success
 
+from helikon.agents import deadline_at
 from helikon.effects import Effect as Effect
 from helikon.effects import (
     EffectResult,
@@ -86,15 +87,45 @@ def timed(outcome: Out, now: float | None, timeout: float | None) -> Out:
     return evolved
 
 
-def interruption(env: RunEnv) -> RunInterrupted | None:
-    """The interruption due now (cancelled, or past the deadline), if any."""
+#: Where :func:`drive` leaves the machine's state and the latest clock reading
+#: in ``env.derived``, for an interpreter to derive how long work may take.
+CLOCKED = "clocked"
+
+
+def due(env: RunEnv, path: tuple[str, ...] = ()) -> tuple[float, float] | None:
+    """When work of the sub-machine at ``path`` must be cut short, on the
+    event loop's clock, and the timeout that set it (None: never).
+
+    Derived from the machine's state (:func:`helikon.agents.deadline_at`)
+    and the latest reading :func:`drive` took, so a member's deadline is the
+    one the machine set when the member began. Without a reading (a run not
+    driven by :func:`drive`, the step API's ``perform``) it is the deadline
+    the environment was built with.
+    """
+    import anyio
+
+    known = env.derived.get(CLOCKED)
+    if known is None:
+        if env.deadline is None:
+            return None
+        return env.deadline, env.timeout_s or env.spec.config.timeout or 0.0
+    state, reading = known
+    limit = deadline_at(state, path)
+    if limit is None:
+        return None
+    return anyio.current_time() + (limit[0] - reading), limit[1]
+
+
+def interruption(env: RunEnv, limit: tuple[float, float] | None = None) -> RunInterrupted | None:
+    """The interruption due now (cancelled, or past ``limit``, the work's
+    cut-short time from :func:`due`), if any."""
     if env.ctx.cancel.cancelled:
         return RunInterrupted(Cancelled())
-    if env.deadline is not None:
+    if limit is not None:
         import anyio
 
-        if anyio.current_time() >= env.deadline:
-            return RunInterrupted(TimedOut(env.timeout_s or env.spec.config.timeout or 0.0))
+        if anyio.current_time() >= limit[0]:
+            return RunInterrupted(TimedOut(limit[1]))
     return None
 
 
@@ -123,6 +154,8 @@ async def drive(
         timeout = env.spec.config.timeout
         began = await _read(clock) if clock is not None and (timeout is not None or members) else None
         outcome = timed(machine.begin(input, env.run_id, env.ctx.agent_depth, began), began, timeout)
+        if began is not None:
+            env.derived[CLOCKED] = (outcome.state, began)
     observe = getattr(interpreter, "observe", None)
     while True:
         if observe is not None:
@@ -147,8 +180,20 @@ async def drive(
         match machine.step(outcome.state, result, now):
             case Success(nxt):
                 outcome = nxt
+                if now is not None:
+                    env.derived[CLOCKED] = (outcome.state, now)
             case Failure(error):
                 raise error
 
 
-__all__ = ["RESULT_TYPES", "Interpreter", "drive", "interruption", "is_event", "is_result", "timed"]
+__all__ = [
+    "CLOCKED",
+    "RESULT_TYPES",
+    "Interpreter",
+    "drive",
+    "due",
+    "interruption",
+    "is_event",
+    "is_result",
+    "timed",
+]

@@ -574,10 +574,10 @@ class ActivityPerformer:
         them), from the latest clock reading; None: no deadline. This only
         cuts work short: whether the run is out of time is the machine's
         decision, from the reading taken when the work comes back."""
-        deadline = deadline_at(self._state, path)
-        if deadline is None or self._last is None or self._settings.clock:
+        limit = deadline_at(self._state, path)
+        if limit is None or self._last is None or self._settings.clock:
             return None  # a worker's own clock (tests) is not the server's: nothing is cut short
-        return max(timedelta(seconds=deadline - self._last), timedelta(milliseconds=1))
+        return max(timedelta(seconds=limit[0] - self._last), timedelta(milliseconds=1))
 
     def _timeout(self) -> float:
         timeout = getattr(self._state, "timeout", None)

@@ -19,8 +19,8 @@ import pytest
 from helikon import LlmAgent, RunConfig, RunContext, RunFailed, SequentialAgent, tool
 from helikon.context import HookRegistry
 from helikon.effects import Terminate
-from helikon.errors import TimedOut
-from helikon.events import AgentEvent, RunCompleted
+from helikon.errors import MaxIterationsExceeded, TimedOut
+from helikon.events import AgentEvent, RunCompleted, ToolOutputItem
 from helikon.interpreters import LiveInterpreter, TestInterpreter
 from helikon.steps import advance, perform, prepare, start
 from helikon.testing import MockModel, call_tools, say
@@ -114,3 +114,33 @@ def test_the_scripted_interpreter_agrees_on_a_members_timeout() -> None:
     ).run(env.machine.spec, "go", "member-timeout")
 
     assert list(scripted.events) == events
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_member_entered_again_gets_a_fresh_deadline(backend: str) -> None:
+    # The live interpreter cut a member's work short at a deadline measured
+    # once per run (from the member's first effect): the loop's second pass
+    # timed out at once. The machine gives each entry its own deadline, and
+    # the live interpreter cuts work short at the machine's deadline.
+    from helikon import LoopAgent
+
+    @tool
+    async def nap() -> str:
+        """Nap a little."""
+        await anyio.sleep(0.25)
+        return "rested"
+
+    script = [call_tools(("nap", {})), say("ok")] * 2
+    worker: LlmAgent[Any] = LlmAgent(name="C", model=MockModel(script), tools=[nap])
+    inner = SequentialAgent("B", "", config=RunConfig(timeout=0.4)).then(worker)
+    loop = LoopAgent("L", "", max_iterations=2).then(inner)
+
+    async def main() -> list[AgentEvent]:
+        return [e async for e in loop.run(RunContext.ephemeral(None), "go")]
+
+    events = anyio.run(main, backend=backend)
+
+    # both passes ran whole (the second was cut short with TimedOut(0.4) before)
+    last = events[-1]
+    assert isinstance(last, RunFailed) and last.error == MaxIterationsExceeded(2)
+    assert sum(isinstance(e, ToolOutputItem) for e in events) == 2
