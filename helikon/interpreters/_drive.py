@@ -102,8 +102,6 @@ def due(env: RunEnv, path: tuple[str, ...] = ()) -> tuple[float, float] | None:
     driven by :func:`drive`, the step API's ``perform``) it is the deadline
     the environment was built with.
     """
-    import anyio
-
     known = env.derived.get(CLOCKED)
     if known is None:
         if env.deadline is None:
@@ -113,6 +111,8 @@ def due(env: RunEnv, path: tuple[str, ...] = ()) -> tuple[float, float] | None:
     limit = deadline_at(state, path)
     if limit is None:
         return None
+    import anyio
+
     return anyio.current_time() + (limit[0] - reading), limit[1]
 
 

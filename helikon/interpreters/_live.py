@@ -105,14 +105,12 @@ class LiveInterpreter:
     def new_run_id(self) -> RunId:
         return RunId(self._run_id if self._run_id is not None else uuid.uuid4().hex)
 
-    async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
-        async for item in self._perform(effect, env, due(env)):
-            yield item
-
-    async def _perform(
-        self, effect: Effect, env: RunEnv, limit: Limit
+    async def perform(
+        self, effect: Effect, env: RunEnv, at: tuple[Limit] | None = None
     ) -> AsyncIterator[AgentEvent | EffectResult]:
-        """``effect`` in ``env``, its work cut short at ``limit`` (see :func:`due`)."""
+        """Perform ``effect`` in ``env``, its work cut short at the machine's
+        deadline (:func:`due`; ``at`` gives it for an effect of a tree's wave)."""
+        limit = due(env) if at is None else at[0]
         if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
             stopped = interruption(env, limit)
             if stopped is not None:
@@ -172,7 +170,7 @@ class LiveInterpreter:
             (only,) = effects
             result: EffectResult | None = None
             private = is_private(env, only.path, self)
-            async for item in self._perform(only.effect, world(only), limit(only)):
+            async for item in self.perform(only.effect, world(only), (limit(only),)):
                 if is_result(item):
                     result = item
                 elif not private:
@@ -187,7 +185,7 @@ class LiveInterpreter:
 
         async def one(index: int) -> None:
             at = effects[index]
-            async for item in self._perform(at.effect, world(at), limit(at)):
+            async for item in self.perform(at.effect, world(at), (limit(at),)):
                 if is_result(item):
                     results[index] = item
                 elif is_event(item):
