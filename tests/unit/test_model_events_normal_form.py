@@ -20,7 +20,7 @@ import pytest
 from helikon import LlmAgent, RunContext, RunFailed, tool
 from helikon.effects import Terminate
 from helikon.errors import ModelFailed, OtherModelFailure
-from helikon.events import AgentEvent, TokenDelta
+from helikon.events import AgentEvent, RunCompleted, TokenDelta
 from helikon.interpreters import TestInterpreter
 from helikon.model import Finish, FinishReason, TextChunk, ToolCallChunk
 from helikon.steps import advance, perform, prepare, start
@@ -88,3 +88,21 @@ def test_a_model_answer_not_in_normal_form_fails_the_call_by_name(case: str, bac
         return got
 
     assert anyio.run(stepped, backend=backend) == events
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("arguments", ['{"text": "\\ud800"}', '{"text": 1e400}', '{"text": NaN}'])
+def test_arguments_with_no_canonical_json_are_invalid_arguments_alike(arguments: str, backend: str) -> None:
+    # JSON text with a lone-surrogate escape, a number out of range or NaN
+    # has no normal form once parsed: the loop treats it as invalid
+    # arguments (the model is told and may correct itself), never a crash,
+    # the same under every interpreter.
+    script = [ToolCallChunk(0, "c1", "ping", arguments), Finish(FinishReason.TOOL_CALLS)]
+    events = live(script, backend)
+
+    assert isinstance(events[-1], RunCompleted)
+    msgspec.json.encode([msgspec.to_builtins(e) for e in events])
+    scripted = TestInterpreter([script, say("done")], tools={"ping": lambda args: "x"}).run(
+        prepare(agent(script)).spec, "go", "nf"
+    )
+    assert list(scripted.events) == events
