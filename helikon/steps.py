@@ -153,18 +153,18 @@ def start(
     if not isinstance(agent, AgentSpec):
         _RUNS.pop(run_id, None)  # a fresh start compiles afresh
     machine, env = _world(agent, ctx, run_id)
-    outcome = machine.begin(input, RunId(run_id), depth)
+    timeout = (env.spec if env is not None else agent).config.timeout
+    began = now if timeout is not None or machine.timed else None
+    outcome = machine.begin(input, RunId(run_id), depth, began)
     state = outcome.state
     if isinstance(state, RunState | TreeState):  # a bare workflow machine's state records none
         stamp = fingerprint(agent) if env is None else fingerprint(env.spec, tree_of(env))
         outcome = attrs.evolve(cast(Any, outcome), state=attrs.evolve(state, definition=stamp))
-    timeout = (env.spec if env is not None else agent).config.timeout
-    if now is not None and timeout is not None:
-        outcome = timed(outcome, now, timeout)
+    outcome = timed(outcome, began, timeout)
     if recorder is not None:
         recorder.new_run_id()  # a fresh recording
-        if now is not None and timeout is not None:
-            recorder.note_reading(now)
+        if began is not None:
+            recorder.note_reading(began)
         _observe(recorder, env, outcome)
     return outcome
 
@@ -190,11 +190,13 @@ def advance(
     """
     machine, env = _world(agent, ctx, state.run_id)
     asked = resumed(machine, state).effect if recorder is not None else None
-    if now is not None and getattr(state, "deadline", None) is not None:
+    if now is not None and (machine.timed or getattr(state, "deadline", None) is not None):
         if recorder is not None:
             recorder.note_reading(now)
         result = on_time(state, result, now)
-    match machine.step(state, result):
+    else:
+        now = None  # as drive: no reading is taken where no deadline is kept
+    match machine.step(state, result, now):
         case Success(outcome):
             stepped: OutcomeLike = outcome
             if recorder is not None:

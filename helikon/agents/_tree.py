@@ -79,6 +79,7 @@ from helikon.effects import (
     InvokeTool,
     NotifyHooks,
     OutputStored,
+    PathResult,
     PerformAll,
     RenderInstructions,
     RunAgents,
@@ -95,7 +96,17 @@ from helikon.events import AgentEvent, AgentUpdated, HandoffItem, RunCompleted, 
 from helikon.governance import OnHandoff, OnRunComplete, OnSubagentStop
 from helikon.ids import RunId
 from helikon.items import AgentInput, Item
-from helikon.loop import AgentSpec, Done, Failed, Outcome, RunState, start, transition
+from helikon.loop import (
+    AgentSpec,
+    Done,
+    Failed,
+    Outcome,
+    RunState,
+    deadline_after,
+    on_time,
+    start,
+    transition,
+)
 from helikon.model import Usage
 
 
@@ -147,6 +158,10 @@ class Member:
         key: the member's key in its tree, unique: its name, or, when an
             earlier member has that name, the path (``/``-joined child keys)
             it was first found at.
+        timeout: its own ``RunConfig.timeout`` (seconds, None: none): a run
+            of it that is not the tree's root is out of time that long after
+            the first clock reading the tree is given once it began (see
+            :func:`step_tree`).
     """
 
     name: str
@@ -156,6 +171,7 @@ class Member:
     agent_tools: tuple[tuple[str, str], ...] = ()
     links: tuple[tuple[str, str], ...] = ()
     key: str = attrs.field(default=attrs.Factory(_own_key, takes_self=True), kw_only=True)
+    timeout: float | None = attrs.field(default=None, kw_only=True)
 
     def agent_tool(self, tool: str) -> str | None:
         """The key of the member a tool of this agent runs (an agent used as
@@ -191,6 +207,12 @@ class TreeSpec:
         """The agent name of the member keyed ``key`` (``key`` if none)."""
         member = self.member(key)
         return member.name if member is not None else key
+
+    @property
+    def timed(self) -> bool:
+        """Whether a member other than the root has a timeout of its own
+        (then the tree wants a clock reading with every result)."""
+        return any(m.timeout is not None and m.key != self.root for m in self.members)
 
 
 @attrs.frozen
@@ -753,8 +775,11 @@ def _outcome(state: TreeState, events: list[AgentEvent], appended: tuple[Item, .
 # -- the public steps -------------------------------------------------------------------------
 
 
-def start_tree(spec: TreeSpec, input: AgentInput, run_id: RunId, depth: int = 0) -> TreeOutcome:
-    """Begin a tree run at its root."""
+def start_tree(
+    spec: TreeSpec, input: AgentInput, run_id: RunId, depth: int = 0, now: float | None = None
+) -> TreeOutcome:
+    """Begin a tree run at its root; ``now`` is the clock reading it began
+    with (children that begin at once take their deadlines from it)."""
     root = spec.member(spec.root)
     if root is None:
         raise StepError(f"the tree has no root agent {spec.root!r}")
@@ -762,24 +787,40 @@ def start_tree(spec: TreeSpec, input: AgentInput, run_id: RunId, depth: int = 0)
     events = list(begun.events)
     node = TreeNode(root.key, begun.state, begun.effect, handoffs_left=root.handoffs, root=True)
     node = _settle(spec, attrs.evolve(node, handoff_limit=root.handoffs), begun, events)
+    if spec.timed:
+        node = _stamped(spec, node, now)
     return _outcome(TreeState(node), events, begun.appended)
 
 
-def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec) -> Step:
-    """Feed the pending effect's result: the next outcome (never raises)."""
+def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec, now: float | None = None) -> Step:
+    """Feed the pending effect's result: the next outcome (never raises).
+
+    ``now`` is the clock reading taken when ``result`` came back (None: time
+    is not checked). Time is the machine's, for every member as for the run
+    (:mod:`helikon.loop._clock`): a member with a timeout of its own that
+    began since the last reading is given its deadline ``timeout`` seconds
+    after ``now``; a member whose deadline ``now`` reaches is interrupted
+    with ``TimedOut`` (its results of this step are not folded, unless they
+    only record the machine's chores) and fails, and its parent goes on
+    from that failure as from any other.
+    """
     if state.terminal:
         return Failure(StepError("the run is over"))
     events: list[AgentEvent] = []
     try:
         written = _written(state, result)
-        root = _step_root(spec, state, result, events)
+        root = _step_root(spec, state, result, events, now)
     except StepError as error:
         return Failure(error)
+    if spec.timed:
+        root = _stamped(spec, root, now)
     stored = (*state.stored, *written) if written else state.stored
     return Success(_outcome(attrs.evolve(state, root=root, stored=stored), events))
 
 
-def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: list[AgentEvent]) -> TreeNode:
+def _step_root(
+    spec: TreeSpec, state: TreeState, result: EffectResult, events: list[AgentEvent], now: float | None
+) -> TreeNode:
     root = state.root
     if type(result) is RunInterrupted:
         return _interrupt(spec, root, result, events)
@@ -790,8 +831,9 @@ def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: l
                 raise StepError(f"the tree waits for AllPerformed, not {type(result).__name__}")
             if tuple(r.path for r in result.results) != tuple(a.path for a in asked):
                 raise StepError("the results do not answer the effects in order")
+            late = _late(root, result.results, now)
             for answer in result.results:
-                root = _feed(spec, root, answer.path, answer.result, events)
+                root = _feed(spec, root, answer.path, late.get(answer.path, answer.result), events)
             return root
         case AwaitApproval(requests=requests) if leaves(root) != [AtPath((), expected)]:
             if type(result) is not ApprovalsGiven:
@@ -799,6 +841,50 @@ def _step_root(spec: TreeSpec, state: TreeState, result: EffectResult, events: l
             return _route_approvals(spec, root, requests, result, events)
         case _:
             return _feed(spec, root, (), result, events)
+
+
+def _late(
+    root: TreeNode, answers: tuple[PathResult, ...], now: float | None
+) -> dict[tuple[str, ...], EffectResult]:
+    """The answers the reading ``now`` finds late: those of sub-machines in a
+    member below the root that is out of time, each replaced by the
+    interruption (``TimedOut`` of the outermost such member), as the root's
+    are by :func:`helikon.loop.on_time` (an answer that only records a chore
+    is folded whatever the time). The interrupted sub-machine fails, and its
+    parents go on from that failure as from any other."""
+    late: dict[tuple[str, ...], EffectResult] = {}
+    if now is None:
+        return late
+    for answer in answers:
+        node = root
+        for key in answer.path:
+            child = next((c.node for c in node.children if c.key == key), None)
+            if child is None:
+                break
+            node = child
+            if isinstance(node.state, OpaqueState) or node.state.deadline is None:
+                continue
+            verdict = on_time(node.state, answer.result, now)
+            if verdict is not answer.result:
+                late[answer.path] = verdict
+                break
+    return late
+
+
+def _stamped(spec: TreeSpec, node: TreeNode, now: float | None, top: bool = True) -> TreeNode:
+    """``node`` with a deadline for each member below the root that began
+    without one: ``timeout`` seconds after the reading ``now``."""
+    if now is None or (not node.children and top):
+        return node
+    state = node.state
+    if not top and not isinstance(state, OpaqueState) and state.deadline is None:
+        member = spec.member(node.agent)
+        if member is not None and member.timeout is not None:
+            state = attrs.evolve(state, deadline=deadline_after(now, member.timeout), timeout=member.timeout)
+    children = tuple(TreeChild(c.key, _stamped(spec, c.node, now, False)) for c in node.children)
+    if state is node.state and all(a.node is b.node for a, b in zip(children, node.children, strict=True)):
+        return node
+    return attrs.evolve(node, state=state, children=children)
 
 
 def _route_approvals(
@@ -847,6 +933,39 @@ def _unaddressed(
     return decision
 
 
+def deadline_at(state: object, path: tuple[str, ...]) -> tuple[float, float] | None:
+    """The deadline the sub-machine at ``path`` runs under and the timeout
+    that set it: the earliest of the run's and those of the members it runs
+    in (None: none). Any state is accepted (a single machine's is its own
+    deadline): an interpreter may use it to cut work short; the machine
+    decides what is late.
+
+    >>> deadline_at(None, ()) is None
+    True
+    """
+    found: tuple[float, float] | None = _limit_of(state)
+    if not isinstance(state, TreeState):
+        return found
+    node = state.root
+    for key in path:
+        child = next((c.node for c in node.children if c.key == key), None)
+        if child is None:
+            break
+        node = child
+        own = _limit_of(node.state)
+        if own is not None and (found is None or own[0] < found[0]):
+            found = own
+    return found
+
+
+def _limit_of(state: object) -> tuple[float, float] | None:
+    deadline = getattr(state, "deadline", None)
+    if deadline is None:
+        return None
+    timeout = getattr(state, "timeout", None)
+    return float(deadline), float(timeout) if timeout is not None else 0.0
+
+
 def resume_tree(state: TreeState) -> TreeOutcome:
     """The outcome to continue a stored tree run from: its pending effect."""
     return _outcome(state, [])
@@ -863,6 +982,7 @@ __all__ = [
     "TreeOutcome",
     "TreeSpec",
     "TreeState",
+    "deadline_at",
     "leaves",
     "pending_effect",
     "private_path",

@@ -16,6 +16,7 @@ decides with each reading whether the run is out of time.
 
 from __future__ import annotations
 
+import inspect
 import typing
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, TypeGuard, TypeVar, cast
@@ -23,6 +24,7 @@ from typing import Any, Protocol, TypeGuard, TypeVar, cast
 import attrs
 from returns.result import Failure, Success
 
+from helikon.agents import deadline_at
 from helikon.effects import Effect as Effect
 from helikon.effects import (
     EffectResult,
@@ -85,16 +87,55 @@ def timed(outcome: Out, now: float | None, timeout: float | None) -> Out:
     return evolved
 
 
-def interruption(env: RunEnv) -> RunInterrupted | None:
-    """The interruption due now (cancelled, or past the deadline), if any."""
+#: Where :func:`drive` leaves the machine's state and the latest clock reading
+#: in ``env.derived``, for an interpreter to derive how long work may take.
+CLOCKED = "clocked"
+
+
+def due(env: RunEnv, path: tuple[str, ...] = ()) -> tuple[float, float] | None:
+    """When work of the sub-machine at ``path`` must be cut short, on the
+    event loop's clock, and the timeout that set it (None: never).
+
+    Derived from the machine's state (:func:`helikon.agents.deadline_at`)
+    and the latest reading :func:`drive` took, so a member's deadline is the
+    one the machine set when the member began. Without a reading (a run not
+    driven by :func:`drive`, the step API's ``perform``) it is the deadline
+    the environment was built with.
+    """
+    known = env.derived.get(CLOCKED)
+    if known is None:
+        if env.deadline is None:
+            return None
+        return env.deadline, env.timeout_s or env.spec.config.timeout or 0.0
+    state, reading = known
+    limit = deadline_at(state, path)
+    if limit is None:
+        return None
+    import anyio
+
+    return anyio.current_time() + (limit[0] - reading), limit[1]
+
+
+def interruption(env: RunEnv, limit: tuple[float, float] | None = None) -> RunInterrupted | None:
+    """The interruption due now (cancelled, or past ``limit``, the work's
+    cut-short time from :func:`due`), if any."""
     if env.ctx.cancel.cancelled:
         return RunInterrupted(Cancelled())
-    if env.deadline is not None:
+    if limit is not None:
         import anyio
 
-        if anyio.current_time() >= env.deadline:
-            return RunInterrupted(TimedOut(env.timeout_s or env.spec.config.timeout or 0.0))
+        if anyio.current_time() >= limit[0]:
+            return RunInterrupted(TimedOut(limit[1]))
     return None
+
+
+async def _read(clock: Any) -> float | None:
+    """A clock reading (a clock may answer with an awaitable: a Temporal
+    worker's clock is read through an activity)."""
+    reading = clock()
+    if inspect.isawaitable(reading):
+        reading = await reading
+    return cast(float | None, reading)
 
 
 async def drive(
@@ -106,12 +147,15 @@ async def drive(
     """
     machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
     clock = getattr(interpreter, "now", None)
+    members = clock is not None and machine.timed  # tree members keep deadlines of their own
     if first is not None:
         outcome = first
     else:
-        outcome = machine.begin(input, env.run_id, env.ctx.agent_depth)
-        if clock is not None and env.spec.config.timeout is not None:
-            outcome = timed(outcome, clock(), env.spec.config.timeout)
+        timeout = env.spec.config.timeout
+        began = await _read(clock) if clock is not None and (timeout is not None or members) else None
+        outcome = timed(machine.begin(input, env.run_id, env.ctx.agent_depth, began), began, timeout)
+        if began is not None:
+            env.derived[CLOCKED] = (outcome.state, began)
     observe = getattr(interpreter, "observe", None)
     while True:
         if observe is not None:
@@ -129,13 +173,27 @@ async def drive(
                 yield item
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
-        if clock is not None and outcome.state.deadline is not None:
-            result = on_time(outcome.state, result, clock())
-        match machine.step(outcome.state, result):
+        now: float | None = None
+        if clock is not None and (members or outcome.state.deadline is not None):
+            now = await _read(clock)
+            result = on_time(outcome.state, result, now)
+        match machine.step(outcome.state, result, now):
             case Success(nxt):
                 outcome = nxt
+                if now is not None:
+                    env.derived[CLOCKED] = (outcome.state, now)
             case Failure(error):
                 raise error
 
 
-__all__ = ["RESULT_TYPES", "Interpreter", "drive", "interruption", "is_event", "is_result", "timed"]
+__all__ = [
+    "CLOCKED",
+    "RESULT_TYPES",
+    "Interpreter",
+    "drive",
+    "due",
+    "interruption",
+    "is_event",
+    "is_result",
+    "timed",
+]

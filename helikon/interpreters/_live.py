@@ -61,7 +61,7 @@ from helikon.errors import (
 from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, run_child
-from helikon.interpreters._drive import interruption, is_event, is_result
+from helikon.interpreters._drive import due, interruption, is_event, is_result
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._perform import (
     approvals,
@@ -76,6 +76,9 @@ from helikon.interpreters._steps import callbacks_of
 from helikon.interpreters._tree_env import child_of, env_at, is_private
 from helikon.loop import delta_event
 from helikon.model import ModelEvent, Usage
+
+#: When work is cut short, on the event loop's clock, and the timeout that set it.
+Limit = tuple[float, float] | None
 
 
 @final
@@ -102,31 +105,36 @@ class LiveInterpreter:
     def new_run_id(self) -> RunId:
         return RunId(self._run_id if self._run_id is not None else uuid.uuid4().hex)
 
-    async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+    async def perform(
+        self, effect: Effect, env: RunEnv, at: tuple[Limit] | None = None
+    ) -> AsyncIterator[AgentEvent | EffectResult]:
+        """Perform ``effect`` in ``env``, its work cut short at the machine's
+        deadline (:func:`due`; ``at`` gives it for an effect of a tree's wave)."""
+        limit = due(env) if at is None else at[0]
         if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
-            stopped = interruption(env)
+            stopped = interruption(env, limit)
             if stopped is not None:
                 yield stopped
                 return
         match effect:
             case CallModel():
-                async for item in self._call_model(effect, env):
+                async for item in self._call_model(effect, env, limit):
                     yield item
             case ExecuteTools(steps=steps):
-                limit = env.spec.config.parallel_tool_call_limit
-                yield await _interruptible(run_async(tool_round(steps, callbacks_of(env)), limit), env)
+                most = env.spec.config.parallel_tool_call_limit
+                yield await _interruptible(run_async(tool_round(steps, callbacks_of(env)), most), env, limit)
             case AskApprovals(requests=requests):
-                yield await _interruptible(run_async(approvals(requests, callbacks_of(env))), env)
+                yield await _interruptible(run_async(approvals(requests, callbacks_of(env))), env, limit)
             case CheckGuardrails(stage=stage, text=text):
-                yield await _interruptible(run_async(guardrails(stage, text, callbacks_of(env))), env)
+                yield await _interruptible(run_async(guardrails(stage, text, callbacks_of(env))), env, limit)
             case RunHooks(turn=turn):
-                yield await _interruptible(run_async(turn_hooks(turn, callbacks_of(env))), env)
+                yield await _interruptible(run_async(turn_hooks(turn, callbacks_of(env))), env, limit)
             case AwaitApproval(requests=requests):
                 raise RunSuspended(requests)
             case RenderInstructions(turn=turn, state=written):
                 for key, text in written:  # the run-scoped state, as the run's state holds it
                     env.ctx.state[key] = text
-                yield await _interruptible(run_async(instructions(turn, callbacks_of(env))), env)
+                yield await _interruptible(run_async(instructions(turn, callbacks_of(env))), env, limit)
             case PerformAll(effects=effects):
                 async for item in self._perform_all(effects, env):
                     yield item
@@ -154,11 +162,15 @@ class LiveInterpreter:
             path = at.path[:-1] if type(at.effect) is RunAgents else at.path
             return env_at(env, path, self)
 
+        def limit(at: AtPath) -> Limit:
+            # the machine's deadline for that path (a member's own, or its parents')
+            return due(env, at.path)
+
         if len(effects) == 1:
             (only,) = effects
             result: EffectResult | None = None
             private = is_private(env, only.path, self)
-            async for item in self.perform(only.effect, world(only)):
+            async for item in self.perform(only.effect, world(only), (limit(only),)):
                 if is_result(item):
                     result = item
                 elif not private:
@@ -173,7 +185,7 @@ class LiveInterpreter:
 
         async def one(index: int) -> None:
             at = effects[index]
-            async for item in self.perform(at.effect, world(at)):
+            async for item in self.perform(at.effect, world(at), (limit(at),)):
                 if is_result(item):
                     results[index] = item
                 elif is_event(item):
@@ -210,9 +222,11 @@ class LiveInterpreter:
             else:
                 yield item
 
-    async def _call_model(self, effect: CallModel, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+    async def _call_model(
+        self, effect: CallModel, env: RunEnv, limit: Limit
+    ) -> AsyncIterator[AgentEvent | EffectResult]:
         events: list[ModelEvent] = []
-        deadline = env.deadline
+        deadline = limit[0] if limit is not None else None
         # The model gets a token that also carries the run's deadline, so an
         # adapter's waits under ``cancel.scope()`` end at the timeout too.
         cancel = env.ctx.cancel if deadline is None else env.ctx.cancel.child(deadline)
@@ -224,9 +238,8 @@ class LiveInterpreter:
                     delta = delta_event(event)
                     if delta is not None:
                         yield delta
-                    if cancel.cancelled or (
-                        deadline is not None and len(events) % 64 == 0 and interruption(env) is not None
-                    ):
+                    checked = deadline is not None and len(events) % 64 == 0
+                    if cancel.cancelled or (checked and interruption(env, limit) is not None):
                         break
             finally:
                 aclose = getattr(stream, "aclose", None)
@@ -246,20 +259,20 @@ class LiveInterpreter:
                 cancel.detach()
         # A model adapter may end its stream early when the deadline passes
         # (rather than raise), so a stream past the deadline is not an answer.
-        stopped = interruption(env)
+        stopped = interruption(env, limit)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
-async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectResult:
-    """``work`` under the run's cancel token and deadline (an interruption
+async def _interruptible(work: Awaitable[EffectResult], env: RunEnv, limit: Limit) -> EffectResult:
+    """``work`` under the run's cancel token and ``limit`` (an interruption
     result if either fires first, or if the run was cancelled meanwhile).
     Work that completed is reported as it is, even past the deadline: what
     becomes of it is the machine's decision, from the clock reading drive
     takes next (see :mod:`helikon.loop._clock`)."""
     result: EffectResult | None = None
-    with env.ctx.cancel.scope(env.deadline):
+    with env.ctx.cancel.scope(limit[0] if limit is not None else None):
         result = await work
     if result is None or env.ctx.cancel.cancelled:
-        return interruption(env) or _cancelled()
+        return interruption(env, limit) or _cancelled()
     return result
 
 

@@ -51,11 +51,19 @@ class OutcomeLike(Protocol):
 class Machine(Protocol):
     """A pure machine: where a run begins and how it steps."""
 
-    def begin(self, input: AgentInput, run_id: RunId, depth: int) -> OutcomeLike: ...
+    def begin(
+        self, input: AgentInput, run_id: RunId, depth: int, now: float | None = None
+    ) -> OutcomeLike: ...
 
     def step(
-        self, state: RunState | WorkflowState | TreeState, result: EffectResult
+        self, state: RunState | WorkflowState | TreeState, result: EffectResult, now: float | None = None
     ) -> Result[OutcomeLike, StepError]: ...
+
+    @property
+    def timed(self) -> bool:
+        """Whether a part of the run keeps a deadline of its own (a tree
+        member's timeout): then every result comes with a clock reading."""
+        ...
 
 
 @final
@@ -65,11 +73,13 @@ class LoopMachine:
 
     spec: AgentSpec
 
-    def begin(self, input: AgentInput, run_id: RunId, depth: int) -> Outcome:
+    timed = False
+
+    def begin(self, input: AgentInput, run_id: RunId, depth: int, now: float | None = None) -> Outcome:
         return start(self.spec, input, run_id, depth)
 
     def step(
-        self, state: RunState | WorkflowState | TreeState, result: EffectResult
+        self, state: RunState | WorkflowState | TreeState, result: EffectResult, now: float | None = None
     ) -> Result[Outcome, StepError]:
         if not isinstance(state, RunState):
             raise StepError("the agent loop was given a workflow state")
@@ -83,11 +93,15 @@ class WorkflowMachine:
 
     spec: WorkflowSpec
 
-    def begin(self, input: AgentInput, run_id: RunId, depth: int) -> WorkflowOutcome:
+    timed = False
+
+    def begin(
+        self, input: AgentInput, run_id: RunId, depth: int, now: float | None = None
+    ) -> WorkflowOutcome:
         return start_workflow(self.spec, input.items, run_id, depth)
 
     def step(
-        self, state: RunState | WorkflowState | TreeState, result: EffectResult
+        self, state: RunState | WorkflowState | TreeState, result: EffectResult, now: float | None = None
     ) -> Result[WorkflowOutcome, StepError]:
         if not isinstance(state, WorkflowState):
             raise StepError("a workflow was given an agent-loop state")
@@ -101,15 +115,19 @@ class TreeMachine:
 
     spec: TreeSpec
 
-    def begin(self, input: AgentInput, run_id: RunId, depth: int) -> TreeOutcome:
-        return start_tree(self.spec, input, run_id, depth)
+    @property
+    def timed(self) -> bool:
+        return self.spec.timed
+
+    def begin(self, input: AgentInput, run_id: RunId, depth: int, now: float | None = None) -> TreeOutcome:
+        return start_tree(self.spec, input, run_id, depth, now)
 
     def step(
-        self, state: RunState | WorkflowState | TreeState, result: EffectResult
+        self, state: RunState | WorkflowState | TreeState, result: EffectResult, now: float | None = None
     ) -> Result[TreeOutcome, StepError]:
         if not isinstance(state, TreeState):
             raise StepError("an agent tree was given a single machine's state")
-        return step_tree(state, result, self.spec)
+        return step_tree(state, result, self.spec, now)
 
 
 __all__ = ["LoopMachine", "Machine", "OutcomeLike", "TreeMachine", "WorkflowMachine"]

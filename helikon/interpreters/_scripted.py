@@ -5,19 +5,28 @@ and plain Python tool functions, with no event loop at all. It streams the
 same raw deltas as the live interpreter (through the same
 :func:`~helikon.loop.delta_event`), so a scripted run's events match a live
 run's for the same effect results.
+
+It runs through :func:`~helikon.interpreters.drive`, the loop the live
+interpreter runs (driven here without an event loop), and calls user code
+through the same performer (:func:`~helikon.interpreters._perform.run_sync`),
+so clock readings, guardrails, trees and children that are not helikon
+machines give the events a live run gives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, final
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, cast, final
 
 import attrs
 
 from helikon._json import JsonObject, JsonValue
-from helikon.agents import TreeNode, TreeOutcome, TreeSpec, TreeState, private_path, start_tree, step_tree
+from helikon.agents import TreeNode, TreeOutcome, TreeSpec, TreeState, private_path
+from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
 from helikon.effects import (
+    AgentRunResult,
+    AgentsRan,
     AllPerformed,
     AskApprovals,
     AwaitApproval,
@@ -39,10 +48,13 @@ from helikon.effects import (
     StoreOutput,
     Terminate,
 )
-from helikon.errors import ModelError, OtherModelFailure, StepError
+from helikon.errors import ModelError, OtherError, OtherModelFailure, StepError
 from helikon.events import AgentEvent
 from helikon.ids import CallId, RunId
-from helikon.interpreters._drive import timed
+from helikon.interpreters._children import ChildEnd, run_child
+from helikon.interpreters._drive import drive
+from helikon.interpreters._env import RunEnv
+from helikon.interpreters._machine import OutcomeLike, TreeMachine
 from helikon.interpreters._perform import (
     Call,
     Callbacks,
@@ -55,8 +67,11 @@ from helikon.interpreters._perform import (
     turn_hooks,
 )
 from helikon.items import AgentInput
-from helikon.loop import AgentSpec, Outcome, RunState, delta_event, on_time, start, transition
-from helikon.model import ModelEvent
+from helikon.loop import AgentSpec, Outcome, RunState, delta_event
+from helikon.model import ModelEvent, Usage
+from helikon.protocols import Model
+
+T = TypeVar("T")
 
 #: A scripted tool: JSON arguments in, a JSON-compatible value out.
 ToolFn = Callable[[JsonObject], JsonValue]
@@ -101,7 +116,9 @@ class TestInterpreter:
         approval_handler: ``(request) -> Allow() | Deny(reason)``.
         ctx: the run context hooks and the policy receive.
         agents: for an agent tree, the scripted interpreter of each member
-            by name (the members not named use this one).
+            by name (the members not named use this one); a child that is
+            not a helikon machine is given here as itself (any object with
+            ``run(ctx, input)``), and run whole as the live interpreter runs it.
         input_guardrails: the agent's input guardrails ``(ctx, UserText)``
             (the run context's are checked too).
         output_guardrails: the agent's output guardrails ``(ctx, ModelOutput)``.
@@ -122,7 +139,7 @@ class TestInterpreter:
         policy: Callable[..., object] | None = None,
         approval_handler: Callable[..., object] | None = None,
         ctx: RunContext[Any] | None = None,
-        agents: Mapping[str, TestInterpreter] | None = None,
+        agents: Mapping[str, TestInterpreter | Any] | None = None,
         input_guardrails: Sequence[Callable[..., object]] = (),
         output_guardrails: Sequence[Callable[..., object]] = (),
         clock: Callable[[], float] | None = None,
@@ -147,32 +164,30 @@ class TestInterpreter:
         scripts each member of the tree by name)."""
         if isinstance(input, str):
             input = AgentInput.from_user_text(input)
-        first: Outcome | TreeOutcome
-        if isinstance(spec, TreeSpec):
-            first = start_tree(spec, input, RunId(run_id))
-        else:
-            first = start(spec, input, RunId(run_id))
-        timeout = _timeout_of(spec)
-        if self.clock is not None and timeout is not None:
-            first = timed(first, self.clock(), timeout)
-        return self.resume(spec, first)
+        return self._drive(spec, input, run_id, None)
 
     def resume(self, spec: AgentSpec | TreeSpec, outcome: Outcome | TreeOutcome) -> ScriptedRun:
         """Continue from ``outcome`` (for instance a reloaded state's); stops
         at ``Terminate`` or at an ``AwaitApproval`` (the run is suspended)."""
-        events: list[AgentEvent] = list(outcome.events)
-        steps: list[Step] = []
-        while type(outcome.effect) is not Terminate and type(outcome.effect) is not AwaitApproval:
-            if isinstance(outcome, TreeOutcome):
-                result = self._perform_tree(outcome.state, outcome.effect, events)
-            else:
-                result = self.perform(outcome.effect, events)
-            steps.append(Step(outcome.effect, result))
-            if self.clock is not None and outcome.state.deadline is not None:
-                result = on_time(outcome.state, result, self.clock())
-            outcome = _step(spec, outcome, result)
-            events.extend(outcome.events)
-        return ScriptedRun(tuple(events), outcome.state, tuple(steps))
+        return self._drive(spec, AgentInput(()), outcome.state.run_id, outcome)
+
+    def _drive(
+        self, spec: AgentSpec | TreeSpec, input: AgentInput, run_id: str, first: OutcomeLike | None
+    ) -> ScriptedRun:
+        """The run through :func:`~helikon.interpreters.drive`, the loop the
+        live interpreter runs, driven without an event loop."""
+        performer = _Scripted(self, first)
+        env = _env_of(spec, self.ctx, RunId(run_id))
+        events: list[AgentEvent] = []
+        try:
+            for event in iterate_sync(drive(performer, env, input, first)):
+                events.append(event)
+        except _Suspended:
+            pass  # the run waits for a human: its state is in NeedsApproval
+        assert performer.current is not None
+        state = performer.current.state
+        assert isinstance(state, RunState | TreeState)
+        return ScriptedRun(tuple(events), state, tuple(performer.steps))
 
     def _perform_tree(self, state: TreeState, effect: Effect, emit: list[AgentEvent]) -> EffectResult:
         """An agent tree's effect: each sub-machine's with the interpreter
@@ -181,13 +196,34 @@ class TestInterpreter:
             return self._member(state.root.agent).perform(effect, emit)
         results: list[PathResult] = []
         for at in effect.effects:
-            agent = _agent_at(state.root, at.path)
             sink = [] if private_path(state.root, at.path) else emit  # an agent used as a tool: private
+            if type(at.effect) is RunAgents:
+                results.append(PathResult(at.path, self._opaque(at.effect, sink)))
+                continue
+            agent = _agent_at(state.root, at.path)
             results.append(PathResult(at.path, self._member(agent).perform(at.effect, sink)))
         return AllPerformed(tuple(results))
 
+    def _opaque(self, effect: RunAgents, emit: list[AgentEvent]) -> EffectResult:
+        """A child that is not a helikon machine (``agents`` maps its name to
+        any object with ``run(ctx, input)``), run whole as the live
+        interpreter runs it (:func:`~helikon.interpreters._children.run_child`)."""
+        (run,) = effect.runs
+        agent = self.agents.get(run.agent)
+        if agent is None or isinstance(agent, TestInterpreter):
+            missing = OtherError(f"no child agent {run.key!r}")
+            return AgentsRan((AgentRunResult(run.key, "", Usage(), missing),))
+        ctx = attrs.evolve(self.ctx, agent_depth=effect.depth)
+        for item in iterate_sync(run_child(agent, ctx, run.input)):
+            if isinstance(item, ChildEnd):
+                ended = AgentRunResult(run.key, item.output, item.usage, item.error, item.escalated)
+                return AgentsRan((ended,))
+            emit.append(item)
+        raise StepError(f"child agent {run.key!r} ended without a result")
+
     def _member(self, agent: str) -> TestInterpreter:
-        return self.agents.get(agent, self)
+        found = self.agents.get(agent, self)
+        return found if isinstance(found, TestInterpreter) else self
 
     def perform(self, effect: Effect, emit: list[AgentEvent]) -> EffectResult:
         """Perform one effect, appending live events to ``emit``."""
@@ -248,28 +284,78 @@ class TestInterpreter:
         return ModelResponded(tuple(streamed))
 
 
-def _step(
-    spec: AgentSpec | TreeSpec, outcome: Outcome | TreeOutcome, result: EffectResult
-) -> Outcome | TreeOutcome:
-    """The next outcome of an agent's machine or an agent tree's."""
-    if isinstance(outcome, TreeOutcome):
-        assert isinstance(spec, TreeSpec)
-        return step_tree(outcome.state, result, spec).alt(_raise).unwrap()
-    assert isinstance(spec, AgentSpec)
-    return transition(outcome.state, result, spec).alt(_raise).unwrap()
+class _Suspended(Exception):
+    """The run reached an ``AwaitApproval``: it waits for a human."""
 
 
-def _timeout_of(spec: AgentSpec | TreeSpec) -> float | None:
-    """The run's own timeout: the agent's, or the tree root's."""
+class _Scripted:
+    """The performer :func:`drive` calls for a scripted run: each effect
+    performed by the :class:`TestInterpreter` (or, in a tree, the one that
+    scripts the agent at the effect's path), its clock as the machine's."""
+
+    def __init__(self, interpreter: TestInterpreter, first: OutcomeLike | None) -> None:
+        self.interpreter = interpreter
+        self.now = interpreter.clock  # None: drive reads no clock
+        self.current: OutcomeLike | None = first
+        self.steps: list[Step] = []
+
+    def new_run_id(self) -> RunId:
+        raise StepError("a scripted run is given its id")  # pragma: no cover - drive never asks
+
+    def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
+        self.current = outcome
+
+    async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        if type(effect) is AwaitApproval:
+            raise _Suspended()
+        emit: list[AgentEvent] = []
+        state = self.current.state if self.current is not None else None
+        if isinstance(state, TreeState):
+            result = self.interpreter._perform_tree(state, effect, emit)
+        else:
+            result = self.interpreter.perform(effect, emit)
+        self.steps.append(Step(effect, result))
+        for event in emit:
+            yield event
+        yield result
+
+
+def iterate_sync(stream: AsyncIterator[T]) -> Iterator[T]:
+    """The items of ``stream``, without an event loop: for streams that never
+    wait on one (a scripted run's); one that does is a ``StepError``."""
+    while True:
+        step = cast(Coroutine[Any, Any, T], stream.__anext__())
+        try:
+            step.send(None)
+        except StopIteration as done:
+            yield done.value
+            continue
+        except StopAsyncIteration:
+            return
+        step.close()
+        raise StepError("a scripted run waited on an event loop: use the live interpreter")
+
+
+def _env_of(spec: AgentSpec | TreeSpec, ctx: RunContext[Any], run_id: RunId) -> RunEnv:
+    """A scripted run's environment: the spec and its machine (the run's own
+    timeout is the agent's, or the tree root's)."""
     if isinstance(spec, AgentSpec):
-        return spec.config.timeout
+        return RunEnv(spec, _NO_MODEL, {}, None, ctx, run_id)
     root = spec.member(spec.root)
-    return root.spec.config.timeout if root is not None and isinstance(root.spec, AgentSpec) else None
+    own = AgentSpec(spec.root, config=RunConfig(timeout=root.timeout if root is not None else None))
+    if root is not None and isinstance(root.spec, AgentSpec):
+        own = root.spec
+    return RunEnv(own, _NO_MODEL, {}, None, ctx, run_id, machine=TreeMachine(spec))
 
 
-def _raise(error: Exception) -> Exception:
-    raise error
+class _NoModel:
+    """A scripted run's model is its script (see :meth:`TestInterpreter.perform`)."""
 
+    def invoke(self, request: object, cancel: object) -> AsyncIterator[ModelEvent]:
+        raise StepError("a scripted run calls no model")  # pragma: no cover
+
+
+_NO_MODEL = cast(Model, _NoModel())
 
 def _agent_at(node: TreeNode, path: tuple[str, ...]) -> str:
     """The name of the agent whose sub-machine is at ``path`` below ``node``."""

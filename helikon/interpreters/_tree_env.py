@@ -74,7 +74,14 @@ def _member(key: str, name: str, agent: Any, env: RunEnv | None, links: dict[str
         kind, _, child = segment.partition(":")
         (tools if kind == "tool" else children).append((child, member))
     return Member(
-        name, spec, handoffs, hooks=bool(env.hooks), agent_tools=tuple(tools), links=tuple(children), key=key
+        name,
+        spec,
+        handoffs,
+        hooks=bool(env.hooks),
+        agent_tools=tuple(tools),
+        links=tuple(children),
+        key=key,
+        timeout=env.spec.config.timeout,
     )
 
 

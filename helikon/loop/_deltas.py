@@ -1,24 +1,36 @@
 """Raw agent events from model events: the one function every interpreter
-uses to stream deltas, live or replayed, so both streams are identical."""
+uses to stream deltas, live or replayed, so both streams are identical.
+
+A chunk carrying text that is not in normal form (a lone surrogate) streams
+no delta: the machine fails that model call by name (:mod:`helikon.loop._model_form`),
+and the bad text never reaches an event stream.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Final
 
+from helikon._normal import is_normal
 from helikon.events import AgentEvent, ReasoningDelta, TokenDelta, ToolCallDelta
 from helikon.model import ModelEvent, ReasoningChunk, TextChunk, ToolCallChunk
 
 
+def _ok(text: str | None) -> bool:
+    return text is None or text.isascii() or is_normal(text)
+
+
 def _text(event: TextChunk) -> AgentEvent | None:
-    return TokenDelta(event.text)
+    return TokenDelta(event.text) if _ok(event.text) else None
 
 
 def _reasoning(event: ReasoningChunk) -> AgentEvent | None:
-    return ReasoningDelta(event.text) if event.text else None
+    return ReasoningDelta(event.text) if event.text and _ok(event.text) else None
 
 
 def _tool_call(event: ToolCallChunk) -> AgentEvent | None:
+    if not (_ok(event.arguments) and _ok(event.name) and _ok(event.call_id)):
+        return None
     return ToolCallDelta(event.call_id, event.name, event.arguments, event.index)
 
 

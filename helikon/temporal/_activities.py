@@ -85,6 +85,7 @@ from helikon.temporal._wire import (
     DESCRIBE_AGENT,
     INSTRUCTIONS_ERROR,
     NOTIFY_HOOKS,
+    READ_CLOCK,
     RENDER_INSTRUCTIONS,
     RUN_AGENT,
     RUN_HOOKS,
@@ -204,10 +205,12 @@ class AgentActivities:
         agents: Mapping[str, Registration],
         posture: WorkerPosture,
         task_queue: str,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self._agents = dict(agents)
         self._posture = posture
         self._task_queue = task_queue
+        self._clock = clock
         self._described: dict[str, Described] = {}
 
     def all(self) -> list[Callable[..., Any]]:
@@ -222,6 +225,7 @@ class AgentActivities:
             self.check_guardrails,
             self.notify_hooks,
             self.run_agent,
+            *([self.read_clock] if self._clock is not None else []),
         ]
 
     # -- the activities --------------------------------------------------------------------
@@ -306,6 +310,14 @@ class AgentActivities:
         env = await self._env(request.at, parent=True)
         events, result = await self._perform(RunAgents((request.run,), request.depth), env, deltas=True)
         return encode(AgentRan(events, _expect(result, AgentsRan)))
+
+    @activity.defn(name=READ_CLOCK)
+    async def read_clock(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A reading of the worker's clock, for the machine (recorded in the
+        history, so a replayed workflow is told the same time)."""
+        if self._clock is None:
+            raise config_error("this worker was given no clock")
+        return {"now": float(self._clock())}
 
     # -- helpers -------------------------------------------------------------------------------
 

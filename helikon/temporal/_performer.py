@@ -27,15 +27,18 @@ sub-machine's path:
 - ``AwaitApproval`` -> waits in the workflow for the ``helikon.approve``
   update (:class:`Approvals`).
 
-Deadlines are per sub-machine, as in the live interpreter: the run's own
-timeout, measured with ``workflow.now()`` from the run's start, and each
-tree agent's own timeout from its first effect, the earlier winning.
+Time is the machine's (:mod:`helikon.loop._clock`): the performer's clock
+is ``workflow.now()`` (or a worker's ``clock``, read through the
+``read_clock`` activity), and the machine keeps every deadline — the run's
+and each tree member's own — and decides when one has passed. The performer
+only derives from the machine's state how long an activity may take
+(``schedule_to_close_timeout``), so no activity outlives its deadline.
 
 Failures: an activity that fails for good becomes data where the core has a
 place for it (a model turn -> ``ModelCallFailed``, a tool call ->
 ``ToolRaised``, a turn hook -> a denial (governance fails closed), a
 guardrail -> a tripwire, an observing hook -> ignored, an opaque child -> its
-failure, a deadline -> ``RunInterrupted(TimedOut)``, a cancelled workflow ->
+failure, an approval wait past the deadline -> ``RunInterrupted(TimedOut)``, a cancelled workflow ->
 ``RunInterrupted(Cancelled)``). A misconfigured worker, an undecodable
 payload or an interpreter bug fail the workflow with a non-retryable
 ``ApplicationError`` instead.
@@ -44,8 +47,8 @@ payload or an interpreter bug fail the workflow with a non-retryable
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from datetime import datetime, timedelta
+from collections.abc import AsyncIterator, Awaitable
+from datetime import timedelta
 from typing import Any, NoReturn
 
 from temporalio import workflow
@@ -55,6 +58,7 @@ from temporalio.exceptions import CancelledError as ActivityCancelled
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 with workflow.unsafe.imports_passed_through():
+    from helikon.agents import deadline_at
     from helikon.cancel import CancellationToken
     from helikon.effects import (
         AgentRun,
@@ -120,6 +124,7 @@ with workflow.unsafe.imports_passed_through():
         CHECK_GUARDRAILS,
         CONFIG_ERROR,
         NOTIFY_HOOKS,
+        READ_CLOCK,
         RENDER_INSTRUCTIONS,
         RUN_AGENT,
         RUN_HOOKS,
@@ -267,22 +272,42 @@ class ActivityPerformer:
         self._approvals = approvals
         self._stored: dict[str, str] = {}
         self._cancelled = False
-        timeout = description.spec.config.timeout
-        start = workflow.now()
-        root = (start + timedelta(seconds=timeout), timeout) if timeout is not None else (None, None)
-        self._limits: dict[tuple[str, ...], tuple[datetime | None, float | None]] = {(): root}
+        #: The machine's latest state and the latest clock reading it was
+        #: given: each activity's deadline is derived from them, never kept here.
+        self._state: Any = None
+        self._last: float | None = None
 
     def new_run_id(self) -> RunId:
         return self._run_id
 
-    def now(self) -> float:
-        """The workflow's clock (deterministic on replay), as the machine's reading."""
-        return workflow.now().timestamp()
+    def now(self) -> float | Awaitable[float]:
+        """The machine's clock reading: the workflow's clock (deterministic on
+        replay), or, on a worker given a ``clock``, that clock's reading
+        through the ``read_clock`` activity (recorded in the history)."""
+        if self._settings.clock:
+            return self._read_clock()
+        self._last = workflow.now().timestamp()
+        return self._last
+
+    async def _read_clock(self) -> float:
+        data = await workflow.execute_activity(
+            READ_CLOCK,
+            {},
+            result_type=dict,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=NON_RETRYABLE),
+        )
+        reading = float(data["now"])
+        self._last = reading
+        return reading
+
+    def observe(self, env: RunEnv, outcome: Any) -> None:
+        """Keep the machine's state: where its deadlines are."""
+        self._state = outcome.state
 
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
-        stopped = self._stopped(()) if type(effect) not in _CHORES else None
-        if stopped is not None:
-            yield stopped
+        if self._cancelled and type(effect) not in _CHORES:
+            yield RunInterrupted(Cancelled())
             return
         try:
             match effect:
@@ -316,10 +341,8 @@ class ActivityPerformer:
         # An opaque child runs whole in its parent's world (and under its deadline).
         # A node's chores (observing hooks, storing an output) are done even past a
         # deadline or a cancel: they may come after its machine ended, because of it.
-        if type(effect) not in _CHORES:
-            stopped = self._stopped(path[:-1] if type(effect) is RunAgents else path)
-            if stopped is not None:
-                return (), stopped
+        if self._cancelled and type(effect) not in _CHORES:
+            return (), RunInterrupted(Cancelled())
         match effect:
             case CallModel():
                 result = await self._call_model(path, effect)
@@ -481,11 +504,9 @@ class ActivityPerformer:
     # -- scheduling ----------------------------------------------------------------------------
 
     async def _await_approval(self, requests: tuple[ApprovalRequest, ...]) -> ApprovalsGiven | RunInterrupted:
-        deadline, _ = self._limits[()]
-        timeout = max(deadline - workflow.now(), timedelta(milliseconds=1)) if deadline is not None else None
-        given = await self._approvals.wait(requests, timeout)
-        if given is None:
-            return self._stopped(()) or RunInterrupted(TimedOut(self._limits[()][1] or 0.0))
+        given = await self._approvals.wait(requests, self._remaining(()))
+        if given is None:  # the wait was cut short at the run's deadline
+            return RunInterrupted(Cancelled() if self._cancelled else TimedOut(self._timeout()))
         return given
 
     async def _user_code(
@@ -513,11 +534,8 @@ class ActivityPerformer:
         """Schedule activity ``name``, under the deadline of the sub-machine
         at ``path`` (None: none)."""
         heartbeat = self._settings.heartbeat_timeout_s
-        deadline = self._limit(path)[0] if path is not None else None
-        remaining = None
-        if deadline is not None:
-            # No activity may outlive its sub-machine's deadline.
-            remaining = max(deadline - workflow.now(), timedelta(milliseconds=1))
+        # No activity may outlive its sub-machine's deadline (the machine's).
+        remaining = self._remaining(path) if path is not None else None
         data: dict[str, Any] = await workflow.execute_activity(
             name,
             payload,
@@ -550,35 +568,20 @@ class ActivityPerformer:
         spec = member.spec if member is not None else self._description.spec
         return spec.config.parallel_tool_call_limit if isinstance(spec, AgentSpec) else None
 
-    def _limit(self, path: tuple[str, ...]) -> tuple[datetime | None, float | None]:
-        """The deadline of the sub-machine at ``path`` and the timeout that set
-        it: its agent's own timeout from its first effect, or its parent's
-        deadline if that is earlier (as the live interpreter's environments)."""
-        known = self._limits.get(path)
-        if known is not None:
-            return known
-        parent = self._limit(path[:-1])
-        tree = self._description.tree
-        member = member_at(tree, path) if tree is not None else None
-        # Timeouts are kept by member key (two members may share a name).
-        own = self._description.timeout_of(member.key if member is not None else self._agent_at(path))
-        limit: tuple[datetime | None, float | None] = (None, None)
-        if own is not None:
-            limit = (workflow.now() + timedelta(seconds=own), own)
-        if parent[0] is not None and (limit[0] is None or parent[0] < limit[0]):
-            limit = parent
-        self._limits[path] = limit
-        return limit
+    def _remaining(self, path: tuple[str, ...]) -> timedelta | None:
+        """How long the sub-machine at ``path`` has before its deadline (the
+        earliest of its own and its parents', as the machine's state keeps
+        them), from the latest clock reading; None: no deadline. This only
+        cuts work short: whether the run is out of time is the machine's
+        decision, from the reading taken when the work comes back."""
+        limit = deadline_at(self._state, path)
+        if limit is None or self._last is None or self._settings.clock:
+            return None  # a worker's own clock (tests) is not the server's: nothing is cut short
+        return max(timedelta(seconds=limit[0] - self._last), timedelta(milliseconds=1))
 
-    def _stopped(self, path: tuple[str, ...]) -> RunInterrupted | None:
-        """The interruption due at ``path`` now (the run was cancelled, or the
-        deadline passed), if any."""
-        if self._cancelled:
-            return RunInterrupted(Cancelled())
-        deadline, timeout = self._limit(path)
-        if deadline is not None and workflow.now() >= deadline:
-            return RunInterrupted(TimedOut(timeout or 0.0))
-        return None
+    def _timeout(self) -> float:
+        timeout = getattr(self._state, "timeout", None)
+        return float(timeout) if timeout is not None else 0.0
 
     def _interruption(self, error: ActivityError, path: tuple[str, ...]) -> RunInterrupted | None:
         """The interruption behind a failed activity, if any; a misconfigured
@@ -589,7 +592,7 @@ class ActivityPerformer:
         if isinstance(cause, ActivityCancelled):
             self._cancelled = True
             return RunInterrupted(Cancelled())
-        return self._stopped(path)
+        return None  # a failure as data: past a deadline, the machine's reading ends the run
 
 
 __all__ = [

@@ -64,6 +64,8 @@ CHECK_GUARDRAILS: Final = "check_guardrails"
 NOTIFY_HOOKS: Final = "notify_hooks"
 #: A child agent that is not a helikon machine, run whole.
 RUN_AGENT: Final = "run_agent"
+#: A reading of the worker's own clock (a worker given ``clock``).
+READ_CLOCK: Final = "read_clock"
 #: The query that returns a running workflow's events so far.
 EVENTS_QUERY: Final = "helikon.events"
 #: The query that returns the approvals a run waits for.
@@ -132,6 +134,9 @@ class ActivitySettings:
     tool_max_attempts: int
     instructions_max_attempts: int
     tool_attempts: tuple[ToolAttempts, ...] = ()
+    #: The machine's clock readings come from the worker's ``clock`` (the
+    #: ``read_clock`` activity) instead of ``workflow.now()``.
+    clock: bool = False
 
     def attempts_for(self, tool: str) -> int:
         """The attempt limit of ``tool`` (its override, else the default).
@@ -376,6 +381,7 @@ __all__ = [
     "NOTIFY_HOOKS",
     "PENDING_QUERY",
     "RENDER_INSTRUCTIONS",
+    "READ_CLOCK",
     "RUN_AGENT",
     "RUN_HOOKS",
     "START_ERROR",

@@ -19,7 +19,7 @@ target (``run_agent``), and the nested run of an
 from __future__ import annotations
 
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -120,6 +120,11 @@ class TemporalAgentWorker:
         max_cached_workflows: forwarded to the Temporal worker. ``0`` turns
             off sticky execution; use it with the time-skipping test server,
             which does not reassign a stopped worker's sticky queue.
+        clock: the clock the machine is told the time with (seconds), read
+            on the worker through the ``read_clock`` activity, so its
+            readings are in the workflow's history; by default the workflow's
+            own ``workflow.now()``. For tests of time (scripted readings, as
+            ``LiveInterpreter(clock=...)``); each reading is one activity.
     """
 
     def __init__(
@@ -137,6 +142,7 @@ class TemporalAgentWorker:
         instructions_max_attempts: int = 3,
         graceful_shutdown_timeout: timedelta = timedelta(seconds=0),
         max_cached_workflows: int | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if not task_queue:
             raise ConfigError("a worker needs a task queue")
@@ -152,6 +158,7 @@ class TemporalAgentWorker:
         self._instructions_attempts = _attempts(instructions_max_attempts, "instructions_max_attempts")
         self._graceful = graceful_shutdown_timeout
         self._max_cached = max_cached_workflows
+        self._clock = clock
         self._agents: dict[str, Registration] = {}
         self._worker: Worker | None = None
 
@@ -216,6 +223,7 @@ class TemporalAgentWorker:
             tool_max_attempts=self._tool_attempts,
             instructions_max_attempts=self._instructions_attempts,
             tool_attempts=tuple(overrides),
+            clock=self._clock is not None,
         )
         self._agents[agent.name] = Registration(agent, settings, ctx_factory)
         return self
@@ -230,7 +238,7 @@ class TemporalAgentWorker:
             return self._worker
         if not self._agents:
             raise ConfigError("register at least one agent before starting the worker")
-        activities = AgentActivities(self._agents, self._posture, self._task_queue)
+        activities = AgentActivities(self._agents, self._posture, self._task_queue, self._clock)
         options: dict[str, Any] = {}
         if self._max_cached is not None:
             options["max_cached_workflows"] = self._max_cached

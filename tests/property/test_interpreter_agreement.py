@@ -2,7 +2,8 @@
 
 A random agent tree (up to three agents joined by handoffs) with hooks,
 input guardrails and tools that answer, answer junk or raise, random model
-scripts, a random timeout and random clock readings, runs under the live interpreter (trio and asyncio), the
+scripts, a random timeout (the run's, and the handoff targets' own) and random
+clock readings, runs under the live interpreter (trio and asyncio), the
 scripted interpreter, the step API with ``dump_state``/``load_state`` at
 every step, and the replay of the recording read back from its file: the
 event streams are identical, and so are the final states the scripted run
@@ -129,6 +130,7 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
         "hooks": hooks if draw(st.booleans()) else None,
         "guardrail": draw(st.sampled_from(GUARDRAILS)),
         "timeout": draw(st.sampled_from([None, 0.5, 2.0, 4.0])),
+        "member_timeout": draw(st.sampled_from([None, None, 1.0, 3.0])),
         "ticks": draw(st.lists(st.floats(0.0, 1.5, allow_nan=False), min_size=1, max_size=6)),
     }
 
@@ -197,7 +199,7 @@ def build(
         root = spec is plan["agents"][0]
         made = LlmAgent(
             name=spec["name"],
-            config=RunConfig(timeout=plan["timeout"] if root else None),
+            config=RunConfig(timeout=plan["timeout"] if root else plan.get("member_timeout")),
             model=MockModel([list(t) for t in spec["turns"]]),
             tools=own,
             handoffs=[Handoff.to(made)] if made is not None else [],
@@ -253,8 +255,12 @@ def stepped(plan: dict[str, Any], backend: str) -> tuple[list[AgentEvent], Any]:
     agent, ctx, _ = build(plan)
     clock = clock_of(plan)
 
+    # the machine wants a reading where a deadline is kept: the run's, or a
+    # member's own (then with every result)
+    members = plan.get("member_timeout") is not None and len(plan["agents"]) > 1
+
     async def go() -> tuple[list[AgentEvent], Any]:
-        began = clock() if plan["timeout"] is not None else None
+        began = clock() if plan["timeout"] is not None or members else None
         out = start(agent, "go", run_id=RUN_ID, ctx=ctx, now=began)
         events = list(out.events)
         state: Any = out.state
@@ -263,7 +269,8 @@ def stepped(plan: dict[str, Any], backend: str) -> tuple[list[AgentEvent], Any]:
             state = load_state(dump_state(state))
             live_events, result = await perform(agent, effect, ctx, run_id=RUN_ID)
             events.extend(live_events)
-            out = advance(agent, state, result, ctx=ctx, now=clock() if state.deadline is not None else None)
+            timed = members or state.deadline is not None
+            out = advance(agent, state, result, ctx=ctx, now=clock() if timed else None)
             events.extend(out.events)
             state, effect = out.state, out.effect
         return events, state

@@ -284,3 +284,115 @@ def test_an_interpreter_judges_no_answer_by_its_type(module: str) -> None:
         and any(isinstance(n, ast.Name) and n.id in JUDGED for n in ast.walk(node.args[1]))
     ]
     assert not judged, "\n".join(judged)
+
+
+# -- no if/match in an interpreter chooses an outcome (issue 26) ----------------------------
+
+
+def _effect_names() -> frozenset[str]:
+    import typing
+
+    from helikon import effects
+
+    kinds = (*typing.get_args(effects.Effect), *typing.get_args(effects.CallStep), effects.AtPath)
+    return frozenset(k.__name__ for k in kinds)
+
+
+#: What an interpreter may dispatch on: the effect (and its call steps), how
+#: a call of user code went (``Returned``/``Raised``, the performer's report)
+#: and whether the machine's step succeeded.
+DISPATCH = _effect_names() | {"Returned", "Raised", "Success", "Failure"}
+
+#: Where an interpreter looks at something else by type, and why that
+#: chooses no outcome.
+LOOKS_EXCEPTIONS = {
+    # reads an opaque child's own stream: what the child itself reported
+    "helikon.interpreters._children": {
+        "RunStarted",
+        "RunCompleted",
+        "RunFailed",
+        "MessageOutput",
+        "AssistantMessage",
+    },
+    # recording scrubs secrets from each kind of result it was given
+    "helikon.interpreters._recording": {"AllPerformed"},
+    # replay compares the result it recorded with the one it got
+    "helikon.interpreters._replay": {
+        "AllPerformed",
+        "ModelResponded",
+        "ModelCallFailed",
+        "InstructionsRendered",
+        "ToolsExecuted",
+    },
+    # failed instructions raise so Temporal's retry policy applies
+    # (infrastructure), and an activity checks it got the result it asked for
+    "helikon.temporal._activities": {"InstructionsFailed", "kind"},
+    # the worker's redaction of each kind of step result it was given
+    "helikon.temporal._posture": {
+        "ToolReturned",
+        "ToolRaised",
+        "ToolCrashed",
+        "Denied",
+        "InvalidArgs",
+        "CallbackRaised",
+    },
+}
+
+
+def _looked_at(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every class a ``match`` case or a ``type(x) is C`` test looks for."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.match_case):
+            for part in ast.walk(node.pattern):
+                if isinstance(part, ast.MatchClass):
+                    cls = part.cls
+                    found.append((part.lineno, cls.id if isinstance(cls, ast.Name) else ast.unparse(cls)))
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call):
+            func = node.left.func
+            if isinstance(func, ast.Name) and func.id == "type":
+                for op, right in zip(node.ops, node.comparators, strict=True):
+                    if isinstance(op, ast.Is | ast.IsNot) and isinstance(right, ast.Name):
+                        found.append((node.lineno, right.id))
+    return found
+
+
+@pytest.mark.parametrize("module", _performer_modules())
+def test_an_interpreter_dispatches_only_on_the_effect(module: str) -> None:
+    # "No if/match that chooses an outcome": a case or a type test in an
+    # interpreter names an effect (or how a call of user code went), never a
+    # result, an error or an answer to judge.
+    allowed = DISPATCH | LOOKS_EXCEPTIONS.get(module, set())
+    tree = ast.parse(MODULES[module].read_text())
+    wrong = [f"{module}:{line} chooses by {name}" for line, name in _looked_at(tree) if name not in allowed]
+    assert not wrong, "\n".join(wrong)
+
+
+#: The only places an interpreter reports a timeout: where it cut work short
+#: at the deadline (the live interpreter's event-loop timer; the Temporal
+#: performer's wait for approvals), work that has no result for the machine
+#: to judge. Everything that comes back is judged by the machine's clock
+#: readings (helikon.loop._clock, the tree's member deadlines).
+CUT_SHORT = {
+    ("helikon.interpreters._drive", "interruption"),
+    ("helikon.temporal._performer", "_await_approval"),
+}
+
+_CLOCKS = ("anyio.current_time", "workflow.now", "time.time", "time.monotonic")
+
+
+@pytest.mark.parametrize("module", _performer_modules())
+def test_an_interpreter_decides_no_deadline(module: str) -> None:
+    tree = ast.parse(MODULES[module].read_text())
+    wrong: list[str] = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if (module, function.name) in CUT_SHORT:
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TimedOut":
+                wrong.append(f"{module}:{node.lineno} ({function.name}) says the run timed out")
+            if isinstance(node, ast.Compare) and any(c in ast.unparse(node) for c in _CLOCKS):
+                wrong.append(f"{module}:{node.lineno} ({function.name}) compares a clock reading")
+    assert not wrong, "\n".join(wrong)
