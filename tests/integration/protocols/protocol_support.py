@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import anyio
+import attrs
 import httpx
 from hypercorn.config import Config
 
@@ -19,7 +20,7 @@ from helikon.governance import GuardRule
 from helikon.items import ToolResult, UserMessage, text_of
 from helikon.model import ModelRequest
 from helikon.server import serve_app
-from helikon.testing import FunctionModel, call_tools
+from helikon.testing import FunctionModel, Pause, call_tools, say
 from helikon.testing._function import ModelReply
 
 
@@ -33,7 +34,7 @@ def _last_user_text(request: ModelRequest) -> str:
 def answer(request: ModelRequest) -> ModelReply:
     """``weather`` calls get_weather; ``pay N`` calls pay; ``locate`` calls
     the client's ``where_am_i``; after a tool: ``The tool said: ...``; else
-    ``echo: <text>``."""
+    ``echo: <text>``; ``slow`` waits 30 s; ``report`` answers JSON."""
     last = request.messages[-1] if request.messages else None
     if isinstance(last, ToolResult):
         return f"The tool said: {last.content}"
@@ -43,6 +44,10 @@ def answer(request: ModelRequest) -> ModelReply:
         return call_tools(("get_weather", {"city": "Paris"}))
     if words[:1] == ["pay"] and len(words) == 2:
         return call_tools(("pay", {"amount": int(words[1])}))
+    if words[:1] == ["slow"]:
+        return [Pause(30.0), *say("too late")]
+    if words[:1] == ["report"]:
+        return '{"city": "Paris", "sunny": true}'
     if words[:1] == ["locate"] and any(t.name == "where_am_i" for t in request.tools):
         return call_tools(("where_am_i", {"precision": "city"}))
     return f"echo: {text}"
@@ -78,6 +83,19 @@ def assistant(name: str = "assistant") -> LlmAgent[Any]:
     )
 
 
+@attrs.frozen
+class Report:
+    """A weather report."""
+
+    city: str
+    sunny: bool
+
+
+def reporter() -> LlmAgent[Any]:
+    """An agent with structured output."""
+    return LlmAgent(name="reporter", model=FunctionModel(answer), output_type=Report, description="Reports.")
+
+
 def approving_context() -> RunContext[Any]:
     """Payments need a human."""
     return RunContext.ephemeral(None).with_guard_rules([GuardRule.tool("pay")]).with_suspend_on_approval()
@@ -91,9 +109,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(app: Any, backend: str = "asyncio") -> Iterator[str]:
-    """Serve ``app`` with Hypercorn on a loopback port (in a thread); the base URL."""
-    port = free_port()
+def serving(app: Any, backend: str = "asyncio", port: int | None = None) -> Iterator[str]:
+    """Serve ``app`` with Hypercorn on a loopback port (``port``, or one the
+    OS gives; in a thread); the base URL."""
+    port = port or free_port()
     stop = threading.Event()
     failure: list[BaseException] = []
 
