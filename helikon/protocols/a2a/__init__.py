@@ -11,6 +11,7 @@
 See ``docs/protocols.md``.
 """
 
+from helikon.protocols.a2a._client import RemoteA2AAgent, request_text
 from helikon.protocols.a2a._server import (
     APPROVING_WORDS,
     A2AContext,
@@ -25,6 +26,8 @@ __all__ = [
     "A2AContext",
     "A2AServer",
     "HelikonExecutor",
+    "RemoteA2AAgent",
     "agent_card",
     "decisions_from",
+    "request_text",
 ]
