@@ -105,6 +105,7 @@ from helikon.model import Usage
 from helikon.protocols._auth import Authenticated, owner
 from helikon.protocols._calls import call
 from helikon.protocols._frontend import FRONTEND_PROMPT, FrontendTool, asking_policy
+from helikon.protocols._mount import mount_protocols
 from helikon.protocols._parked import Decision, Parked, ParkedRun, ParkedRuns
 from helikon.server._providers import Authenticator
 
@@ -583,5 +584,6 @@ __all__ = [
     "encode",
     "input_items",
     "interrupt_id",
+    "mount_protocols",
     "parse_events",
 ]

@@ -76,6 +76,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon.protocols._parked",
             "helikon.protocols._frontend",
             "helikon.protocols._auth",
+            "helikon.protocols._mount",
+            "helikon.protocols._calls",
             "helikon.cli",
             "helikon._console",
         ),

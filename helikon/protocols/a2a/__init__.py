@@ -11,6 +11,7 @@
 See ``docs/protocols.md``.
 """
 
+from helikon.protocols._mount import mount_protocols
 from helikon.protocols.a2a._client import RemoteA2AAgent, request_text
 from helikon.protocols.a2a._server import (
     APPROVING_WORDS,
@@ -29,5 +30,6 @@ __all__ = [
     "RemoteA2AAgent",
     "agent_card",
     "decisions_from",
+    "mount_protocols",
     "request_text",
 ]
