@@ -78,6 +78,8 @@ class ParkedRun:
         self.token = CancellationToken()
         self.pending: dict[tuple[tuple[str, ...], str], _Waiting] = {}
         self.finished = False
+        #: What the protocol keeps with the run (e.g. AG-UI's front-end tools).
+        self.data: dict[str, Any] = {}
         self._send, self._receive = anyio.create_memory_object_stream[AgentEvent | _Asked | _Ended](math.inf)
         self._unasked = 0  # ApprovalRequested read whose handler call is not seen yet
 

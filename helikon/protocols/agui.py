@@ -307,6 +307,8 @@ class AguiEvents:
                     ),
                 ]
             case AgentUpdated(agent=agent):
+                if agent == self._step:  # a handoff says it twice (HandoffItem, AgentUpdated)
+                    return []
                 events = [*self._close_text(), *self._close_step(), StepStartedEvent(step_name=agent)]
                 self._step = agent
                 if agent != self.agent:
@@ -466,7 +468,6 @@ class AguiServer:
         self.context = context
         self.auth = auth
         self.runs = ParkedRuns()
-        self._frontend: dict[tuple[str | None, str], tuple[frozenset[str], dict[str, str]]] = {}
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -507,31 +508,29 @@ class AguiServer:
         if run is not None and run.pending:
             decisions, results = answers_of(input, run)
             if decisions:
-                names, store = self._frontend.get(key, (frozenset(), {}))
-                store.update(results)
+                names: frozenset[str] = run.data.get("frontend", frozenset())
+                run.data.setdefault("results", {}).update(results)
                 run.answer(decisions)
                 events = AguiEvents(input.thread_id, input.run_id, names, str(self.agent.name))
         if events is None:
             if run is not None:
                 run.cancel()
-            store = {}
+            store: dict[str, str] = {}
             agent, names = _frontend_tools(self.agent, input, store)
             ctx = await self._ctx(request, input)
             if names:
                 ctx = ctx.with_permission_policy(asking_policy(names, ctx.permission_policy))
-            self._frontend[key] = (names, store)
             run = self.runs.start(key, uuid.uuid4().hex, agent, ctx, AgentInput(input_items(input)))
+            run.data.update(frontend=names, results=store)
             events = AguiEvents(input.thread_id, input.run_id, names, str(self.agent.name))
         assert run is not None
         return StreamingResponse(
-            self._stream(run, events, input, key),
+            self._stream(run, events, input),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
-    async def _stream(
-        self, run: ParkedRun, events: AguiEvents, input: RunAgentInput, key: tuple[str | None, str]
-    ) -> AsyncIterator[bytes]:
+    async def _stream(self, run: ParkedRun, events: AguiEvents, input: RunAgentInput) -> AsyncIterator[bytes]:
         for event in events.start(input, input.state):
             yield encode(event)
         ended = False
@@ -553,8 +552,6 @@ class AguiServer:
         finally:
             if not ended:  # the client went away mid-run: the run stops with it
                 run.cancel()
-            if not run.pending and run.finished:
-                self._frontend.pop(key, None)
 
 
 def agui_app(

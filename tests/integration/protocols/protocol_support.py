@@ -34,12 +34,19 @@ def _last_user_text(request: ModelRequest) -> str:
 def answer(request: ModelRequest) -> ModelReply:
     """``weather`` calls get_weather; ``pay N`` calls pay; ``locate`` calls
     the client's ``where_am_i``; after a tool: ``The tool said: ...``; else
-    ``echo: <text>``; ``slow`` waits 30 s; ``report`` answers JSON."""
+    ``echo: <text>``; ``slow`` waits 30 s; ``report`` answers JSON;
+    ``transfer ...`` hands off (when it can), and the target answers ``...``."""
     last = request.messages[-1] if request.messages else None
-    if isinstance(last, ToolResult):
+    if isinstance(last, ToolResult) and not last.name.startswith("transfer_to_"):
         return f"The tool said: {last.content}"
     text = _last_user_text(request)
     words = text.split()
+    if words[:1] == ["transfer"]:
+        targets = [t.name for t in request.tools if t.name.startswith("transfer_to_")]
+        if targets:
+            return call_tools((targets[0], {}))
+        words = words[1:]
+        text = " ".join(words)
     if words[:1] == ["weather"]:
         return call_tools(("get_weather", {"city": "Paris"}))
     if words[:1] == ["pay"] and len(words) == 2:

@@ -10,14 +10,15 @@ from typing import Any
 import httpx
 import pytest
 from ag_ui.core import Event, EventType
-from protocol_support import approving_context, assistant, serving
+from protocol_support import answer, approving_context, assistant, serving
 from pydantic import TypeAdapter
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from helikon import SequentialAgent
+from helikon import Handoff, LlmAgent, SequentialAgent
 from helikon.protocols.agui import APPROVAL_EVENT, AguiServer, parse_events
 from helikon.server import BearerAuth
+from helikon.testing import FunctionModel
 
 pytestmark = pytest.mark.integration
 
@@ -196,3 +197,17 @@ def test_mounted_in_an_outer_app_with_its_lifespan() -> None:
     with serving(outer) as base:
         events = run(base + "/agui", user("t7", "r1", "hi"))
     assert events[-1].result == "echo: hi"
+
+
+def test_an_approval_inside_a_handoff_target_is_answered_by_its_path() -> None:
+    front = LlmAgent(name="front", model=FunctionModel(answer), handoffs=[Handoff.to(assistant("billing"))])
+    with serving(AguiServer(front, context=approving_context()).app()) as base:
+        first = run(base, user("t8", "r1", "transfer pay 3"))
+        steps = [e.step_name for e in first if e.type is EventType.STEP_STARTED]
+        assert steps == ["billing"]
+        (interrupt,) = first[-1].outcome.interrupts
+        assert interrupt.id == f"billing/{interrupt.tool_call_id}"
+        resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": True}]
+        second = run(base, {"threadId": "t8", "runId": "r2", "messages": [], "resume": resume})
+    assert next(e for e in second if e.type is EventType.TOOL_CALL_RESULT).content == "paid 3"
+    assert second[-1].result == "The tool said: paid 3"
