@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, final
 
 import anyio
@@ -218,10 +218,6 @@ class ParkedRuns:
 
     def get(self, key: Key) -> ParkedRun | None:
         return self.runs.get(key)
-
-
-#: A factory of run contexts: ``(request, input) -> RunContext`` (sync or async).
-ContextFactory = Callable[..., Any]
 
 
 __all__ = ["Decision", "Key", "Parked", "ParkedRun", "ParkedRuns"]

@@ -5,6 +5,7 @@ auth and identity scoping, mounting in an outer app."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -211,3 +212,16 @@ def test_an_approval_inside_a_handoff_target_is_answered_by_its_path() -> None:
         second = run(base, {"threadId": "t8", "runId": "r2", "messages": [], "resume": resume})
     assert next(e for e in second if e.type is EventType.TOOL_CALL_RESULT).content == "paid 3"
     assert second[-1].result == "The tool said: paid 3"
+
+
+def test_a_client_that_goes_away_cancels_its_run() -> None:
+    server = AguiServer(assistant())
+    with serving(server.app()) as base:
+        with httpx.stream("POST", base + "/", json=user("t9", "r1", "slow"), timeout=10) as response:
+            lines = response.iter_lines()
+            assert "RUN_STARTED" in next(lines)
+            assert server.runs.runs, list(lines)
+        deadline = time.monotonic() + 10
+        while server.runs.runs and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert not server.runs.runs
