@@ -21,11 +21,12 @@ task and maps its run to task states and artifacts:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager
 from typing import Any, final
 
 try:
+    import httpx
     from a2a.auth.user import User
     from a2a.helpers import get_data_parts, new_data_part, new_task, new_text_part
     from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -37,7 +38,13 @@ try:
         create_agent_card_routes,
         create_jsonrpc_routes,
     )
-    from a2a.server.tasks import InMemoryTaskStore, TaskStore, TaskUpdater
+    from a2a.server.tasks import (
+        BasePushNotificationSender,
+        InMemoryPushNotificationConfigStore,
+        InMemoryTaskStore,
+        TaskStore,
+        TaskUpdater,
+    )
     from a2a.types import (
         AgentCapabilities,
         AgentCard,
@@ -47,6 +54,7 @@ try:
         TaskState,
     )
     from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+    from a2a.utils.push_url_validator import validate_push_notification_url
     from starlette.applications import Starlette
     from starlette.requests import Request
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
@@ -243,7 +251,7 @@ class HelikonExecutor(AgentExecutor):
         await updater.cancel()
 
 
-def agent_card(agent: Any, url: str, *, version: str = "1.0.0") -> AgentCard:
+def agent_card(agent: Any, url: str, *, version: str = "1.0.0", push: bool = False) -> AgentCard:
     """The agent card of ``agent`` served at ``url`` (JSON-RPC): its name
     and description, a skill for the agent itself and one per tool."""
     name = str(getattr(agent, "name", "agent"))
@@ -263,7 +271,7 @@ def agent_card(agent: Any, url: str, *, version: str = "1.0.0") -> AgentCard:
         description=description,
         version=version,
         supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=push),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["application/json"] if _structured(agent) else ["text/plain"],
         skills=skills,
@@ -291,6 +299,11 @@ class A2AServer:
         auth: an authenticator, as the agent server's; tasks are scoped to
             the identity (the card stays public).
         task_store: the SDK's task store (default in memory).
+        push: offer push notifications (the SDK's sender and an in-memory
+            config store): a client's webhook gets the task's updates.
+        push_url_validator: ``(url) -> bool`` (async) for the webhooks a
+            client may name; default the SDK's, which refuses loopback,
+            private and link-local addresses (no server-side request forgery).
     """
 
     def __init__(
@@ -301,15 +314,31 @@ class A2AServer:
         context: RunContext[Any] | A2AContext | None = None,
         auth: Authenticator | None = None,
         task_store: TaskStore | None = None,
+        push: bool = False,
+        push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.agent = agent
         self.url = url
         self.auth = auth
         self.runs = ParkedRuns()
         self.executor = HelikonExecutor(agent, context, self.runs)
-        self.card = agent_card(agent, url)
+        self.card = agent_card(agent, url, push=push)
+        self._http: httpx.AsyncClient | None = None
+        options: dict[str, Any] = {}
+        if push:
+            self._http = httpx.AsyncClient(timeout=30)
+            store = InMemoryPushNotificationConfigStore()
+            validator = push_url_validator or validate_push_notification_url
+            options = {
+                "push_config_store": store,
+                "push_sender": BasePushNotificationSender(self._http, store, push_url_validator=validator),
+                "push_url_validator": validator,
+            }
         self.handler = DefaultRequestHandler(
-            agent_executor=self.executor, task_store=task_store or InMemoryTaskStore(), agent_card=self.card
+            agent_executor=self.executor,
+            task_store=task_store or InMemoryTaskStore(),
+            agent_card=self.card,
+            **options,
         )
 
     @asynccontextmanager
@@ -321,6 +350,10 @@ class A2AServer:
                 yield
             finally:
                 group.cancel_scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    await self.handler.aclose()
+                    if self._http is not None:
+                        await self._http.aclose()
 
     def app(self) -> Any:
         """The ASGI app (asyncio only: the SDK's server runs on asyncio)."""

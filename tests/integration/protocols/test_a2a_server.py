@@ -6,6 +6,8 @@ data part, auth and identity scoping."""
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -21,10 +23,15 @@ from a2a.types import (
     SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import TaskNotFoundError
 from protocol_support import approving_context, assistant, free_port, reporter, serving
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from helikon.protocols.a2a import A2AServer
 from helikon.server import BearerAuth
@@ -183,3 +190,41 @@ def test_auth_keeps_the_card_public_and_scopes_tasks_by_identity() -> None:
 
     with a2a_server(auth=auth) as base:
         asyncio.run(main(base))
+
+
+def test_push_notifications_reach_the_clients_webhook() -> None:
+    received: list[tuple[str | None, dict[str, Any]]] = []
+
+    async def webhook(request: Request) -> Response:
+        received.append((request.headers.get("x-a2a-notification-token"), await request.json()))
+        return Response(status_code=200)
+
+    hook_port = free_port()
+    hook_url = f"http://127.0.0.1:{hook_port}/hook"
+    allowed: set[str] = {hook_url}
+
+    async def only_the_test_hook(url: str) -> bool:  # loopback, allowed by this test alone
+        return url in allowed
+
+    async def main(base: str) -> None:
+        async with client_of(base, streaming=False) as client:
+            config = TaskPushNotificationConfig(url=hook_url, token="sentinel-token-31337")
+            task = final_task(await send(client, "weather please", task_push_notification_config=config))
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+            refused = TaskPushNotificationConfig(url="http://127.0.0.1:9/elsewhere")
+            with pytest.raises(Exception, match=r"(?i)push notification url"):
+                await send(client, "hello", task_push_notification_config=refused)
+
+    hooks = Starlette(routes=[Route("/hook", webhook, methods=["POST"])])
+    with (
+        serving(hooks, port=hook_port),
+        a2a_server(push=True, push_url_validator=only_the_test_hook) as base,
+    ):
+        card = httpx.get(base + "/.well-known/agent-card.json", timeout=10).json()
+        assert card["capabilities"]["pushNotifications"] is True
+        asyncio.run(main(base))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any("COMPLETED" in json.dumps(b) for _, b in received):
+            time.sleep(0.05)
+    assert received and {token for token, _ in received} == {"sentinel-token-31337"}
+    assert any("TASK_STATE_COMPLETED" in json.dumps(body) for _, body in received)
