@@ -39,6 +39,7 @@ from helikon.items import (
 )
 from helikon.model import Usage
 from helikon.protocols.a2a import decisions_from, request_text
+from helikon.protocols.a2a._server import message_text
 from helikon.protocols.agui import AguiEvents, encode, input_items, interrupt_id
 
 EVENT = TypeAdapter(Event)
@@ -176,3 +177,8 @@ def test_a_remote_agent_is_asked_the_last_user_message() -> None:
     )
     assert request_text(items) == "last"
     assert request_text((SystemMessage((TextPart("only this"),)),)) == "only this"
+
+
+def test_an_a2a_message_with_data_is_asked_as_text() -> None:
+    parts = [new_text_part("Summarise:"), new_data_part({"b": 2, "a": 1})]
+    assert message_text(parts) == 'Summarise:\n{"a": 1, "b": 2}'

@@ -18,7 +18,6 @@ cannot answer it on a human's behalf).
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, final
@@ -26,7 +25,7 @@ from typing import Any, final
 try:
     import httpx
     from a2a.client import A2ACardResolver, ClientConfig, create_client
-    from a2a.helpers import get_data_parts, new_text_message
+    from a2a.helpers import new_text_message
     from a2a.types import (
         AgentCard,
         Artifact,
@@ -46,6 +45,7 @@ from helikon.events import AgentEvent, MessageOutput, RunCompleted, RunFailed, R
 from helikon.ids import RunId
 from helikon.items import AgentInput, AssistantMessage, Item, SystemMessage, TextPart, UserMessage, text_of
 from helikon.model import Usage
+from helikon.protocols.a2a._parts import parts_text
 
 _FAILED: dict[int, str] = {
     TaskState.TASK_STATE_FAILED: "failed",
@@ -60,14 +60,7 @@ _WAITING = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUI
 
 
 def _parts_text(parts: Sequence[Part]) -> str:
-    """Text parts as they are; data parts as JSON."""
-    pieces: list[str] = []
-    for part in parts:
-        if part.HasField("text"):
-            pieces.append(part.text)
-        elif part.HasField("data"):
-            pieces.extend(json.dumps(d, sort_keys=True) for d in get_data_parts([part]))
-    return "".join(pieces)
+    return parts_text(parts, "")
 
 
 def request_text(items: Sequence[Item]) -> str:

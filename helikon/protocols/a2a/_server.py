@@ -70,6 +70,7 @@ from helikon.items import AgentInput, TextPart, UserMessage, text_of
 from helikon.protocols._auth import Authenticated
 from helikon.protocols._calls import call
 from helikon.protocols._parked import Decision, Parked, ParkedRun, ParkedRuns
+from helikon.protocols.a2a._parts import parts_text
 from helikon.server._backend import owner_of
 from helikon.server._providers import Authenticator
 
@@ -140,6 +141,11 @@ def decisions_from(parts: list[Part], requests: tuple[ApprovalRequest, ...]) -> 
     return [Decision(r.call_id, approved, reason, r.path) for r in requests]
 
 
+def message_text(parts: list[Part]) -> str:
+    """What a task's message asks, as text (see :func:`parts_text`)."""
+    return parts_text(parts)
+
+
 def _asking(requests: tuple[ApprovalRequest, ...]) -> list[Part]:
     calls = [
         {
@@ -203,7 +209,7 @@ class HelikonExecutor(AgentExecutor):
                     task_id, context.context_id or "", TaskState.TASK_STATE_SUBMITTED, history=history
                 )
                 await event_queue.enqueue_event(task)
-            text = " ".join(p.text for p in parts if p.text)
+            text = message_text(parts)
             ctx = await self._ctx(context)
             input = AgentInput((UserMessage((TextPart(text),)),))
             run = self.runs.start(key, task_id, self.agent, ctx, input)
@@ -372,4 +378,5 @@ __all__ = [
     "HelikonExecutor",
     "agent_card",
     "decisions_from",
+    "message_text",
 ]
