@@ -72,6 +72,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon.testing",
             "helikon.server",
             "helikon.protocols.agui",
+            "helikon.protocols._agui_events",
             "helikon.protocols.a2a",
             "helikon.protocols._parked",
             "helikon.protocols._frontend",
