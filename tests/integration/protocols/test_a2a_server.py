@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from helikon import SequentialAgent
 from helikon.protocols.a2a import A2AServer
 from helikon.server import BearerAuth
 
@@ -228,3 +229,22 @@ def test_push_notifications_reach_the_clients_webhook() -> None:
             time.sleep(0.05)
     assert received and {token for token, _ in received} == {"sentinel-token-31337"}
     assert any("TASK_STATE_COMPLETED" in json.dumps(body) for _, body in received)
+
+
+def test_a_workflow_is_served_too() -> None:
+    flow = (
+        SequentialAgent("flow", "Two assistants in a row.").then(assistant("first")).then(assistant("second"))
+    )
+
+    async def main(base: str) -> None:
+        async with client_of(base, streaming=True) as client:
+            responses = await send(client, "weather please")
+        states = [r.status_update.status.state for r in responses if r.HasField("status_update")]
+        assert states[-1] == TaskState.TASK_STATE_COMPLETED
+        (artifact,) = [r.artifact_update.artifact for r in responses if r.HasField("artifact_update")]
+        assert get_text_parts(list(artifact.parts)) == ["The tool said: sunny in Paris"]
+
+    with a2a_server(flow) as base:
+        card = httpx.get(base + "/.well-known/agent-card.json", timeout=10).json()
+        assert (card["name"], card["description"]) == ("flow", "Two assistants in a row.")
+        asyncio.run(main(base))
