@@ -100,6 +100,7 @@ class AguiServer:
         auth: an authenticator, as the agent server's (``BearerAuth`` or
             ``(request) -> identity or None``); threads are scoped to the
             identity (another identity's thread id starts a new thread).
+        max_body_bytes: the largest input accepted (413 beyond, unread).
     """
 
     def __init__(
@@ -108,10 +109,12 @@ class AguiServer:
         *,
         context: RunContext[Any] | AguiContext | None = None,
         auth: Authenticator | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.agent = agent
         self.context = context
         self.auth = auth
+        self.max_body_bytes = max_body_bytes
         self.runs = ParkedRuns()
 
     @asynccontextmanager
@@ -139,9 +142,10 @@ class AguiServer:
         return ctx
 
     async def _run(self, request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return JSONResponse({"error": {"code": "too_large", "message": "the body is too large"}}, 413)
+        body = await _body(request, self.max_body_bytes)
+        if body is None:
+            message = f"the body is larger than {self.max_body_bytes} bytes"
+            return JSONResponse({"error": {"code": "too_large", "message": message}}, 413)
         try:
             input = RunAgentInput.model_validate_json(body)
         except ValidationError as exc:
@@ -197,6 +201,21 @@ class AguiServer:
         finally:
             if not ended:  # the client went away mid-run: the run stops with it
                 run.cancel()
+
+
+async def _body(request: Request, limit: int) -> bytes | None:
+    """The request's body, or None once it is larger than ``limit`` (read no further)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def agui_app(

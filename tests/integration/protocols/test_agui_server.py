@@ -5,6 +5,7 @@ auth and identity scoping, mounting in an outer app."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -225,3 +226,13 @@ def test_a_client_that_goes_away_cancels_its_run() -> None:
         while server.runs.runs and time.monotonic() < deadline:
             time.sleep(0.05)
     assert not server.runs.runs
+
+
+def test_a_body_over_the_limit_is_413() -> None:
+    with serving(AguiServer(assistant(), max_body_bytes=2048).app()) as base:
+        big = user("t10", "r1", "x" * 4096)
+        response = httpx.post(base + "/", json=big, timeout=10)
+        assert response.status_code == 413 and "2048" in response.text
+        chunked = httpx.post(base + "/", content=iter([json.dumps(big).encode()]), timeout=10)
+        assert chunked.status_code == 413
+        assert run(base, user("t10", "r2", "small"))[-1].result == "echo: small"
