@@ -32,6 +32,16 @@ PHRASES: dict[str, tuple[str, ...]] = {
         "approval requested: pay_bill(",
         "after approval: Done: paid 184.20 USD to City Power.",
     ),
+    "agent_protocols.py": (
+        "without the token: 401",
+        "TOOL_CALL_RESULT TEXT_MESSAGE_START",
+        "front-end tool: The tool said: Lyon",
+        "approval event: helikon.approval_requested",
+        "after approval: The tool said: paid 42 USD",
+        "A2A task: TASK_STATE_INPUT_REQUIRED",
+        "A2A answered: TASK_STATE_COMPLETED The tool said: paid 7 USD",
+        "replayed with the server gone, same events: True",
+    ),
     "agentcore_server.py": (
         "ping: Healthy",
         "JSON answer: You spent $412",

@@ -1,0 +1,161 @@
+"""Shared pieces of the protocol tests: an agent answering by rule (for any
+number of runs, in any process), and a real Hypercorn server on loopback."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import attrs
+import httpx
+from hypercorn.config import Config
+
+from helikon import LlmAgent, RunContext, tool
+from helikon.governance import GuardRule
+from helikon.items import ToolResult, UserMessage, text_of
+from helikon.model import ModelRequest
+from helikon.server import serve_app
+from helikon.testing import FunctionModel, Pause, call_tools, say
+from helikon.testing._function import ModelReply
+
+
+def _last_user_text(request: ModelRequest) -> str:
+    for item in reversed(request.messages):
+        if isinstance(item, UserMessage):
+            return text_of(item.content)
+    return ""
+
+
+def answer(request: ModelRequest) -> ModelReply:
+    """``weather`` calls get_weather; ``pay N`` calls pay; ``locate`` calls
+    the client's ``where_am_i``; after a tool: ``The tool said: ...``; else
+    ``echo: <text>``; ``slow`` waits 30 s; ``report`` answers JSON;
+    ``transfer ...`` hands off (when it can), and the target answers ``...``."""
+    last = request.messages[-1] if request.messages else None
+    if isinstance(last, ToolResult) and not last.name.startswith("transfer_to_"):
+        return f"The tool said: {last.content}"
+    text = _last_user_text(request)
+    words = text.split()
+    if words[:1] == ["transfer"]:
+        targets = [t.name for t in request.tools if t.name.startswith("transfer_to_")]
+        if targets:
+            return call_tools((targets[0], {}))
+        words = words[1:]
+        text = " ".join(words)
+    if words[:1] == ["weather"]:
+        return call_tools(("get_weather", {"city": "Paris"}))
+    if words[:1] == ["pay"] and len(words) == 2:
+        return call_tools(("pay", {"amount": int(words[1])}))
+    if words[:1] == ["slow"]:
+        return [Pause(30.0), *say("too late")]
+    if words[:1] == ["report"]:
+        return '{"city": "Paris", "sunny": true}'
+    if words[:1] == ["locate"] and any(t.name == "where_am_i" for t in request.tools):
+        return call_tools(("where_am_i", {"precision": "city"}))
+    return f"echo: {text}"
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city.
+
+    Args:
+        city: the city.
+    """
+    return f"sunny in {city}"
+
+
+@tool
+def pay(amount: int) -> str:
+    """Pay an amount.
+
+    Args:
+        amount: how much.
+    """
+    return f"paid {amount}"
+
+
+def assistant(name: str = "assistant") -> LlmAgent[Any]:
+    return LlmAgent(
+        name=name,
+        model=FunctionModel(answer),
+        instructions="Help.",
+        tools=[get_weather, pay],
+        description="Answers questions about the weather and pays bills.",
+    )
+
+
+@attrs.frozen
+class Report:
+    """A weather report."""
+
+    city: str
+    sunny: bool
+
+
+def reporter() -> LlmAgent[Any]:
+    """An agent with structured output."""
+    return LlmAgent(name="reporter", model=FunctionModel(answer), output_type=Report, description="Reports.")
+
+
+def approving_context() -> RunContext[Any]:
+    """Payments need a human."""
+    return RunContext.ephemeral(None).with_guard_rules([GuardRule.tool("pay")]).with_suspend_on_approval()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serving(app: Any, backend: str = "asyncio", port: int | None = None) -> Iterator[str]:
+    """Serve ``app`` with Hypercorn on a loopback port (``port``, or one the
+    OS gives; in a thread); the base URL."""
+    port = port or free_port()
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    async def until_stopped() -> None:
+        while not stop.is_set():
+            await anyio.sleep(0.02)
+
+    async def main() -> None:
+        config = Config()
+        config.bind = [f"127.0.0.1:{port}"]
+        config.accesslog = None
+        config.graceful_timeout = 1.0
+        await serve_app(app, config, until_stopped)
+
+    def run() -> None:
+        try:
+            anyio.run(main, backend=backend)
+        except BaseException as exc:  # surfaced to the test
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            httpx.get(f"{base}/", timeout=1)
+            break
+        except httpx.TransportError:
+            if failure or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start: {failure}") from None
+            time.sleep(0.05)
+    try:
+        yield base
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    if failure:
+        raise failure[0]
