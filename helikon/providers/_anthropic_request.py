@@ -92,7 +92,7 @@ def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
             media type).
     """
     settings = request.settings
-    system, messages = convert_messages(request.messages, options.model_id)
+    system, messages = convert_messages(request.messages, options.model_id, request.instructions)
     tools = [tool_json(t) for t in request.tools]
     choice = tool_choice_json(settings.tool_choice, options) if tools else None
     output_config: dict[str, Any] | None = None
@@ -213,8 +213,11 @@ def _history_tools(messages: list[Message]) -> list[str]:
     return list(names)
 
 
-def convert_messages(items: Sequence[Item], model_id: str = "") -> tuple[list[Block], list[Message]]:
-    """Split ``items`` into the ``system`` blocks and the ``messages`` list.
+def convert_messages(
+    items: Sequence[Item], model_id: str = "", instructions: str | None = None
+) -> tuple[list[Block], list[Message]]:
+    """Split ``items`` into the ``system`` blocks and the ``messages`` list
+    (the request's ``instructions`` are the first system block).
 
     >>> from helikon.ids import CallId
     >>> _, msgs = convert_messages((
@@ -228,7 +231,7 @@ def convert_messages(items: Sequence[Item], model_id: str = "") -> tuple[list[Bl
     {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 't1', 'content': 'boom', \
 'is_error': True}]}
     """
-    system: list[Block] = []
+    system: list[Block] = [{"type": "text", "text": instructions}] if instructions else []
     messages: list[Message] = []
     for item in items:
         match item:

@@ -221,7 +221,7 @@ def chat_messages(request: ModelRequest, config: OpenAIConfig) -> list[dict[str,
     """The ``messages`` array: one instruction message at the top, then the
     conversation, with each assistant turn's tool calls folded into it."""
     out: list[dict[str, Any]] = []
-    system = instructions(request.messages)
+    system = instructions(request.messages, request.instructions)
     if system is not None:
         out.append({"role": config.system_role, "content": system})
     turn: dict[str, Any] | None = None  # the assistant message tool calls attach to

@@ -170,16 +170,19 @@ async def stream_events(
 # -- request pieces ----------------------------------------------------------
 
 
-def instructions(messages: Sequence[Item]) -> str | None:
-    """Every system message's text, in order, joined by blank lines (or None).
+def instructions(messages: Sequence[Item], first: str | None = None) -> str | None:
+    """The request's instructions (``first``), then every system message's
+    text, in order, joined by blank lines (or None).
 
     >>> from helikon.items import system_text, user_text
-    >>> instructions((system_text("Be brief."), user_text("hi"), system_text("Use metric units.")))
+    >>> instructions((user_text("hi"), system_text("Use metric units.")), "Be brief.")
     'Be brief.\\n\\nUse metric units.'
     >>> instructions((user_text("hi"),)) is None
     True
     """
     texts = [text_of(m.content) for m in messages if type(m) is SystemMessage]
+    if first is not None:
+        texts.insert(0, first)
     joined = "\n\n".join(t for t in texts if t)
     return joined or None
 

@@ -85,7 +85,7 @@ def responses_body(request: ModelRequest, config: OpenAIConfig) -> dict[str, Any
     """The JSON body of a Responses call for ``request``."""
     settings = request.settings
     body: dict[str, Any] = {"model": config.model_id, "input": responses_input(request)}
-    system = instructions(request.messages)
+    system = instructions(request.messages, request.instructions)
     if system is not None:
         body["instructions"] = system
     if config.stream:
