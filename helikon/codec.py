@@ -151,8 +151,21 @@ def _make_tuple_structure(conv: Converter) -> Callable[[object], Callable[[Any, 
 
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
-            inner = homogenous_tuple_structure_factory(tp, conv)  # type: ignore[arg-type]
+            detailed = homogenous_tuple_structure_factory(tp, conv)  # type: ignore[arg-type]
+            element = args[0]
+            found: list[Callable[[Any, Any], Any]] = []  # the element's hook, looked up on first use
             size = None
+
+            def inner(value: Any, _: Any) -> Any:
+                # The quick way first (a trace structures thousands of tuples);
+                # on a bad element, cattrs' detailed validation names its index.
+                try:
+                    if not found:
+                        found.append(conv.get_structure_hook(element))
+                    hook = found[0]
+                    return tuple([hook(v, element) for v in value])
+                except Exception:
+                    return detailed(value, tp)
         else:
             hooks = [conv.get_structure_hook(a) for a in args]
             size = len(args)
