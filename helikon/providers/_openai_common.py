@@ -33,6 +33,7 @@ from helikon.errors import ModelError
 from helikon.items import ImagePart, Item, SystemMessage, TextPart, text_of
 from helikon.model import FinishReason, ModelEvent, Usage
 from helikon.providers._http import SseDecoder, SseEvent, chunks, classify, decode_json, read_all, send
+from helikon.providers._incremental import http_json_body
 from helikon.providers._openai_profiles import PROFILES, OutputMode, ServerProfile
 from helikon.schema import strict
 
@@ -111,7 +112,8 @@ def build_request(
         config.base_url.rstrip("/") + path,
         params=dict(config.params) or None,
         headers=headers,
-        json=dict(body),
+        # The conversation's final messages come encoded (see _incremental).
+        content=http_json_body(body, "messages" if "messages" in body else "input"),
     )
 
 
