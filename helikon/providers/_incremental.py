@@ -30,6 +30,7 @@ Rules:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, Final, TypeAlias
@@ -54,7 +55,28 @@ _SLOT: Final = "\x00helikon:parts\x00"
 def http_json(value: object) -> bytes:
     """``value`` encoded exactly as ``httpx``'s ``json=`` encodes a request
     body (its separators and escaping differ between httpx versions)."""
+    return _http_encoder()(value)
+
+
+def _through_httpx(value: object) -> bytes:
     return httpx.Request("POST", "http://localhost/", json=value).content
+
+
+#: How httpx versions encode ``json=`` (0.28 on; before), tried in order.
+_CANDIDATES: Final[tuple[Callable[[object], bytes], ...]] = (
+    lambda v: json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(),
+    lambda v: json.dumps(v).encode(),
+)
+
+
+@cache
+def _http_encoder() -> Callable[[object], bytes]:
+    """The candidate that encodes as this httpx does (building an
+    ``httpx.Request`` per value costs far more than the encoding), or httpx
+    itself when none does."""
+    probe = {"text": ["\u00e9\u2028\n\x00", 0.5, 1e16, None, True], "n": {"k": -1}}
+    expected = _through_httpx(probe)
+    return next((c for c in _CANDIDATES if c(probe) == expected), _through_httpx)
 
 
 @cache

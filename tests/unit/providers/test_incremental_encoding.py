@@ -77,7 +77,9 @@ class Capture:
 def encoded(model: Any, request: ModelRequest) -> bytes:
     """The body encoded from scratch, as the adapter encodes it."""
     body = model.request_body(request)
-    return msgspec.json.encode(body) if isinstance(model, AnthropicModel) else http_json(body)
+    if isinstance(model, AnthropicModel):
+        return msgspec.json.encode(body)
+    return httpx.Request("POST", "http://localhost/", json=body).content  # what json= sent before
 
 
 def sent(model: Any, capture: Capture, request: ModelRequest) -> bytes:
@@ -149,3 +151,15 @@ def test_a_cache_remembers_a_bounded_number_of_conversations() -> None:
     for n in range(10):
         cache.messages((user_text(f"run {n}"),), lambda items: [(0, {"n": 0})])
     assert len(cache._known) == 3
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": "caf\u00e9 \u2028 \U0001f600", "b": [0.1, 1e16, 1e-7, -0.0, 12345678901234567890]},
+        {"c": "quote \" backslash \\ tab \t newline \n nul \x00 del \x7f"},
+        [None, True, False, {}, [], ""],
+    ],
+)
+def test_parts_are_encoded_as_httpx_encodes_json(value: Any) -> None:
+    assert http_json(value) == httpx.Request("POST", "http://localhost/", json=value).content
