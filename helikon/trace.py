@@ -38,7 +38,7 @@ from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
 from helikon.events import AgentEvent
-from helikon.items import Item
+from helikon.items import Item, SystemMessage, TextPart
 from helikon.loop import AgentSpec
 from helikon.model import ModelRequest, ModelSettings, ToolDef
 
@@ -345,6 +345,8 @@ class Trace:
                     if header is not None:
                         raise ValueError("a second header line")
                     header = read({k: v for k, v in record.items() if k != "kind"}, TraceHeader, "header")
+                    if version in (3, 4):
+                        requests.legacy = header.definition
                 elif kind == "step":
                     path = read(record.get("path", []), tuple[str | int, ...], "path")
                     steps.append(
@@ -433,6 +435,9 @@ class _Requests:
 
     def __init__(self) -> None:
         self.last: dict[_Asker, ModelRequest] = {}
+        #: Reading a trace of format 3 or 4: its run's definition (their
+        #: requests held the agent's instructions as their first message).
+        self.legacy: dict[str, Any] | None = None
 
     def written(self, effect: Effect, path: tuple[str | int, ...]) -> dict[str, Any]:
         """``effect`` unstructured, its model requests as what is new."""
@@ -515,10 +520,39 @@ class _Requests:
             request = ModelRequest((*previous.messages[:kept], *added), **carried)
         else:
             request = read(fields, ModelRequest, f"{where}.request")
+            if self.legacy is not None:
+                request = _lifted(request, _instructed(self.legacy, (*asker[0], *asker[1])))
             if previous is not None:
                 request = _sharing(request, previous)
         self.last[asker] = request
         return CallModel(request, turn)
+
+
+def _instructed(definition: dict[str, Any], path: tuple[str | int, ...]) -> bool:
+    """Whether the agent at ``path`` (its last key names the member of an
+    agent tree; the run's own agent at the root) has instructions, by the
+    recorded definition; an agent the definition does not describe is taken
+    to have them."""
+    agent: Any = definition
+    if path:
+        agents = definition.get("agents")
+        agent = agents.get(str(path[-1])) if isinstance(agents, dict) else None
+    if not isinstance(agent, dict) or "instructions" not in agent:
+        return True
+    return agent.get("instructions") is not None or bool(agent.get("dynamic_instructions"))
+
+
+def _lifted(request: ModelRequest, instructed: bool) -> ModelRequest:
+    """A request of format 3 or 4 as this helikon asks it: the agent's
+    instructions, which those formats' requests held as their first message
+    (a system message of one text part), in ``instructions``. A replay of an
+    old trace then compares like with like, and an upgrade writes them so."""
+    if not instructed or request.instructions is not None or not request.messages:
+        return request
+    first = request.messages[0]
+    if type(first) is not SystemMessage or len(first.content) != 1 or type(first.content[0]) is not TextPart:
+        return request
+    return attrs.evolve(request, messages=request.messages[1:], instructions=first.content[0].text)
 
 
 def _sharing(request: ModelRequest, previous: ModelRequest) -> ModelRequest:

@@ -23,7 +23,7 @@ from helikon.effects import (
 from helikon.events import AgentEvent
 from helikon.ids import CallId
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
-from helikon.items import ToolCall, ToolResult, user_text
+from helikon.items import ToolCall, ToolResult, system_text, user_text
 from helikon.model import Finish, FinishReason, ModelRequest, ModelSettings, TextChunk, ToolDef
 from helikon.testing import MockModel, call_tools, say
 from helikon.trace import VERSION, TraceFormatError, TraceHeader, TraceStep, _resolve, _Texts, main
@@ -229,3 +229,48 @@ def test_trace_bytes_per_turn_stay_flat_as_a_run_grows() -> None:
         if turns == 400:
             assert size <= 1_000_000, size
     assert per_turn[400] <= 1.2 * per_turn[100], per_turn
+
+
+V4 = Path(__file__).parents[1] / "fixtures" / "traces_v4"
+GOLDEN = Path(__file__).parents[1] / "golden"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in V4.glob("*.jsonl")))
+def test_a_version_4_golden_upgrades_to_the_golden_recorded_now(name: str, tmp_path: Path) -> None:
+    """The format-4 goldens of helikon before issue 29 (every request whole,
+    the instructions as its first message) upgrade byte for byte to the
+    goldens this helikon records, and replay strictly as they are."""
+    import sys
+
+    sys.path.insert(0, str(GOLDEN))
+    from scenarios import SCENARIOS
+
+    from helikon.testing import GoldenTraces
+
+    old = V4 / f"{name}.jsonl"
+    assert b'"version":4' in old.read_bytes()
+    assert Trace.load(old).to_bytes() == (GOLDEN / "traces" / f"{name}.jsonl").read_bytes()
+
+    agent, input, ctx = SCENARIOS[name]()
+    GoldenTraces().check(agent, old, input=input, ctx=ctx)  # strict replay of the old file
+    copy = tmp_path / old.name
+    copy.write_bytes(old.read_bytes())
+    assert main(["upgrade", str(copy)]) == 0
+    assert copy.read_bytes() == (GOLDEN / "traces" / f"{name}.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize(("instructions", "lifted"), [("Be brief.", True), (None, False)])
+def test_a_version_4_request_gives_up_its_first_message_only_for_an_agent_with_instructions(
+    instructions: str | None, lifted: bool
+) -> None:
+    request = _call((system_text("Be brief."), HI))
+    definition = {"name": "a", "instructions": instructions, "dynamic_instructions": False}
+    header = TraceHeader(agent="a", run_id="r", fingerprint="f", input=(HI,), definition=definition)
+    old = as_version_4(Trace(header, (TraceStep(0, request, REPLY, ()),), ()))
+
+    (step,) = Trace.from_bytes(old).steps
+    assert isinstance(step.effect, CallModel)
+    if lifted:
+        assert step.effect.request == ModelRequest((HI,), instructions="Be brief.")
+    else:
+        assert step.effect.request == request.request
