@@ -39,7 +39,7 @@ from helikon import (
 from helikon.effects import Terminate
 from helikon.events import RunCompleted
 from helikon.interpreters import LiveInterpreter
-from helikon.items import SystemMessage, text_of
+from helikon.items import text_of
 from helikon.model import ModelRequest
 from helikon.testing import FunctionModel, MockModel, say
 
@@ -56,7 +56,7 @@ def build_agent() -> Any:
 
     def writer_model(request: ModelRequest) -> str:
         # Answers from its instructions: what it was told the notes are.
-        system = next(text_of(m.content) for m in request.messages if isinstance(m, SystemMessage))
+        system = request.instructions or ""
         return "Report: " + system.split(": ", 1)[1]
 
     writer = LlmAgent(name="writer", model=FunctionModel(writer_model), instructions=writer_instructions)

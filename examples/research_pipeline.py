@@ -24,7 +24,6 @@ from helikon import (
     RunContext,
     RunFailed,
     SequentialAgent,
-    SystemMessage,
 )
 from helikon.items import text_of
 from helikon.testing import MockModel, say
@@ -68,9 +67,7 @@ async def main() -> int:
                 print(f"[run failed: {error}]", file=sys.stderr)
                 return 1
     print("\nthe writer's instructions, rendered from ctx.state:")
-    instructions = writer_model.requests[0].messages[0]
-    if isinstance(instructions, SystemMessage):
-        print(text_of(instructions.content))
+    print(writer_model.requests[0].instructions)
     print("\nstate['research'] =", ctx.state["research"])
     return 0
 

@@ -151,8 +151,21 @@ def _make_tuple_structure(conv: Converter) -> Callable[[object], Callable[[Any, 
 
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
-            inner = homogenous_tuple_structure_factory(tp, conv)  # type: ignore[arg-type]
+            detailed = homogenous_tuple_structure_factory(tp, conv)  # type: ignore[arg-type]
+            element = args[0]
+            found: list[Callable[[Any, Any], Any]] = []  # the element's hook, looked up on first use
             size = None
+
+            def inner(value: Any, _: Any) -> Any:
+                # The quick way first (a trace structures thousands of tuples);
+                # on a bad element, cattrs' detailed validation names its index.
+                try:
+                    if not found:
+                        found.append(conv.get_structure_hook(element))
+                    hook = found[0]
+                    return tuple([hook(v, element) for v in value])
+                except Exception:
+                    return detailed(value, tp)
         else:
             hooks = [conv.get_structure_hook(a) for a in args]
             size = len(args)
@@ -177,6 +190,8 @@ def _make_union_structure(conv: Converter) -> Callable[[object], Callable[[Any, 
         by_tag = {a.__name__: a for a in _union_args(tp) if isinstance(a, type) and attrs.has(a)}
 
         optional = type(None) in _union_args(tp)
+        # Each member's hook, looked up once (a trace structures thousands).
+        hooks: dict[str, tuple[Callable[[Any, Any], Any], type]] = {}
 
         def structure(value: Any, _: Any) -> Any:
             if value is None and optional:
@@ -185,10 +200,14 @@ def _make_union_structure(conv: Converter) -> Callable[[object], Callable[[Any, 
                 raise TypeError(f"expected an object with a {_TAG!r} tag, got {_kind(value)}")
             data = dict(value)
             tag = data.pop(_TAG, None)
-            cls = by_tag.get(tag) if isinstance(tag, str) else None
-            if cls is None:
-                raise ValueError(f"unknown {_TAG!r} tag {tag!r}; expected one of {sorted(by_tag)}")
-            return conv.structure(data, cls)
+            found = hooks.get(tag) if type(tag) is str else None
+            if found is None:
+                cls = by_tag.get(tag) if isinstance(tag, str) else None
+                if cls is None:
+                    raise ValueError(f"unknown {_TAG!r} tag {tag!r}; expected one of {sorted(by_tag)}")
+                found = hooks[tag] = (conv.get_structure_hook(cls), cls)
+            hook, cls = found
+            return hook(data, cls)
 
         return structure
 

@@ -123,11 +123,21 @@ class ModelSettings:
 
 @attrs.frozen
 class ModelRequest:
-    """One model call: the messages so far, the tools it may call, settings."""
+    """One model call: the messages so far, the tools it may call, settings,
+    and the agent's ``instructions``.
+
+    The instructions are not a message of the conversation: each provider
+    adapter renders them in its API's own system or instructions slot, ahead
+    of any system message the conversation holds (a request with
+    ``instructions="Be brief."`` is sent exactly as one whose messages start
+    with ``system_text("Be brief.")``). So the conversation is passed as it
+    is, never copied to put a system message in front of it.
+    """
 
     messages: tuple[Item, ...]
     tools: tuple[ToolDef, ...] = ()
     settings: ModelSettings = ModelSettings()
+    instructions: str | None = None
 
 
 @attrs.frozen

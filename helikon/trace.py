@@ -11,6 +11,13 @@ Long strings (prompts, instructions, outputs) are written once each, on a
 ``text`` line of their own, and referred to by number everywhere they occur:
 a one-word change to a prompt changes one line of a golden trace, not every
 line that repeats the conversation.
+
+A model request (format 5) is written whole only the first time an agent
+path asks its model; each later request of that path records what is new
+since the previous one: how many of its messages it keeps, the messages
+after them, and the tools, settings or instructions only when they changed.
+Reading rebuilds every request whole, so a trace grows by what a turn adds,
+not by the whole conversation again.
 """
 
 from __future__ import annotations
@@ -28,19 +35,21 @@ import msgspec
 from helikon import codec
 from helikon._normal import normal_form
 from helikon.agents import Member, TreeSpec, WorkflowSpec
-from helikon.effects import CallModel, Effect, EffectResult
+from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
 from helikon.events import AgentEvent
-from helikon.items import Item
+from helikon.items import Item, SystemMessage, TextPart
 from helikon.loop import AgentSpec
+from helikon.model import ModelRequest, ModelSettings, ToolDef
 
 #: The format's name, in every header.
 FORMAT: Final = "helikon-trace"
-#: The format version this helikon writes (4: long strings on text lines).
-VERSION: Final = 4
-#: The versions this helikon reads (3 is read as is; ``python -m
-#: helikon.trace upgrade FILE...`` rewrites it as the current version).
-READABLE: Final = (3, 4)
+#: The format version this helikon writes (4: long strings on text lines;
+#: 5: a model request records only what is new since its path's previous one).
+VERSION: Final = 5
+#: The versions this helikon reads (3 and 4 are read as they are; ``python
+#: -m helikon.trace upgrade FILE...`` rewrites them as the current version).
+READABLE: Final = (3, 4, 5)
 #: Strings this long or longer are written on a text line of their own.
 TEXT_MIN: Final = 24
 
@@ -216,12 +225,13 @@ class Trace:
         header["kind"] = "header"
         header["version"] = VERSION  # written in this version's format, whatever it was read from
         lines = [_encode(texts.intern(header))]
+        requests = _Requests()
         records: list[dict[str, Any]] = [
             {
                 "kind": "step",
                 "index": step.index,
                 "path": list(step.path),
-                "effect": codec.unstructure(step.effect, Effect),
+                "effect": requests.written(step.effect, step.path),
                 "result": codec.unstructure(step.result, EffectResult),
                 "events": [codec.unstructure(e, AgentEvent) for e in step.events],
                 "live": [codec.unstructure(e, AgentEvent) for e in step.live],
@@ -264,13 +274,16 @@ class Trace:
                 truncated file; the message names ``source`` and the line.
         """
         records: list[tuple[int, Any]] = []
+        plain: set[int] = set()  # the lines that refer to no text line (most do not)
         for number, line in enumerate(lines, 1):
             if isinstance(line, str):
                 line = line.encode()
             if not line.strip():
                 continue
+            if _REF_MARKS[0] not in line and _REF_MARKS[1] not in line:
+                plain.add(number)
             try:
-                records.append((number, msgspec.json.decode(line)))
+                records.append((number, _decoder.decode(line)))
             except msgspec.DecodeError as exc:
                 raise TraceFormatError(
                     f"{source}:{number}: not JSON ({exc}); is the file truncated?"
@@ -307,6 +320,7 @@ class Trace:
                         raise TraceFormatError(f"{source}:{number}: malformed text line")
                     texts[record["id"]] = record["text"]
         steps: list[TraceStep] = []
+        requests = _Requests()
         final: tuple[AgentEvent, ...] = ()
         header: TraceHeader | None = None
         number = 1
@@ -320,25 +334,28 @@ class Trace:
                 raise TraceFormatError(f"{source}:{number}: malformed trace line: {why}") from exc
 
         try:
-            for number, raw in records:  # noqa: B007 (``number`` names the line in the error)
+            for number, raw in records:  # ``number`` names the line in an error
                 if not isinstance(raw, dict):
                     raise ValueError("a line must be a JSON object")
                 kind = raw.get("kind")
                 if kind == "text":
                     continue
-                record = raw if version == 3 else _resolve(raw, texts)
+                record = raw if version == 3 or number in plain else _resolve(raw, texts)
                 if kind == "header":
                     if header is not None:
                         raise ValueError("a second header line")
                     header = read({k: v for k, v in record.items() if k != "kind"}, TraceHeader, "header")
+                    if version in (3, 4):
+                        requests.legacy = header.definition
                 elif kind == "step":
+                    path = read(record.get("path", []), tuple[str | int, ...], "path")
                     steps.append(
                         TraceStep(
                             read(record["index"], int, "index"),
-                            _shared_prefix(read(record["effect"], Effect, "effect"), steps),
+                            requests.read(record["effect"], path, read),
                             read(record["result"], EffectResult, "result"),
                             read(record["events"], tuple[AgentEvent, ...], "events"),
-                            read(record.get("path", []), tuple[str | int, ...], "path"),
+                            path,
                             read(record.get("live", []), tuple[AgentEvent, ...], "live"),
                             _reading(record.get("now")),
                         )
@@ -395,29 +412,166 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _shared_prefix(effect: Effect, earlier: list[TraceStep]) -> Effect:
-    """Reuse the previous model request's message objects for the prefix the
-    two requests share (a conversation only grows), so a replay can skip
-    comparing, again and again, messages it has already compared once."""
-    if not isinstance(effect, CallModel):
+#: The key of a model request that continues its path's previous one: how
+#: many of the previous request's messages it keeps (a full request never
+#: has it: its keys are the fields of :class:`~helikon.model.ModelRequest`).
+_KEPT: Final = "kept"
+#: The request fields a continuing request writes only when they changed, with their types.
+_CARRIED: Final[dict[str, Any]] = {
+    "tools": tuple[ToolDef, ...],
+    "settings": ModelSettings,
+    "instructions": str | None,
+}
+
+#: Which agent asked: the step's path, and the path inside an agent tree's wave.
+_Asker = tuple[tuple[str | int, ...], tuple[str, ...]]
+
+
+class _Requests:
+    """Each agent path's previous model request, while a trace is written or
+    read: a request is written as what is new since its path's previous one,
+    and rebuilt whole from it when read (sharing the previous request's
+    message objects, so a replay compares the shared prefix by identity)."""
+
+    def __init__(self) -> None:
+        self.last: dict[_Asker, ModelRequest] = {}
+        #: Reading a trace of format 3 or 4: its run's definition (their
+        #: requests held the agent's instructions as their first message).
+        self.legacy: dict[str, Any] | None = None
+
+    def written(self, effect: Effect, path: tuple[str | int, ...]) -> dict[str, Any]:
+        """``effect`` unstructured, its model requests as what is new."""
+        if type(effect) is CallModel:
+            return self._call(effect, (path, ()))
+        if type(effect) is PerformAll and any(type(at.effect) is CallModel for at in effect.effects):
+            return {
+                "type": "PerformAll",
+                "effects": [
+                    {
+                        "path": list(at.path),
+                        "effect": self._call(at.effect, (path, at.path))
+                        if type(at.effect) is CallModel
+                        else codec.unstructure(at.effect, Effect),
+                    }
+                    for at in effect.effects
+                ],
+            }
+        unstructured: dict[str, Any] = codec.unstructure(effect, Effect)
+        return unstructured
+
+    def _call(self, effect: CallModel, asker: _Asker) -> dict[str, Any]:
+        request = effect.request
+        previous = self.last.get(asker)
+        self.last[asker] = request
+        if previous is None:
+            return {"type": "CallModel", "request": codec.unstructure(request), "turn": effect.turn}
+        old, new = previous.messages, request.messages
+        kept = 0
+        for before, after in zip(old, new, strict=False):
+            if before is not after and before != after:
+                break
+            kept += 1
+        delta: dict[str, Any] = {
+            _KEPT: kept,
+            "messages": [codec.unstructure(m, Item) for m in new[kept:]],
+        }
+        for name, kind in _CARRIED.items():
+            value = getattr(request, name)
+            if value != getattr(previous, name):
+                delta[name] = codec.unstructure(value, kind)
+        return {"type": "CallModel", "request": delta, "turn": effect.turn}
+
+    def read(self, raw: Any, path: tuple[str | int, ...], read: Any) -> Effect:
+        """The effect recorded as ``raw``, its model requests rebuilt whole."""
+        if type(raw) is dict and raw.get("type") == "CallModel":
+            return self._read_call(raw, (path, ()), read, "effect")
+        if type(raw) is dict and raw.get("type") == "PerformAll" and type(raw.get("effects")) is list:
+            effects: list[AtPath] = []
+            for n, at in enumerate(raw["effects"]):
+                where = f"effect.effects[{n}]"
+                inner = at.get("effect") if type(at) is dict else None
+                if type(inner) is dict and inner.get("type") == "CallModel":
+                    at_path = read(at.get("path"), tuple[str, ...], f"{where}.path")
+                    call = self._read_call(inner, (path, at_path), read, f"{where}.effect")
+                    effects.append(AtPath(at_path, call))
+                else:
+                    effects.append(read(at, AtPath, where))
+            return PerformAll(tuple(effects))
+        effect: Effect = read(raw, Effect, "effect")
         return effect
-    previous = next((s.effect for s in reversed(earlier) if isinstance(s.effect, CallModel)), None)
-    if previous is None:
-        return effect
-    old, new = previous.request.messages, effect.request.messages
+
+    def _read_call(self, raw: dict[str, Any], asker: _Asker, read: Any, where: str) -> CallModel:
+        turn = read(raw.get("turn"), int, f"{where}.turn")
+        fields = raw.get("request")
+        previous = self.last.get(asker)
+        if type(fields) is dict and _KEPT in fields:
+            kept = fields[_KEPT]
+            if previous is None:
+                raise ValueError(f"{where}: a model request that continues no earlier one of its agent")
+            if type(kept) is not int or not 0 <= kept <= len(previous.messages):
+                raise ValueError(f"{where}.request.kept: {kept!r} counts no prefix of the previous request")
+            added = read(fields.get("messages"), tuple[Item, ...], f"{where}.request.messages")
+            carried = {
+                name: read(fields[name], kind, f"{where}.request.{name}")
+                if name in fields
+                else getattr(previous, name)
+                for name, kind in _CARRIED.items()
+            }
+            request = ModelRequest((*previous.messages[:kept], *added), **carried)
+        else:
+            request = read(fields, ModelRequest, f"{where}.request")
+            if self.legacy is not None:
+                request = _lifted(request, _instructed(self.legacy, (*asker[0], *asker[1])))
+            if previous is not None:
+                request = _sharing(request, previous)
+        self.last[asker] = request
+        return CallModel(request, turn)
+
+
+def _instructed(definition: dict[str, Any], path: tuple[str | int, ...]) -> bool:
+    """Whether the agent at ``path`` (its last key names the member of an
+    agent tree; the run's own agent at the root) has instructions, by the
+    recorded definition; an agent the definition does not describe is taken
+    to have them."""
+    agent: Any = definition
+    if path:
+        agents = definition.get("agents")
+        agent = agents.get(str(path[-1])) if isinstance(agents, dict) else None
+    if not isinstance(agent, dict) or "instructions" not in agent:
+        return True
+    return agent.get("instructions") is not None or bool(agent.get("dynamic_instructions"))
+
+
+def _lifted(request: ModelRequest, instructed: bool) -> ModelRequest:
+    """A request of format 3 or 4 as this helikon asks it: the agent's
+    instructions, which those formats' requests held as their first message
+    (a system message of one text part), in ``instructions``. A replay of an
+    old trace then compares like with like, and an upgrade writes them so."""
+    if not instructed or request.instructions is not None or not request.messages:
+        return request
+    first = request.messages[0]
+    if type(first) is not SystemMessage or len(first.content) != 1 or type(first.content[0]) is not TextPart:
+        return request
+    return attrs.evolve(request, messages=request.messages[1:], instructions=first.content[0].text)
+
+
+def _sharing(request: ModelRequest, previous: ModelRequest) -> ModelRequest:
+    """``request`` reusing the previous request's message objects for the
+    prefix the two share (a full request of format 3 or 4, read back), so a
+    replay can skip comparing messages it has already compared once."""
+    old, new = previous.messages, request.messages
     shared = 0
     for before, after in zip(old, new, strict=False):
         if before != after:
             break
         shared += 1
     if shared == 0:
-        return effect
-    messages = (*old[:shared], *new[shared:])
-    request = attrs.evolve(effect.request, messages=messages)
-    return attrs.evolve(effect, request=request)
+        return request
+    return attrs.evolve(request, messages=(*old[:shared], *new[shared:]))
 
 
 _encoder = msgspec.json.Encoder(order="sorted")
+_decoder = msgspec.json.Decoder()
 
 
 def _encode(value: object) -> bytes:
@@ -428,6 +582,9 @@ def _encode(value: object) -> bytes:
 #: happens to use one of these two keys (so nothing is ever misread).
 _TEXT_KEY: Final = "$text"
 _LITERAL_KEY: Final = "$object"
+#: How a reference or a wrapper starts on a line (inside a JSON string a
+#: quote is escaped, so these bytes occur only as the objects themselves).
+_REF_MARKS: Final = (b'{"$text":', b'{"$object":')
 
 
 class _Texts:

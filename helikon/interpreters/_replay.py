@@ -150,7 +150,7 @@ class ReplayInterpreter:
         a, b = actual.request, recorded.request
         if actual.turn != recorded.turn or len(a.messages) != len(b.messages):
             return False
-        if a.tools != b.tools or a.settings != b.settings:
+        if a.tools != b.tools or a.settings != b.settings or a.instructions != b.instructions:
             return False
         prev_a, prev_b = self._last_messages
         n = min(len(prev_a), len(a.messages))

@@ -13,7 +13,7 @@ import attrs
 from helikon.effects import CallModel, CheckGuardrails, Effect, RenderInstructions, RunHooks, Terminate
 from helikon.errors import AgentError
 from helikon.events import AgentEvent, RunCompleted, RunFailed, TurnStarted
-from helikon.items import Item, ToolCall, UserMessage, system_text
+from helikon.items import Item, ToolCall, UserMessage
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
@@ -73,22 +73,20 @@ def evolve(
 
 
 def request(state: RunState, spec: AgentSpec) -> ModelRequest:
-    messages: tuple[Item, ...] = state.conversation
-    if state.instructions is not None:
-        messages = (system_text(state.instructions), *messages)
+    messages = state.conversation
     if type(state.phase) is CallingModel or spec.output is None:
         settings = spec.settings
         choice = settings.tool_choice
         if type(choice) in _FORCED and not choice.keep and _forced_tool_called(state.conversation, choice):  # type: ignore[union-attr]
             settings = attrs.evolve(settings, tool_choice=None)
-        return ModelRequest(messages, spec.model_tools, settings)
+        return ModelRequest(messages, spec.model_tools, settings, state.instructions)
     output = spec.output
     settings = attrs.evolve(
         spec.settings,
         response_format=JsonSchema(output.name, output.schema, strict=True),
         tool_choice=None,
     )
-    return ModelRequest(messages, (), settings)
+    return ModelRequest(messages, (), settings, state.instructions)
 
 
 _FORCED = (ToolChoiceRequired, ToolChoiceNamed)

@@ -112,7 +112,7 @@ def open_chat(
         start_time=at,
     )
     if signals.capture_content:
-        system, history = sc.input_messages(effect.request.messages)
+        system, history = sc.input_messages(effect.request.messages, effect.request.instructions)
         if system:
             span.set_attribute(sc.SYSTEM_INSTRUCTIONS, sc.as_json(system, env.secrets))
         span.set_attribute(sc.INPUT_MESSAGES, sc.as_json(history, env.secrets))

@@ -253,11 +253,16 @@ def _arguments(text: str) -> JsonValue:
     return value
 
 
-def input_messages(items: Iterable[Item]) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+def input_messages(
+    items: Iterable[Item], instructions: str | None = None
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """A request's messages in the conventions' shapes: the system
-    instructions, then the chat history (``role`` and ``parts``); a model
-    turn's consecutive tool calls are one assistant message."""
-    system: list[dict[str, object]] = []
+    instructions (the request's ``instructions``, then any system message),
+    then the chat history (``role`` and ``parts``); a model turn's
+    consecutive tool calls are one assistant message."""
+    system: list[dict[str, object]] = (
+        [] if instructions is None else [{"type": "text", "content": instructions}]
+    )
     history: list[dict[str, object]] = []
     for item in items:
         match item:

@@ -58,6 +58,7 @@ from helikon.providers._anthropic_settings import (
     Options,
     StructuredOutputMode,
 )
+from helikon.providers._incremental import Converted, MessageCache
 
 Block = dict[str, Any]
 Message = dict[str, Any]
@@ -78,8 +79,10 @@ _OUTPUT_TOOL_DESCRIPTION: Final = (
 _UNCACHEABLE: Final = frozenset({"thinking", "redacted_thinking"})
 
 
-def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
-    """The request body for ``request``.
+def build_body(request: ModelRequest, options: Options, cache: MessageCache | None = None) -> dict[str, Any]:
+    """The request body for ``request``; with a ``cache``, the conversation's
+    final messages come as encoded parts (:mod:`helikon.providers._incremental`:
+    the body then encodes to the same bytes).
 
     >>> from helikon.items import system_text, user_text
     >>> request = ModelRequest((system_text("Be brief."), user_text("Hi")))
@@ -92,7 +95,14 @@ def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
             media type).
     """
     settings = request.settings
-    system, messages = convert_messages(request.messages, options.model_id)
+    if cache is None:
+        system, messages = convert_messages(request.messages, options.model_id, request.instructions)
+    else:
+        model_id = options.model_id
+        system = system_blocks(request.messages, request.instructions)
+        messages = cache.messages(request.messages, lambda items: _wire_of(items, model_id))
+    # The tools the conversation's tool_use blocks called, in order.
+    used = list(dict.fromkeys(item.name for item in request.messages if type(item) is ToolCall))
     tools = [tool_json(t) for t in request.tools]
     choice = tool_choice_json(settings.tool_choice, options) if tools else None
     output_config: dict[str, Any] | None = None
@@ -123,7 +133,7 @@ def build_body(request: ModelRequest, options: Options) -> dict[str, Any]:
             assert_never(unreachable)
 
     declared = {tool["name"] for tool in tools}
-    missing = [name for name in _history_tools(messages) if name not in declared]
+    missing = [name for name in used if name not in declared]
     if missing:
         # The API refuses tool_use/tool_result blocks for tools it was not
         # told of (a structured turn after tool rounds offers none): the
@@ -255,18 +265,15 @@ def sampling_support(model_id: str) -> Literal["both", "one", "defaults", "none"
     return "unknown"
 
 
-def _history_tools(messages: list[Message]) -> list[str]:
-    """The names of the tools the conversation's ``tool_use`` blocks called, in order."""
-    names: dict[str, None] = {}
-    for message in messages:
-        for block in message["content"]:
-            if block.get("type") == "tool_use":
-                names[block["name"]] = None
-    return list(names)
+def _wire_of(items: Sequence[Item], model_id: str) -> Converted:
+    return [(start, message) for start, message in wire_messages(items, model_id)]
 
 
-def convert_messages(items: Sequence[Item], model_id: str = "") -> tuple[list[Block], list[Message]]:
-    """Split ``items`` into the ``system`` blocks and the ``messages`` list.
+def convert_messages(
+    items: Sequence[Item], model_id: str = "", instructions: str | None = None
+) -> tuple[list[Block], list[Message]]:
+    """Split ``items`` into the ``system`` blocks and the ``messages`` list
+    (the request's ``instructions`` are the first system block).
 
     >>> from helikon.ids import CallId
     >>> _, msgs = convert_messages((
@@ -280,30 +287,50 @@ def convert_messages(items: Sequence[Item], model_id: str = "") -> tuple[list[Bl
     {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 't1', 'content': 'boom', \
 'is_error': True}]}
     """
-    system: list[Block] = []
-    messages: list[Message] = []
+    return system_blocks(items, instructions), [m for _, m in wire_messages(items, model_id)]
+
+
+def system_blocks(items: Sequence[Item], instructions: str | None = None) -> list[Block]:
+    """The ``system`` blocks: the request's instructions, then every system message's text."""
+    system: list[Block] = [{"type": "text", "text": instructions}] if instructions else []
     for item in items:
+        if type(item) is SystemMessage:
+            system.extend(
+                {"type": "text", "text": p.text} for p in item.content if type(p) is TextPart and p.text
+            )
+    return system
+
+
+def wire_messages(items: Sequence[Item], model_id: str = "") -> list[tuple[int, Message]]:
+    """The ``messages`` of ``items``, each with the index of the item that
+    opened it (consecutive items of one role share a message)."""
+    messages: list[tuple[int, Message]] = []
+    for index, item in enumerate(items):
         match item:
-            case SystemMessage(content=content):
-                system.extend(
-                    {"type": "text", "text": p.text} for p in content if type(p) is TextPart and p.text
-                )
+            case SystemMessage():
+                continue
             case UserMessage(content=content):
-                _append(messages, "user", [b for p in content if (b := _user_block(p, model_id)) is not None])
+                role, blocks = "user", [b for p in content if (b := _user_block(p, model_id)) is not None]
             case AssistantMessage(content=content):
-                _append(messages, "assistant", [b for p in content if (b := _assistant_block(p)) is not None])
+                role, blocks = "assistant", [b for p in content if (b := _assistant_block(p)) is not None]
             case ToolCall(call_id=call_id, name=name, arguments=arguments):
-                _append(messages, "assistant", [tool_use_block(call_id, name, arguments)])
+                role, blocks = "assistant", [tool_use_block(call_id, name, arguments)]
             case ToolResult(call_id=call_id, content=text, is_error=is_error):
                 block: Block = {"type": "tool_result", "tool_use_id": call_id}
                 if text:
                     block["content"] = text
                 if is_error:
                     block["is_error"] = True
-                _append(messages, "user", [block])
+                role, blocks = "user", [block]
             case _ as unreachable:
                 assert_never(unreachable)
-    return system, messages
+        if not blocks:
+            continue
+        if messages and messages[-1][1]["role"] == role:
+            messages[-1][1]["content"].extend(blocks)
+        else:
+            messages.append((index, {"role": role, "content": blocks}))
+    return messages
 
 
 def tool_use_block(call_id: str, name: str, arguments: str) -> Block:
@@ -386,15 +413,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return [plain(v) for v in value]
     return value
-
-
-def _append(messages: list[Message], role: str, blocks: list[Block]) -> None:
-    if not blocks:
-        return
-    if messages and messages[-1]["role"] == role:
-        messages[-1]["content"].extend(blocks)
-    else:
-        messages.append({"role": role, "content": blocks})
 
 
 def _user_block(part: ContentPart, model_id: str) -> Block | None:

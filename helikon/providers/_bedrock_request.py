@@ -200,7 +200,8 @@ def build_request(
         RequestError: an item cannot be sent to Bedrock.
     """
     options = options or Options()
-    system: list[dict[str, Any]] = []
+    instructions = request.instructions
+    system: list[dict[str, Any]] = [{"text": instructions}] if instructions else []
     messages: list[dict[str, Any]] = []
     history_tools: list[str] = []
     for item in request.messages:

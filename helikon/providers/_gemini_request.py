@@ -122,7 +122,7 @@ def build_body(request: ModelRequest, thinking: Thinking, where: str) -> dict[st
     """
     settings = request.settings
     check_conflict(settings, request.tools, where)
-    system, contents = _contents(request.messages)
+    system, contents = _contents(request.messages, request.instructions)
     body: dict[str, Any] = {"contents": contents or [{"role": "user", "parts": [{"text": ""}]}]}
     if system:
         body["systemInstruction"] = {"parts": system}
@@ -195,9 +195,12 @@ class _Turn:
     calls: list[ToolCall] = attrs.field(factory=list)
 
 
-def _contents(messages: Sequence[Item]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(systemInstruction parts, contents)`` for a conversation."""
-    system: list[dict[str, Any]] = []
+def _contents(
+    messages: Sequence[Item], instructions: str | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(systemInstruction parts, contents)`` for a conversation (the
+    request's ``instructions`` are the first system part)."""
+    system: list[dict[str, Any]] = [] if instructions is None else [{"text": instructions}]
     contents: list[dict[str, Any]] = []
     turn: _Turn | None = None
 

@@ -19,7 +19,7 @@ Wire rules kept here (from OpenAI's API reference and the recorded bodies):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -29,6 +29,7 @@ from helikon.errors import ModelError
 from helikon.items import (
     AssistantMessage,
     ImagePart,
+    Item,
     SystemMessage,
     TextPart,
     ToolCall,
@@ -53,6 +54,7 @@ from helikon.model import (
     Usage,
 )
 from helikon.providers._http import SseEvent
+from helikon.providers._incremental import Converted, MessageCache
 from helikon.providers._openai_common import (
     OpenAIConfig,
     decoder,
@@ -75,10 +77,14 @@ PATH = "/chat/completions"
 # -- request -------------------------------------------------------------------
 
 
-def chat_body(request: ModelRequest, config: OpenAIConfig) -> dict[str, Any]:
+def chat_body(
+    request: ModelRequest, config: OpenAIConfig, cache: MessageCache | None = None
+) -> dict[str, Any]:
     """The JSON body of a Chat Completions call for ``request``, in the
-    dialect of ``config.profile``."""
-    messages = chat_messages(request, config)
+    dialect of ``config.profile``; with a ``cache``, the conversation's final
+    messages come as encoded parts (:mod:`helikon.providers._incremental`:
+    the body then encodes to the same bytes)."""
+    messages = chat_messages(request, config, cache)
     body: dict[str, Any] = {"model": config.model_id, "messages": messages}
     if config.stream:
         body["stream"] = True
@@ -175,7 +181,7 @@ def _prompt_for(schema: Mapping[str, Any]) -> str:
 
 def _add_instruction(messages: list[dict[str, Any]], config: OpenAIConfig, text: str) -> None:
     """Append ``text`` to the instruction message at the top (or add one)."""
-    if messages and messages[0]["role"] == config.system_role:
+    if messages and type(messages[0]) is dict and messages[0]["role"] == config.system_role:
         messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{text}"}
     else:
         messages.insert(0, {"role": config.system_role, "content": text})
@@ -217,42 +223,59 @@ def chat_tool_choice(choice: object) -> object:
             return "auto"
 
 
-def chat_messages(request: ModelRequest, config: OpenAIConfig) -> list[dict[str, Any]]:
+def chat_messages(
+    request: ModelRequest, config: OpenAIConfig, cache: MessageCache | None = None
+) -> list[Any]:
     """The ``messages`` array: one instruction message at the top, then the
-    conversation, with each assistant turn's tool calls folded into it."""
-    out: list[dict[str, Any]] = []
-    system = instructions(request.messages)
+    conversation, with each assistant turn's tool calls folded into it (with
+    a ``cache``, its final messages as encoded parts)."""
+    out: list[Any] = []
+    system = instructions(request.messages, request.instructions)
     if system is not None:
         out.append({"role": config.system_role, "content": system})
+    if cache is None:
+        out.extend(m for _, m in _wire_messages(request.messages, config) if m is not None)
+    else:
+        out.extend(cache.messages(request.messages, lambda items: _wire_messages(items, config)))
+    return out
+
+
+def _wire_messages(items: Sequence[Item], config: OpenAIConfig) -> Converted:
+    """The conversation's messages, each with the index of the item that
+    opened it (None: left out of the body)."""
+    out: Converted = []
     turn: dict[str, Any] | None = None  # the assistant message tool calls attach to
-    for item in request.messages:
+    for index, item in enumerate(items):
         match item:
             case SystemMessage():
                 continue
             case UserMessage(content=content):
                 turn = None
-                out.append({"role": "user", "content": _user_content(content)})
+                out.append((index, {"role": "user", "content": _user_content(content)}))
             case AssistantMessage(content=content):
                 text = text_of(content)
                 turn = {"role": "assistant", "content": text or None}
-                out.append(turn)
+                out.append((index, turn))
             case ToolCall(call_id=call_id, name=name, arguments=arguments):
                 if turn is None:
                     turn = {"role": "assistant", "content": None}
-                    out.append(turn)
+                    out.append((index, turn))
                 turn.setdefault("tool_calls", []).append(
                     {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
                 )
             case ToolResult(call_id=call_id, content=content):
                 turn = None
-                out.append({"role": "tool", "tool_call_id": call_id, "content": content})
-    # An assistant message that held only reasoning says nothing OpenAI can take.
-    kept = [m for m in out if m["role"] != "assistant" or m["content"] is not None or "tool_calls" in m]
-    if config.profile.tool_call_content == "empty":
-        for message in kept:
-            if message["role"] == "assistant" and message["content"] is None:
-                message["content"] = ""
-    return kept
+                out.append((index, {"role": "tool", "tool_call_id": call_id, "content": content}))
+    empty = config.profile.tool_call_content == "empty"
+    for n, (index, message) in enumerate(out):
+        if message is None or message["role"] != "assistant" or message["content"] is not None:
+            continue
+        if "tool_calls" not in message:
+            # An assistant message that held only reasoning says nothing OpenAI can take.
+            out[n] = (index, None)
+        elif empty:
+            message["content"] = ""
+    return out
 
 
 def _user_content(content: tuple[object, ...]) -> str | list[dict[str, Any]]:

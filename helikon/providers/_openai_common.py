@@ -33,6 +33,7 @@ from helikon.errors import ModelError
 from helikon.items import ImagePart, Item, SystemMessage, TextPart, text_of
 from helikon.model import FinishReason, ModelEvent, Usage
 from helikon.providers._http import SseDecoder, SseEvent, chunks, classify, decode_json, read_all, send
+from helikon.providers._incremental import http_json_body
 from helikon.providers._openai_profiles import PROFILES, OutputMode, ServerProfile
 from helikon.schema import strict
 
@@ -111,7 +112,8 @@ def build_request(
         config.base_url.rstrip("/") + path,
         params=dict(config.params) or None,
         headers=headers,
-        json=dict(body),
+        # The conversation's final messages come encoded (see _incremental).
+        content=http_json_body(body, "messages" if "messages" in body else "input"),
     )
 
 
@@ -170,16 +172,19 @@ async def stream_events(
 # -- request pieces ----------------------------------------------------------
 
 
-def instructions(messages: Sequence[Item]) -> str | None:
-    """Every system message's text, in order, joined by blank lines (or None).
+def instructions(messages: Sequence[Item], first: str | None = None) -> str | None:
+    """The request's instructions (``first``), then every system message's
+    text, in order, joined by blank lines (or None).
 
     >>> from helikon.items import system_text, user_text
-    >>> instructions((system_text("Be brief."), user_text("hi"), system_text("Use metric units.")))
+    >>> instructions((user_text("hi"), system_text("Use metric units.")), "Be brief.")
     'Be brief.\\n\\nUse metric units.'
     >>> instructions((user_text("hi"),)) is None
     True
     """
     texts = [text_of(m.content) for m in messages if type(m) is SystemMessage]
+    if first is not None:
+        texts.insert(0, first)
     joined = "\n\n".join(t for t in texts if t)
     return joined or None
 

@@ -59,6 +59,7 @@ from helikon.model import (
     ToolChoiceRequired,
 )
 from helikon.providers._http import SseEvent
+from helikon.providers._incremental import Converted, MessageCache
 from helikon.providers._openai_common import (
     OpenAIConfig,
     decoder,
@@ -81,11 +82,15 @@ _INCOMPLETE = {"max_output_tokens": FinishReason.LENGTH, "content_filter": Finis
 # -- request -------------------------------------------------------------------
 
 
-def responses_body(request: ModelRequest, config: OpenAIConfig) -> dict[str, Any]:
-    """The JSON body of a Responses call for ``request``."""
+def responses_body(
+    request: ModelRequest, config: OpenAIConfig, cache: MessageCache | None = None
+) -> dict[str, Any]:
+    """The JSON body of a Responses call for ``request``; with a ``cache``,
+    the conversation's final items come as encoded parts
+    (:mod:`helikon.providers._incremental`: the body encodes to the same bytes)."""
     settings = request.settings
-    body: dict[str, Any] = {"model": config.model_id, "input": responses_input(request)}
-    system = instructions(request.messages)
+    body: dict[str, Any] = {"model": config.model_id, "input": responses_input(request, cache)}
+    system = instructions(request.messages, request.instructions)
     if system is not None:
         body["instructions"] = system
     if config.stream:
@@ -155,17 +160,25 @@ def responses_tool_choice(choice: object) -> object:
             return "auto"
 
 
-def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
+def responses_input(request: ModelRequest, cache: MessageCache | None = None) -> list[Any]:
     """The ``input`` items; after the last assistant turn only, when the
     server holds the conversation (``previous_response_id``)."""
-    messages: Sequence[Item] = request.messages
     if request.settings.previous_response_id is not None:
-        messages = after_last_assistant_turn(messages)
-    out: list[dict[str, Any]] = []
-    for item in messages:
+        tail = after_last_assistant_turn(request.messages)
+        return [m for _, m in _wire_items(tail) if m is not None]
+    if cache is not None:
+        return cache.messages(request.messages, _wire_items)
+    return [m for _, m in _wire_items(request.messages) if m is not None]
+
+
+def _wire_items(items: Sequence[Item]) -> Converted:
+    """One ``input`` item per conversation item (None: left out)."""
+    out: Converted = []
+    for index, item in enumerate(items):
+        message: dict[str, Any] | None = None
         match item:
             case SystemMessage():
-                continue
+                pass
             case UserMessage(content=content):
                 parts: list[dict[str, Any]] = []
                 for part in content:
@@ -173,17 +186,16 @@ def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
                         parts.append({"type": "input_text", "text": part.text})
                     elif isinstance(part, ImagePart) and (url := image_url(part)) is not None:
                         parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
-                out.append({"type": "message", "role": "user", "content": parts})
+                message = {"type": "message", "role": "user", "content": parts}
             case AssistantMessage(content=content):
                 text = text_of(content)
                 if text:
-                    out.append({"type": "message", "role": "assistant", "content": text})
+                    message = {"type": "message", "role": "assistant", "content": text}
             case ToolCall(call_id=call_id, name=name, arguments=arguments):
-                out.append(
-                    {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
-                )
+                message = {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
             case ToolResult(call_id=call_id, content=content):
-                out.append({"type": "function_call_output", "call_id": call_id, "output": content})
+                message = {"type": "function_call_output", "call_id": call_id, "output": content}
+        out.append((index, message))
     return out
 
 

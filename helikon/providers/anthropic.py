@@ -50,6 +50,7 @@ from helikon.providers._anthropic_settings import (
     Options,
     StructuredOutputMode,
 )
+from helikon.providers._incremental import MessageCache
 from helikon.providers._options import check_options
 
 #: The environment variable read when no ``api_key=`` is given.
@@ -106,7 +107,7 @@ class AnthropicModel:
             or a setting is out of range.
     """
 
-    __slots__ = ("_api_key", "_client", "_headers", "_options", "_url")
+    __slots__ = ("_api_key", "_client", "_headers", "_messages", "_options", "_url")
 
     def __init__(self, model_id: str, **options: Unpack[AnthropicOptions]) -> None:
         check_options("AnthropicModel", options, AnthropicOptions)
@@ -138,6 +139,8 @@ class AnthropicModel:
             structured_output=options.get("structured_output", StructuredOutputMode.NATIVE),
             parallel_tool_calls=options.get("parallel_tool_calls", True),
         )
+        # Each wire message of a run is encoded once (see _incremental).
+        self._messages = MessageCache()
         base = (options.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
         self._url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
         extra = dict(options.get("headers") or {})
@@ -220,7 +223,7 @@ class AnthropicModel:
             ModelError: the call failed (see the module docstring).
         """
         model_id = self._options.model_id
-        body = build_body(request, self._options)
+        body = build_body(request, self._options, self._messages)
         output_tool = (
             self._options.structured_output is StructuredOutputMode.TOOL
             and type(request.settings.response_format) is JsonSchema

@@ -39,6 +39,7 @@ from helikon.model import JsonSchema, ModelCapabilities, ModelEvent, ModelReques
 from helikon.providers import _openai_chat as chat_api
 from helikon.providers import _openai_responses as responses_api
 from helikon.providers._http import new_client
+from helikon.providers._incremental import MessageCache, http_json
 from helikon.providers._openai_common import (
     DEFAULT_BASE_URL,
     MaxTokensParam,
@@ -218,6 +219,8 @@ class OpenAIModel:
         )
         http_client = options.get("http_client")
         self._owns_client = http_client is None
+        # Each wire message of a run is encoded once (see _incremental).
+        self._messages = MessageCache(encode=http_json)
         self._client = new_client(http_client)
         self._capabilities = options.get("capabilities") or ModelCapabilities(
             streaming=stream,
@@ -275,6 +278,13 @@ class OpenAIModel:
             return chat_api.chat_body(request, config)
         return responses_api.responses_body(request, config)
 
+    def _body(self, request: ModelRequest, config: OpenAIConfig) -> dict[str, Any]:
+        """:meth:`request_body`, its conversation's final messages as the
+        parts encoded for the previous calls (the same bytes, encoded once)."""
+        if config.api == "chat":
+            return chat_api.chat_body(request, config, self._messages)
+        return responses_api.responses_body(request, config, self._messages)
+
     def _config_for(self, request: ModelRequest) -> OpenAIConfig:
         """The configuration one call is made with: a server that cannot stream
         a turn whose tools are offered with an "auto" choice gets that turn as
@@ -303,7 +313,7 @@ class OpenAIModel:
             path = chat_api.PATH
         else:
             path, parser = responses_api.PATH, responses_api.ResponsesParser(config)
-        body = self.request_body(request)
+        body = self._body(request, config)
         async with aclosing(stream_events(self._client, config, path, body, cancel, parser)) as events:
             async for event in events:
                 yield event

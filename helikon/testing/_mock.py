@@ -305,7 +305,8 @@ def _request_text(request: ModelRequest) -> str:
     tools = (
         tool.name + tool.description + msgspec.json.encode(tool.parameters).decode() for tool in request.tools
     )
-    return "".join(_item_text(item) for item in request.messages) + "".join(tools)
+    instructions = request.instructions or ""
+    return instructions + "".join(_item_text(item) for item in request.messages) + "".join(tools)
 
 
 def _with_usage(script: Sequence[ScriptItem], request: ModelRequest) -> list[ScriptItem]:

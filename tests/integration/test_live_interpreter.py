@@ -21,7 +21,6 @@ from helikon import (
     RunContext,
     RunError,
     RunFailed,
-    SystemMessage,
     TokenDelta,
     ToolContext,
     ToolOutputItem,
@@ -30,7 +29,6 @@ from helikon import (
 )
 from helikon.errors import Cancelled, ModelError, ModelFailed, RateLimited, TimedOut
 from helikon.interpreters import LiveInterpreter
-from helikon.items import text_of
 from helikon.model import ToolEffect
 from helikon.testing import MockModel, Pause, call_tools, say
 
@@ -393,8 +391,7 @@ def test_dynamic_instructions_see_the_run_context(backend: str) -> None:
 
     run_on(backend, lambda: collect(agent.run(RunContext.ephemeral({"name": "Ada"}), "hello")))
 
-    first = model.requests[0].messages[0]
-    assert type(first) is SystemMessage and text_of(first.content) == "The user is Ada."
+    assert model.requests[0].instructions == "The user is Ada."
 
 
 def test_async_dynamic_instructions_are_awaited(backend: str) -> None:
@@ -407,7 +404,7 @@ def test_async_dynamic_instructions_are_awaited(backend: str) -> None:
     agent = LlmAgent(name="a", model=model, instructions=instructions)
     run_on(backend, lambda: collect(agent.run(RunContext.ephemeral(3), "hello")))
 
-    assert text_of(model.requests[0].messages[0].content) == "turn budget 3"  # type: ignore[union-attr]
+    assert model.requests[0].instructions == "turn budget 3"
 
 
 def scripted_agent() -> LlmAgent[Any]:

@@ -283,7 +283,7 @@ class LoopMachine(RuleBasedStateMachine):
         text = data.draw(st.text(max_size=20), label="instructions")
         out = self.feed(InstructionsRendered(text))
         assert type(out.effect) is CallModel
-        assert out.effect.request.messages[0] == system_text(text)
+        assert out.effect.request.instructions == text
 
     @precondition(lambda self: type(self.out.state.phase) is CallingModel)
     @pending(CallModel)

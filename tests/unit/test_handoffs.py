@@ -40,7 +40,7 @@ from helikon.errors import MaxAgentDepthExceeded, ModelError, ModelFailed, Other
 from helikon.events import TokenDelta, ToolCallItem, TurnStarted
 from helikon.ids import CallId, RunId
 from helikon.interpreters import LiveInterpreter
-from helikon.items import AssistantMessage, TextPart, ToolCall, ToolResult, system_text, user_text
+from helikon.items import AssistantMessage, TextPart, ToolCall, ToolResult, user_text
 from helikon.loop import (
     AgentSpec,
     ApplyingHandoff,
@@ -273,8 +273,8 @@ def test_the_transcript_is_threaded_into_the_targets_first_model_request(backend
     call = ToolCall(CallId("call_1"), TRANSFER, "{}")
     result = ToolResult(CallId("call_1"), TRANSFER, "Transferred to investing specialist.")
     # the target's own instructions, then the conversation so far (not triage's instructions)
-    instructions = system_text("You are the investing specialist.")
-    assert request.messages == (instructions, user_text(QUESTION), call, result)
+    assert request.instructions == "You are the investing specialist."
+    assert request.messages == (user_text(QUESTION), call, result)
 
 
 def test_run_completed_usage_sums_the_parent_and_the_target() -> None:

@@ -185,7 +185,8 @@ def test_start_announces_the_run_and_asks_for_the_first_model_turn() -> None:
     out = begin(CALC)
     assert out.events == (RunStarted("calc", RUN), TurnStarted(1))
     assert type(out.effect) is CallModel and out.effect.turn == 1
-    assert out.effect.request.messages == (system_text("You add numbers."), user_text("What is 1 + 2?"))
+    assert out.effect.request.messages == (user_text("What is 1 + 2?"),)
+    assert out.effect.request.instructions == "You add numbers."
     assert out.effect.request.tools == (ADD, CLOCK)
     assert out.state.phase == CallingModel(1)
     assert out.appended == (user_text("What is 1 + 2?"),)
@@ -286,7 +287,8 @@ def test_dynamic_instructions_are_rendered_before_each_model_call() -> None:
     rendered = step(out, InstructionsRendered("It is Monday."), spec)
     assert rendered.events == ()
     assert type(rendered.effect) is CallModel and rendered.effect.turn == 1
-    assert rendered.effect.request.messages[0] == system_text("It is Monday.")
+    assert rendered.effect.request.instructions == "It is Monday."
+    assert system_text("It is Monday.") not in rendered.effect.request.messages
 
 
 def test_dynamic_instructions_are_rendered_again_on_the_next_turn() -> None:
@@ -297,7 +299,7 @@ def test_dynamic_instructions_are_rendered_again_on_the_next_turn() -> None:
     assert ran.events[-1] == TurnStarted(2)
     assert ran.effect == RenderInstructions(2)
     second = step(ran, InstructionsRendered("Turn two."), spec)
-    assert second.effect.request.messages[0] == system_text("Turn two.")  # type: ignore[union-attr]
+    assert second.effect.request.instructions == "Turn two."  # type: ignore[union-attr]
     assert system_text("Turn one.") not in second.effect.request.messages  # type: ignore[union-attr]
 
 
@@ -823,7 +825,6 @@ def invoke(*calls: ToolCall) -> ExecuteTools:
 def steps(outcome: Outcome) -> tuple[CallStep, ...]:
     assert type(outcome.effect) is ExecuteTools
     return outcome.effect.steps
-
 
 
 def test_the_fast_evolve_carries_every_field_of_the_state() -> None:

@@ -37,7 +37,7 @@ from helikon.events import (
     TurnStarted,
 )
 from helikon.ids import CallId, RunId
-from helikon.items import AgentInput, AssistantMessage, TextPart, ToolResult, system_text
+from helikon.items import AgentInput, AssistantMessage, TextPart, ToolResult
 from helikon.loop import AgentSpec, Done, RunState, resume, start, transition
 from helikon.model import TextChunk, ToolDef, Usage
 from helikon.testing import TestInterpreter, call_tools, say
@@ -161,7 +161,7 @@ def test_dynamic_instructions_are_rendered_per_turn_by_the_function() -> None:
     result = run.run(spec, "?")
     assert turns == [1, 2]
     requests = [s.effect.request for s in result.steps if type(s.effect) is CallModel]
-    assert [r.messages[0] for r in requests] == [system_text("Turn 1."), system_text("Turn 2.")]
+    assert [r.instructions for r in requests] == ["Turn 1.", "Turn 2."]
 
 
 def test_dynamic_instructions_without_a_function_are_a_step_error() -> None:

@@ -54,8 +54,9 @@ def test_members_sharing_a_name_run_with_their_own_spec() -> None:
         return result.final_output
 
     assert trio.run(go) == "two"
-    systems = [text_of(m.content) for m in second.requests[0].messages if isinstance(m, SystemMessage)]
-    assert systems == ["SECOND"]
+    request = second.requests[0]
+    systems = [text_of(m.content) for m in request.messages if isinstance(m, SystemMessage)]
+    assert (request.instructions, systems) == ("SECOND", [])
 
 
 def suspending() -> RunContext[None]:

@@ -38,7 +38,9 @@ def build() -> tuple[Any, MockModel]:
 
 
 def system_of(model: MockModel) -> list[str]:
-    return [text_of(m.content) for m in model.requests[0].messages if isinstance(m, SystemMessage)]
+    request = model.requests[0]
+    texts = [text_of(m.content) for m in request.messages if isinstance(m, SystemMessage)]
+    return texts if request.instructions is None else [request.instructions, *texts]
 
 
 def test_a_fresh_context_per_effect_reads_what_the_run_stored() -> None:

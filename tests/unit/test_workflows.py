@@ -62,7 +62,7 @@ from helikon.errors import (
     TimedOut,
     describe,
 )
-from helikon.items import AssistantMessage, TextPart, system_text, text_of, user_text
+from helikon.items import AssistantMessage, TextPart, text_of, user_text
 from helikon.sessions import MemorySession
 from helikon.testing import MockModel, Pause, ScriptItem, call_tools, say
 from helikon.workflows import GraphBuildError, SwarmBuildError
@@ -178,7 +178,7 @@ def test_dynamic_instructions_read_the_state_an_earlier_step_wrote() -> None:
     run(pipeline)
 
     (request,) = model_of(writer).requests
-    assert request.messages[0] == system_text("Write a short brief from these notes:\nRates are 4%.")
+    assert request.instructions == "Write a short brief from these notes:\nRates are 4%."
 
 
 def test_then_keyed_lets_two_steps_share_a_name() -> None:
@@ -847,7 +847,7 @@ def test_research_pipeline_nests_a_parallel_fan_out_inside_a_sequence() -> None:
         "research": '{"housing":"flat","rates":"4%"}',
         "writer": "Final brief.",
     }
-    assert model_of(writer).requests[0].messages[0] == system_text("Rates: 4%. Housing: flat.")
+    assert model_of(writer).requests[0].instructions == "Rates: 4%. Housing: flat."
     assert result.usage == Usage(3, 3)
     assert kinds(result.events).count("RunStarted") == 1 and kinds(result.events).count("RunCompleted") == 1
 

@@ -235,7 +235,7 @@ def test_trace_diff_names_the_differing_fields(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "step 0 (CallModel turn 1):" in done.stdout
-    assert "  effect.request.messages[1].content[0].text: expected " in done.stdout
+    assert "  effect.request.messages[0].content[0].text: expected " in done.stdout
 
 
 def test_trace_diff_of_two_recordings_names_the_changed_reply(tmp_path: Path) -> None:

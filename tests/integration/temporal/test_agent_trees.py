@@ -51,7 +51,6 @@ from helikon import (
 )
 from helikon.errors import Cancelled, GuardrailTripped, TimedOut
 from helikon.interpreters import LiveInterpreter
-from helikon.items import SystemMessage, text_of
 from helikon.temporal import TemporalAgentWorker, TemporalRunner, WorkerPosture, replayer
 from helikon.testing import call_tools, say
 
@@ -147,8 +146,7 @@ def test_a_sequential_child_reads_the_earlier_childs_output_from_the_run_state(t
 
     assert events == live_events(pipeline(Counts(), None), "go", "run-pipeline")
     second = agent.children[1][1]
-    system = second.model.requests[0].messages[0]
-    assert isinstance(system, SystemMessage) and text_of(system.content) == "Build on: One."
+    assert second.model.requests[0].instructions == "Build on: One."
 
 
 def test_a_failed_tree_raises_like_collect(temporal: Any) -> None:

@@ -24,7 +24,6 @@ from helikon import (
     LlmAgent,
     PermissionDenied,
     RunContext,
-    SystemMessage,
     ToolContext,
     ToolOutputItem,
     collect,
@@ -32,7 +31,6 @@ from helikon import (
 )
 from helikon.governance import Allow, Deny, DenyRule, GuardRule
 from helikon.interpreters import LiveInterpreter
-from helikon.items import text_of
 from helikon.temporal import TemporalAgentWorker, TemporalRunner, WorkerPosture
 from helikon.testing import call_tools, say
 
@@ -102,8 +100,7 @@ def test_the_ctx_seed_builds_the_user_ctx_on_the_worker(temporal: Any) -> None:
 
     outputs = [e.item.content for e in result.events if type(e) is ToolOutputItem]
     assert outputs == ["tenant acme"]
-    system = agent.model.requests[0].messages[0]  # type: ignore[attr-defined]
-    assert isinstance(system, SystemMessage) and text_of(system.content) == "You serve tenant acme."
+    assert agent.model.requests[0].instructions == "You serve tenant acme."  # type: ignore[attr-defined]
 
     async def live() -> Any:
         ctx = RunContext.ephemeral(Tenant("acme"))

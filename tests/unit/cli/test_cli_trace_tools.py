@@ -28,7 +28,7 @@ def test_two_goldens_differ_in_the_header_and_the_steps() -> None:
     single, parallel = Trace.load(GOLDEN / "single_tool.jsonl"), Trace.load(GOLDEN / "parallel_tools.jsonl")
     lines = trace_diff(single, parallel)
     assert "step 0 (CallModel turn 1):" in lines
-    assert any(line.startswith("  effect.request.messages[1].content[0].text: expected ") for line in lines)
+    assert any(line.startswith("  effect.request.messages[0].content[0].text: expected ") for line in lines)
 
 
 def test_a_missing_step_is_named() -> None:

@@ -209,6 +209,7 @@ def test_the_judge_sees_the_rubric_the_input_the_expected_answer_tools_and_respo
     )
     (request,) = model.requests
     shown = "\n".join(text_of(m.content) for m in request.messages if hasattr(m, "content"))
+    shown += "\n" + (request.instructions or "")
     for part in ("RUBRIC-TEXT", "question?", "EXPECTED-TEXT", "lookup_order", "RESPONSE-TEXT"):
         assert part in shown
     assert request.settings.response_format is not None  # asked for a structured verdict

@@ -106,7 +106,7 @@ def test_each_call_gets_a_context_from_the_factory() -> None:
     server = McpAgentServer(agent, context=factory)
     assert text(call(server, {"input": "a"})) == "one" and text(call(server, {"input": "b"})) == "two"
     assert made == ["user-1", "user-2"]
-    systems = [r.messages[0].content[0].text for r in model.requests]  # type: ignore[union-attr]
+    systems = [r.instructions for r in model.requests]
     assert systems == ["You help user-1.", "You help user-2."]
 
 
