@@ -36,7 +36,7 @@ from helikon.server._backend import (
     scoped_session_id,
 )
 from helikon.server._openapi import openapi_document
-from helikon.server._page import page_html
+from helikon.server._page import page_headers, page_html
 from helikon.server._providers import Authenticator, AuthRejection, ContextProvider, SessionProvider, call
 from helikon.server._runs import (
     SSE_KEEPALIVE,
@@ -459,7 +459,7 @@ class Handlers:
         return JSONResponse({"status": state}, status_code=status)
 
     async def page(self, request: Request) -> Response:
-        return HTMLResponse(page_html(self.title))
+        return HTMLResponse(page_html(self.title), headers=page_headers())
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document(self.title, auth=self.authenticated))
