@@ -512,6 +512,9 @@ class Handlers:
             raise BadRequest(400, "bad_query", "use ?stream=sse or ?mode=async (or neither)")
         session_id = session_id_of(request)
         owner = owner_of(_identity(request))
+        pacer = getattr(self.runs, "pacer", None)
+        if pacer is not None:  # a burst of new runs is taken in portions too
+            await pacer.checkpoint()
         input = run_input(await read_json(request, self.max_body_bytes, self.body_timeout))
         try:
             # a session id is the caller's own: another identity's same id is another session
