@@ -1,7 +1,8 @@
 """The chat page served at ``/``: plain HTML and JavaScript, no build step.
 
 It lists the agents, keeps one conversation per browser tab (a session id in
-``sessionStorage``, sent as ``X-Session-Id``; "New chat" starts another),
+``sessionStorage``, sent as ``X-Session-Id``, its transcript kept there too
+so a reload shows it again; "New chat" starts another),
 streams each message as a run (``?stream=sse``) and shows its events as they
 come: the answer rendered as Markdown, tool calls and results, approvals
 (approve/deny inline, each answered with its call's path), handoffs (the

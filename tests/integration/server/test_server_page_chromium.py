@@ -315,6 +315,10 @@ def test_markdown_is_rendered_and_hostile_output_stays_text(page: Any, base: str
         ".some(e => e.getAttributeNames().some(n => n.startsWith('on')))"
     )
     assert not page.evaluate(handlers)
+    page.reload()  # the transcript shown again after a reload is rendered the same way
+    page.wait_for_selector(".msg.assistant:has-text('Averyveryverylongword')")
+    assert page.locator("#chat a").count() == 1 and page.locator("#chat img, #chat script").count() == 0
+    assert page.evaluate("window.__pwned") is None
     # the user's own text is shown as typed
     say_to(page, "assistant", "<img src=x onerror=window.__pwned=8> **not bold**")
     page.wait_for_selector(".msg.user:has-text('<img src=x')")
@@ -341,7 +345,9 @@ def test_a_tab_keeps_its_conversation_and_new_chat_starts_another(page: Any, bas
     say_to(page, "assistant", "history")
     page.wait_for_selector(".msg.assistant:has-text('I have seen 2 user messages')")
     wait_idle(page)
-    page.reload()  # the same tab: the same conversation
+    page.reload()  # the same tab: the same conversation, still on screen
+    page.wait_for_selector(".msg.assistant:has-text('echo: hello')")
+    assert page.locator(".msg.user").count() == 2
     say_to(page, "assistant", "history")
     page.wait_for_selector(".msg.assistant:has-text('I have seen 3 user messages')")
     wait_idle(page)
@@ -360,6 +366,9 @@ def test_a_tab_keeps_its_conversation_and_new_chat_starts_another(page: Any, bas
     say_to(page, "assistant", "history")
     page.wait_for_selector(".msg.assistant:has-text('I have seen 1 user messages')")
     wait_idle(page)
+    page.reload()  # the new chat is the one kept
+    page.wait_for_selector(".msg.assistant:has-text('I have seen 1 user messages')")
+    assert page.locator(".msg.user").count() == 1
 
 
 # ---- handoffs ---------------------------------------------------------------------------------
