@@ -9,11 +9,12 @@ completed with every token. Meanwhile a prober asks ``GET /health`` (on
 servers without it, ``GET /agents``) on a fresh connection every 50 ms. It
 prints one JSON object: the latencies (request sent -> terminal frame; p50,
 p90, p99, max), the p99 time to the first event, the p99 of the probe during
-the burst, the connections dropped (reset, or closed before the terminal
-frame), the runs refused with 503 (admission control), the wall time, and the
-server's peak RSS (``VmHWM``), its RSS before the load and after it (per
-1,000 runs). The server is started the documented way, with its default
-settings.
+the burst (and during its streaming phase alone: probes sent after every run
+had its first event, apart from the burst's intake), the connections dropped
+(reset, or closed before the terminal frame), the runs refused with 503
+(admission control), the wall time, and the server's peak RSS (``VmHWM``), its
+RSS before the load and after it (per 1,000 runs). The server is started the
+documented way, with its default settings.
 
     python bench/server_load.py                 # 500 runs (the documented measurement)
     python bench/server_load.py --runs 100 --loop trio
@@ -138,7 +139,9 @@ STREAM_TIMEOUT_S = 300.0
 _CAMEL = {"token_delta": "TokenDelta", "run_completed": "RunCompleted", "run_failed": "RunFailed"}
 
 
-async def _one_raw(port: int, words: int, first: list[float]) -> tuple[float, str, int]:
+async def _one_raw(
+    port: int, words: int, first: list[float], first_at: list[float]
+) -> tuple[float, str, int]:
     """One streamed run over a bare asyncio connection (a light client, so the
     numbers measure the server rather than the client's HTTP library); the
     time to its first event goes into ``first``."""
@@ -168,6 +171,7 @@ async def _one_raw(port: int, words: int, first: list[float]) -> tuple[float, st
             data += chunk
             if not had_event and b"\nevent: " in data:
                 first.append(time.perf_counter() - started)
+                first_at.append(time.perf_counter())
             tail = bytes(data[-4096:])
             if b"event: run_completed\n" in tail or b"event: run_failed\n" in tail:
                 terminal = "RunCompleted" if b"event: run_completed\n" in data else "RunFailed"
@@ -204,9 +208,12 @@ def _prober(port: int, every: float, stop: threading.Event, out: dict[str, Any])
     if _probe(port, path)[1] == 404:
         path = "/agents"
     found: list[tuple[float, int]] = []
+    sent: list[float] = []
 
     def one() -> None:
+        at = time.perf_counter()
         found.append(_probe(port, path))
+        sent.append(at)
 
     threads: list[threading.Thread] = []
     while not stop.wait(every):
@@ -216,12 +223,14 @@ def _prober(port: int, every: float, stop: threading.Event, out: dict[str, Any])
         thread.join()
     out["path"] = path
     out["probes"] = [seconds if status else float("inf") for seconds, status in found]
+    out["sent"] = sent
 
 
 async def _load_raw(
     port: int, runs: int, words: int, probe_port: int = 0
 ) -> tuple[list[tuple[float, str, int]], float, dict[str, Any]]:
     first: list[float] = []
+    first_at: list[float] = []
     stop = threading.Event()
     main_probes: dict[str, Any] = {}
     side_probes: dict[str, Any] = {"probes": []}
@@ -233,17 +242,24 @@ async def _load_raw(
     await asyncio.sleep(0.1)
     started = time.perf_counter()
     results = await asyncio.gather(
-        *(asyncio.wait_for(_one_raw(port, words, first), STREAM_TIMEOUT_S) for _ in range(runs)),
+        *(asyncio.wait_for(_one_raw(port, words, first, first_at), STREAM_TIMEOUT_S) for _ in range(runs)),
         return_exceptions=True,
     )
     wall = time.perf_counter() - started
     stop.set()
     for prober in probers:
         await asyncio.to_thread(prober.join)
+    # Probes sent once every run had its first event: the streaming phase,
+    # apart from the intake of the burst (every connection's accept and parse).
+    intake_end = max(first_at, default=float("inf"))
+    streaming = [
+        p for p, at in zip(main_probes["probes"], main_probes["sent"], strict=True) if at > intake_end
+    ]
     extra = {
         "first_event": first,
         "probe_path": main_probes["path"],
         "probes": main_probes["probes"],
+        "streaming_probes": streaming,
         "probe_port_probes": side_probes["probes"],
     }
     return [("error", repr(r), 0) if isinstance(r, BaseException) else r for r in results], wall, extra  # type: ignore[misc]
@@ -350,6 +366,8 @@ def run_load(
         "probe_p99_s": round(_percentile(probes, 0.99), 4),
         "probe_max_s": round(max(probes), 4),
         "probes": len(extra["probes"]),
+        "probe_streaming_p99_s": round(_percentile(extra.get("streaming_probes") or [float("nan")], 0.99), 4),
+        "probes_streaming": len(extra.get("streaming_probes") or []),
         "probe_port_p99_s": round(_percentile(extra.get("probe_port_probes") or [float("nan")], 0.99), 4),
         "dropped": sum(1 for r in results if r[1] in ("dropped", "error")),
         "refused_503": sum(1 for r in results if r[1] == "http 503"),

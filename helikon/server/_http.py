@@ -36,7 +36,7 @@ from helikon.server._backend import (
     scoped_session_id,
 )
 from helikon.server._openapi import openapi_document
-from helikon.server._page import page_html
+from helikon.server._page import page_headers, page_html
 from helikon.server._providers import Authenticator, AuthRejection, ContextProvider, SessionProvider, call
 from helikon.server._runs import (
     SSE_KEEPALIVE,
@@ -459,7 +459,7 @@ class Handlers:
         return JSONResponse({"status": state}, status_code=status)
 
     async def page(self, request: Request) -> Response:
-        return HTMLResponse(page_html(self.title))
+        return HTMLResponse(page_html(self.title), headers=page_headers())
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document(self.title, auth=self.authenticated))
@@ -512,6 +512,9 @@ class Handlers:
             raise BadRequest(400, "bad_query", "use ?stream=sse or ?mode=async (or neither)")
         session_id = session_id_of(request)
         owner = owner_of(_identity(request))
+        pacer = getattr(self.runs, "pacer", None)
+        if pacer is not None:  # a burst of new runs is taken in portions too
+            await pacer.checkpoint()
         input = run_input(await read_json(request, self.max_body_bytes, self.body_timeout))
         try:
             # a session id is the caller's own: another identity's same id is another session

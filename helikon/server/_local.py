@@ -41,6 +41,7 @@ from helikon.server._backend import (
     StartRun,
     scoped_session_id,
 )
+from helikon.server._pacer import Pacer
 from helikon.server._retention import Retention, expired
 from helikon.server._runs import Frame, RunLog, RunStatus, drive, now, output_of, status_of
 
@@ -233,6 +234,8 @@ class InProcessRuns:
         self._slots = _Slots(self.admission)
         self._locks: dict[str, tuple[anyio.Lock, int]] = {}
         self._group: TaskGroup | None = None
+        #: Runs (and run intake) share the loop with the cheap routes through it.
+        self.pacer = Pacer()
 
     @property
     def capacity(self) -> int:
@@ -252,6 +255,7 @@ class InProcessRuns:
     async def serve(self) -> None:
         async with anyio.create_task_group() as group:
             self._group = group
+            group.start_soon(self.pacer.run)
             try:
                 while True:
                     await anyio.sleep(self.retention.sweep_every)
@@ -394,7 +398,7 @@ class InProcessRuns:
             except Exception as exc:
                 run.log.close(f"the run could not start: {type(exc).__name__}: {exc}")
                 return
-            await drive(stream, run.log, _ignore)
+            await drive(stream, run.log, _ignore, self.pacer.checkpoint)
         finally:
             _finish(run)
 

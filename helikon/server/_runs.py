@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, final
 
 import anyio
@@ -131,10 +131,15 @@ class RunLog:
 
 
 async def drive(
-    stream: AsyncIterator[AgentEvent], log: RunLog, on_event: Callable[[AgentEvent], None]
+    stream: AsyncIterator[AgentEvent],
+    log: RunLog,
+    on_event: Callable[[AgentEvent], None],
+    checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint,
 ) -> None:
     """Drain a run's event stream into ``log``; the log is closed however the
-    stream ends (a stream that stops early gets the synthetic terminal frame)."""
+    stream ends (a stream that stops early gets the synthetic terminal frame).
+    ``checkpoint`` is awaited after every event (a plain yield, or a
+    :class:`~helikon.server._pacer.Pacer`'s turn)."""
     try:
         async for event in stream:
             on_event(event)
@@ -142,7 +147,7 @@ async def drive(
             # A model or tool that never waits (a cached or scripted answer)
             # would otherwise run its whole stream in one go: yield to the
             # other runs and to the cheap routes after every event.
-            await anyio.lowlevel.checkpoint()
+            await checkpoint()
     except anyio.get_cancelled_exc_class():
         log.close("the run was cancelled before it ended")
         raise

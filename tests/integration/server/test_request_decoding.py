@@ -19,6 +19,24 @@ from server_support import server_for, serving
             {"messages": [{"type": "UserMessage", "content": [{"type": "TextPart", "text": None}]}]},
             "expected a string, got null @ messages[0].content[0].text",
         ),
+        # a non-boolean ``is_error`` is refused, never coerced (schemathesis'
+        # negative_data_rejection check runs on it now)
+        *(
+            (
+                {
+                    "messages": [
+                        {"type": "ToolResult", "call_id": "c", "name": "t", "content": "x", "is_error": bad}
+                    ]
+                },
+                "expected a boolean, got " + kind + " @ messages[0].is_error",
+            )
+            for bad, kind in [
+                ("yes", "a string ('yes')"),
+                (1, "an integer (1)"),
+                (0, "an integer (0)"),
+                (None, "null"),
+            ]
+        ),
     ],
 )
 def test_a_wrong_type_in_a_body_is_a_422_naming_the_field(body: Any, named: str) -> None:

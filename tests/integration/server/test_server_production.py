@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,62 @@ def test_a_busy_run_does_not_starve_the_cheap_routes(backend: str) -> None:
         status = client.get(f"/agents/busy/runs/{run_id}").json()
         assert status["status"] == "running" and status["events"] < 20_000, status  # answered mid-run
         client.post(f"/agents/busy/runs/{run_id}/cancel")
+
+
+class _BurningModel(_BusyModel):
+    """Never waits, and each chunk costs 2 ms of CPU (a model whose stream is work)."""
+
+    async def _stream(self) -> AsyncIterator[ModelEvent]:
+        for _ in range(self.chunks):
+            end = time.thread_time() + 0.002
+            while time.thread_time() < end:
+                pass
+            yield TextChunk("x")
+        yield Finish(FinishReason.STOP)
+
+
+def _health_on_a_fresh_connection(base: str) -> int:
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return int(sock.recv(12)[9:12])
+
+
+def _events(server: AgentServer) -> int:
+    return sum(len(run.log.frames) for run in list(server.runs.runs.values()))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_health_on_the_main_port_waits_for_a_portion_of_the_runs_not_all(backend: str) -> None:
+    # Before issue 37's pacer every turn of the loop stepped every busy run, so
+    # a probe (several turns) waited for `runs` events per turn. Measured in
+    # work: the events the runs produced while the probe was in flight.
+    runs = 50
+    busy: LlmAgent[Any] = LlmAgent(name="busy", model=_BurningModel(20_000), instructions="Stream.")
+    server = AgentServer().with_agent(busy)
+    with serving(server.app(), backend) as base, httpx.Client(base_url=base, timeout=120) as client:
+
+        def start(_: int) -> str:
+            run_id: str = client.post("/agents/busy/runs?mode=async", json={"input": "go"}).json()["run_id"]
+            return run_id
+
+        with ThreadPoolExecutor(8) as pool:
+            ids = list(pool.map(start, range(runs)))
+        deadline = time.monotonic() + 120
+        while sum(1 for run in server.runs.runs.values() if len(run.log.frames) > 3) < runs:  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, "the runs did not all start"
+            time.sleep(0.05)
+        during = []
+        for _ in range(3):
+            before = _events(server)
+            assert _health_on_a_fresh_connection(base) == 200
+            during.append(_events(server) - before)
+        for run in list(server.runs.runs.values()):  # type: ignore[attr-defined]
+            run.token.cancel()
+        assert len(ids) == runs
+    # A probe takes several turns: unpaced, each turn steps every run (2 ms of
+    # CPU each), several times `runs` events; paced, about 8 runs a turn.
+    assert sorted(during)[1] < 3 * runs, during
 
 
 def test_a_full_queue_is_refused_with_503_and_retry_after() -> None:

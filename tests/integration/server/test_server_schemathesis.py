@@ -4,7 +4,8 @@ auth: the document is what the handlers accept.
 The schemathesis CLI (``st``) generates requests from the served schema —
 valid and invalid bodies, paths, queries, headers, stateful sequences — and
 runs every check (no server error, schema-valid requests accepted, answers
-as documented, ``Allow`` headers; all but one, see below). Examples are capped to keep the test quick. The
+as documented, ``Allow`` headers, schema-violating data refused: every
+check). Examples are capped to keep the test quick. The
 served schema names no agent, so a second run uses a copy of it whose
 ``name`` path parameter is the real agent's: its bodies reach real runs.
 """
@@ -57,11 +58,6 @@ def test_schemathesis_finds_no_server_error(auth: bool, real_agent: bool, tmp_pa
             base,
             "--checks",
             "all",
-            # Until message items are decoded strictly (a non-boolean ``is_error`` is
-            # coerced today; the strict normal-form decoder refuses it), schema-violating
-            # item fields are not all refused: every other check runs.
-            "--exclude-checks",
-            "negative_data_rejection",
             "--max-examples",
             "12",
             "--seed",
