@@ -143,6 +143,12 @@ class LiveInterpreter:
             case Terminate():
                 raise StepError("there is nothing to perform after Terminate")
 
+    def perform_part(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        """Perform one part of a wave (one tool step, one path's effect):
+        :func:`~helikon.interpreters.drive` runs a wave's parts concurrently
+        and feeds each one's result as soon as it comes."""
+        return self.perform(effect, env)
+
     async def _perform_all(
         self, effects: tuple[AtPath, ...], env: RunEnv
     ) -> AsyncIterator[AgentEvent | EffectResult]:
