@@ -597,8 +597,8 @@ def _feed(
     if node.children:
         if type(node.effect) is ExecuteTools and type(result) is ToolsExecuted:
             # Results of the round's other steps, while its agents run on.
-            rest = {s.call_id for s in _round_rest(node)}
-            stray = [r.call_id for r in result.results if r.call_id not in rest]
+            asked = {s.call_id for s in _round_rest(node)}
+            stray = [r.call_id for r in result.results if r.call_id not in asked]
             if stray:
                 raise StepError(f"{node.agent!r} asked the interpreter for no step of tool call {stray[0]!r}")
             node = attrs.evolve(node, escalated=node.escalated or result.escalated)

@@ -341,8 +341,9 @@ StepResult: TypeAlias = HookAnswered | PolicyAnswered | ToolReturned | ToolRaise
 @attrs.frozen
 class ToolsExecuted:
     """Steps of an :class:`ExecuteTools` ended; ``results`` name their calls
-    (all of the steps in their order, or any of them in any order). ``escalated``: a tool asked an enclosing loop agent
-    to stop (``ctx.actions.escalate()``)."""
+    (all of the steps in their order, or any of them in any order).
+    ``escalated``: a tool asked an enclosing loop agent to stop
+    (``ctx.actions.escalate()``)."""
 
     results: tuple[StepResult, ...]
     escalated: bool = False

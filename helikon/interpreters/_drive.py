@@ -34,8 +34,8 @@ from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
-from helikon.items import AgentInput
 from helikon.interpreters._waves import is_wave, perform_wave
+from helikon.items import AgentInput
 from helikon.loop import deadline_after, on_time
 
 #: The result types, to tell them apart from live events in a perform stream.
@@ -131,7 +131,9 @@ async def drive(
             return
         if perform_part is not None and is_wave(effect):
             # Each part moves on as soon as its own answer comes (see _waves).
-            outcome, events = await perform_wave(interpreter, perform_part, env, machine, outcome, clock, observe)
+            outcome, events = await perform_wave(
+                interpreter, perform_part, env, machine, outcome, clock, observe
+            )
             for event in events:
                 yield event
             observed = True

@@ -2,9 +2,10 @@
 
 It runs under trio or asyncio (through anyio). Model streams are consumed
 chunk by chunk, each chunk turned into its raw delta event at once with the
-pure :func:`~helikon.loop.delta_event`. Tool calls of one turn run
-concurrently in a task group under ``parallel_tool_call_limit``; their
-outcomes go back in call order, whatever order they finish in.
+pure :func:`~helikon.loop.delta_event`. Tool calls of one turn, and an
+agent tree's branches, run concurrently (:meth:`LiveInterpreter.perform_part`):
+each call's pipeline and each branch moves on as soon as its own step is
+answered, the round's calls under ``parallel_tool_call_limit``.
 
 Cancellation: tools and instructions run inside a cancel scope tied to the
 run's token and deadline, so a cancel interrupts them at once. A model
@@ -89,11 +90,21 @@ class LiveInterpreter:
             ``time.time`` by default, so a deadline kept in a saved state
             holds in another process). Read when a run with a timeout
             begins and after each effect of a run with a deadline.
+        lock_step: perform each wave whole and feed its answers at once, in
+            order, as earlier versions did (see
+            :mod:`helikon.interpreters._waves`): a branch then waits for its
+            siblings' steps, but a recording no longer depends on which part
+            finished first, so it is the same bytes every time (golden traces
+            are recorded this way).
     """
 
-    def __init__(self, run_id: str | None = None, *, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self, run_id: str | None = None, *, clock: Callable[[], float] | None = None, lock_step: bool = False
+    ) -> None:
         self._run_id = run_id
         self._clock = clock if clock is not None else time.time
+        if lock_step:
+            self.__dict__["perform_part"] = None  # drive then performs waves whole
 
     def now(self) -> float:
         """The clock reading the machine decides time with."""

@@ -33,7 +33,16 @@ from typing import Any
 import attrs
 from returns.result import Failure, Success
 
-from helikon.effects import AtPath, Effect, EffectResult, ExecuteTools, PerformAll
+from helikon.effects import (
+    AllPerformed,
+    AtPath,
+    Effect,
+    EffectResult,
+    ExecuteTools,
+    PathResult,
+    PerformAll,
+    ToolsExecuted,
+)
 from helikon.events import AgentEvent
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import Machine, OutcomeLike
@@ -107,9 +116,9 @@ async def perform_wave(
     way, in order."""
     import anyio
 
-    send, receive = anyio.create_memory_object_stream[tuple[Address, AgentEvent | EffectResult | BaseException]](
-        math.inf
-    )
+    send, receive = anyio.create_memory_object_stream[
+        tuple[Address, AgentEvent | EffectResult | BaseException]
+    ](math.inf)
     events: list[AgentEvent] = []
     live: list[AgentEvent] = []
     running: set[Address] = set()
@@ -160,7 +169,7 @@ async def perform_wave(
                 running.discard(address)
                 if address not in {a for a, _ in parts(outcome.effect)}:
                     continue  # no longer asked for (an interruption ended it): dropped
-                result: EffectResult = item  # type: ignore[assignment]
+                result = fitted(item, outcome.effect)  # type: ignore[arg-type]
                 if answered is not None:
                     answered(env, outcome.effect, result, live=tuple(live))
                 live = []
@@ -187,6 +196,20 @@ async def perform_wave(
     if failure is not None:
         raise failure
     return outcome, events
+
+
+def fitted(result: EffectResult, effect: Effect) -> EffectResult:
+    """A part's ``result`` in the shape the pending ``effect`` takes: the run's
+    own round is a bare ``ExecuteTools`` alone, a path ``()`` of a
+    ``PerformAll`` beside its agents used as tools (the shape may change
+    while a part runs)."""
+    if type(effect) is PerformAll and type(result) is ToolsExecuted:
+        return AllPerformed((PathResult((), result),))
+    if type(effect) is not PerformAll and type(result) is AllPerformed and len(result.results) == 1:
+        (only,) = result.results
+        if not only.path:
+            return only.result
+    return result
 
 
 def is_wave(effect: Effect) -> bool:

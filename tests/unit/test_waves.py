@@ -61,7 +61,9 @@ def _desk() -> ParallelAgent:
         ),
         tools=[quick_a],
     )
-    right = LlmAgent(name="right", model=MockModel([call_tools(("slow_b", {})), say("right done")]), tools=[slow_b])
+    right = LlmAgent(
+        name="right", model=MockModel([call_tools(("slow_b", {})), say("right done")]), tools=[slow_b]
+    )
     return ParallelAgent("desk", "both").add(left).add(right)
 
 
@@ -105,13 +107,17 @@ def test_the_recording_of_an_unlocked_wave_replays_strictly() -> None:
     partial = [
         s
         for s in trace.steps
-        if type(s.effect) is PerformAll and type(s.result) is AllPerformed and len(s.result.results) == 1
+        if type(s.effect) is PerformAll
+        and type(s.result) is AllPerformed
+        and len(s.result.results) == 1
         and len(s.effect.effects) > 1
     ]
     assert partial, "each branch's answer is a step of its own"
 
     async def replay() -> list[object]:
-        result = await collect(_desk().run(RunContext.ephemeral(None), "go", interpreter=ReplayInterpreter(trace)))
+        result = await collect(
+            _desk().run(RunContext.ephemeral(None), "go", interpreter=ReplayInterpreter(trace))
+        )
         return list(result.events)
 
     assert tuple(trio.run(replay)) == trace.events
