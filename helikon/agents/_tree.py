@@ -26,7 +26,8 @@ Rules:
   answers came in: children's results join their parent in child order,
   tool results the conversation in call order.
 - A child's events reach the run's stream as they are made, except its own
-  ``RunStarted`` and terminal event (the tree has one pair). An agent used
+  ``RunStarted`` and terminal event (the tree has one pair), each marked
+  with the path that emitted it (``event.path``). An agent used
   as a tool is a private sub-run: none of its events reach its caller's
   stream; its usage is added to its caller's. A workflow
   child is announced with ``AgentUpdated``; the observing hooks are effects:
@@ -363,10 +364,11 @@ def _output_of(node: TreeNode) -> tuple[str, Usage, AgentError | None]:
 _OWN = (RunStarted, RunCompleted, RunFailed)
 
 
-def _forwarded(events: tuple[AgentEvent, ...]) -> list[AgentEvent]:
-    """A child's events as its parent's stream shows them: without its own
-    RunStarted and terminal event."""
-    return [e for e in events if type(e) not in _OWN]
+def _forwarded(key: str, events: tuple[AgentEvent, ...]) -> list[AgentEvent]:
+    """Child ``key``'s events as its parent's stream shows them: without its
+    own RunStarted and terminal event, each marked with the path that
+    emitted it (``key`` before the path it had below the child)."""
+    return [attrs.evolve(e, path=(key, *e.path)) for e in events if type(e) not in _OWN]
 
 
 # -- building nodes -----------------------------------------------------------------------
@@ -442,8 +444,8 @@ def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[Agen
     left = node.handoffs_left - 1 if node.handoffs_left is not None else None
     started: list[AgentEvent] = []  # what its own children's start says (a workflow target's)
     child = _new_node(spec, target, begun, (left, node.handoff_limit), started)
-    events.extend(_forwarded(begun.events))
-    events.extend(_forwarded(tuple(started)))
+    events.extend(_forwarded(effect.target, begun.events))
+    events.extend(_forwarded(effect.target, tuple(started)))
     chores: tuple[NotifyHooks | StoreOutput, ...] = ()
     if owner is not None and owner.hooks:
         chores = (NotifyHooks(OnHandoff(owner.name, target.name)),)
@@ -462,11 +464,11 @@ def _run_agents(spec: TreeSpec, node: TreeNode, effect: RunAgents, events: list[
             continue
         events.append(AgentUpdated(member.name))
         begun = _begin(member, run.key, run.input, RunId(f"{node.state.run_id}/{run.key}"), effect.depth)
-        events.extend(_forwarded(begun.events))
+        events.extend(_forwarded(run.key, begun.events))
         budget = (member.handoffs, member.handoffs)
         started: list[AgentEvent] = []  # a nested workflow starts its own children at once
         children.append(TreeChild(run.key, _new_node(spec, member, begun, budget, started)))
-        events.extend(_forwarded(tuple(started)))
+        events.extend(_forwarded(run.key, tuple(started)))
     node = attrs.evolve(node, children=tuple(children))
     if missing and not children:
         return _feed_own(spec, node, AgentsRan(tuple(missing)), events)
@@ -582,7 +584,7 @@ def _feed(
         own: list[AgentEvent] = []
         fed = _feed(spec, child.node, rest, result, own)
         if not _private(node):
-            events.extend(_forwarded(tuple(own)))
+            events.extend(_forwarded(child.key, tuple(own)))
         children = (*node.children[:index], TreeChild(key, fed), *node.children[index + 1 :])
         return _after_children(spec, attrs.evolve(node, children=children), events)
     if type(result) is RunInterrupted:
@@ -623,7 +625,7 @@ def _interrupt(spec: TreeSpec, node: TreeNode, result: RunInterrupted, events: l
         ended = _interrupt(spec, child.node, result, own)
         spent = spent + ended.state.usage
         if not _private(node):
-            events.extend(_forwarded(tuple(own)))
+            events.extend(_forwarded(child.key, tuple(own)))
     # What the children spent is the run's too: the interruption reports it.
     node = attrs.evolve(node, state=_spent(node.state, spent), children=(), chores=(), deliver=None)
     return _feed_own(spec, node, result, events)

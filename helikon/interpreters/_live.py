@@ -178,8 +178,8 @@ class LiveInterpreter:
             async for item in self.perform(only.effect, world(only)):
                 if is_result(item):
                     result = item
-                elif not private:
-                    yield item
+                elif not private and is_event(item):
+                    yield emitted_at(only.path, item)
             assert result is not None
             yield AllPerformed((PathResult(only.path, result),))
             return
@@ -194,7 +194,7 @@ class LiveInterpreter:
                 if is_result(item):
                     results[index] = item
                 elif is_event(item):
-                    sinks[index].append(item)
+                    sinks[index].append(emitted_at(at.path, item))
 
         async with anyio.create_task_group() as group:
             for index in range(len(effects)):
@@ -266,6 +266,16 @@ class LiveInterpreter:
         stopped = interruption(env)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
+def emitted_at(path: tuple[str, ...], event: AgentEvent) -> AgentEvent:
+    """``event``, performed for the sub-machine at ``path``, marked with the
+    path that emitted it (a tree member's model deltas, an opaque child's
+    forwarded events)."""
+    if not path:
+        return event
+    marked: AgentEvent = attrs.evolve(event, path=(*path, *event.path))
+    return marked
+
+
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectResult:
     """``work`` under the run's cancel token and deadline (an interruption
     result if either fires first, or if the run was cancelled meanwhile).
@@ -289,4 +299,4 @@ def _cancelled() -> EffectResult:
     return RunInterrupted(Cancelled())
 
 
-__all__ = ["LiveInterpreter"]
+__all__ = ["LiveInterpreter", "emitted_at"]

@@ -100,6 +100,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.events import AgentEvent
     from helikon.ids import RunId
     from helikon.interpreters import RunEnv
+    from helikon.interpreters._live import emitted_at
     from helikon.interpreters._perform import step_result
     from helikon.loop import (
         AgentSpec,
@@ -294,7 +295,7 @@ class ActivityPerformer:
                         if is_private(self._description.tree, at.path):
                             continue  # an agent used as a tool: its turns are its own
                         for event in events:
-                            yield event
+                            yield emitted_at(at.path, event)
                     results = (result for _, result in done)
                     yield AllPerformed(
                         tuple(PathResult(at.path, r) for at, r in zip(effects, results, strict=True))
