@@ -199,6 +199,19 @@ AgentEvent: TypeAlias = (
     | RunFailed
 )
 
+def emitted_at(path: tuple[str, ...], event: AgentEvent) -> AgentEvent:
+    """``event`` of the sub-machine at ``path`` (``event.path`` is below it),
+    as the tree's stream shows it: marked with the whole path.
+
+    >>> emitted_at(("desk", "writer"), TokenDelta("hi", path=("x",))).path
+    ('desk', 'writer', 'x')
+    """
+    if not path:
+        return event
+    marked: AgentEvent = attrs.evolve(event, path=(*path, *event.path))
+    return marked
+
+
 #: The terminal event types.
 TERMINAL_EVENTS = (RunCompleted, RunFailed)
 
@@ -222,4 +235,5 @@ __all__ = [
     "ToolCallItem",
     "ToolOutputItem",
     "TurnStarted",
+    "emitted_at",
 ]

@@ -96,7 +96,15 @@ from helikon.effects import (
     ToolsExecuted,
 )
 from helikon.errors import AgentError, MaxHandoffsExceeded, OtherError, StepError, ToolCrashed, describe
-from helikon.events import AgentEvent, AgentUpdated, HandoffItem, RunCompleted, RunFailed, RunStarted
+from helikon.events import (
+    AgentEvent,
+    AgentUpdated,
+    HandoffItem,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    emitted_at,
+)
 from helikon.governance import OnHandoff, OnRunComplete, OnSubagentStop
 from helikon.ids import RunId
 from helikon.items import AgentInput, Item
@@ -368,7 +376,7 @@ def _forwarded(key: str, events: tuple[AgentEvent, ...]) -> list[AgentEvent]:
     """Child ``key``'s events as its parent's stream shows them: without its
     own RunStarted and terminal event, each marked with the path that
     emitted it (``key`` before the path it had below the child)."""
-    return [attrs.evolve(e, path=(key, *e.path)) for e in events if type(e) not in _OWN]
+    return [emitted_at((key,), e) for e in events if type(e) not in _OWN]
 
 
 # -- building nodes -----------------------------------------------------------------------

@@ -59,7 +59,7 @@ from helikon.errors import (
     StepError,
     TransportFailure,
 )
-from helikon.events import AgentEvent
+from helikon.events import AgentEvent, emitted_at
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, run_child
 from helikon.interpreters._drive import interruption, is_event, is_result
@@ -266,16 +266,6 @@ class LiveInterpreter:
         stopped = interruption(env)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
-def emitted_at(path: tuple[str, ...], event: AgentEvent) -> AgentEvent:
-    """``event``, performed for the sub-machine at ``path``, marked with the
-    path that emitted it (a tree member's model deltas, an opaque child's
-    forwarded events)."""
-    if not path:
-        return event
-    marked: AgentEvent = attrs.evolve(event, path=(*path, *event.path))
-    return marked
-
-
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectResult:
     """``work`` under the run's cancel token and deadline (an interruption
     result if either fires first, or if the run was cancelled meanwhile).
@@ -299,4 +289,4 @@ def _cancelled() -> EffectResult:
     return RunInterrupted(Cancelled())
 
 
-__all__ = ["LiveInterpreter", "emitted_at"]
+__all__ = ["LiveInterpreter"]

@@ -40,7 +40,7 @@ from helikon.effects import (
     Terminate,
 )
 from helikon.errors import ModelError, OtherModelFailure, StepError
-from helikon.events import AgentEvent
+from helikon.events import AgentEvent, emitted_at
 from helikon.ids import CallId, RunId
 from helikon.interpreters._drive import timed
 from helikon.interpreters._perform import (
@@ -182,8 +182,10 @@ class TestInterpreter:
         results: list[PathResult] = []
         for at in effect.effects:
             agent = _agent_at(state.root, at.path)
-            sink = [] if private_path(state.root, at.path) else emit  # an agent used as a tool: private
+            sink: list[AgentEvent] = []
             results.append(PathResult(at.path, self._member(agent).perform(at.effect, sink)))
+            if not private_path(state.root, at.path):  # an agent used as a tool: private
+                emit.extend(emitted_at(at.path, e) for e in sink)  # marked with the member's path
         return AllPerformed(tuple(results))
 
     def _member(self, agent: str) -> TestInterpreter:

@@ -97,10 +97,9 @@ with workflow.unsafe.imports_passed_through():
         TimedOut,
         TransportFailure,
     )
-    from helikon.events import AgentEvent
+    from helikon.events import AgentEvent, emitted_at
     from helikon.ids import RunId
     from helikon.interpreters import RunEnv
-    from helikon.interpreters._live import emitted_at
     from helikon.interpreters._perform import step_result
     from helikon.loop import (
         AgentSpec,
