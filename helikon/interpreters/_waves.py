@@ -30,7 +30,6 @@ import typing
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import attrs
 from returns.result import Failure, Success
 
 from helikon.effects import (
@@ -96,12 +95,6 @@ def answerer(interpreter: Any) -> Callable[..., None] | None:
     return None
 
 
-@attrs.define
-class _Part:
-    address: Address
-    events: list[AgentEvent] = attrs.Factory(list)
-
-
 async def perform_wave(
     interpreter: Any,
     perform_part: PerformPart,
@@ -125,12 +118,13 @@ async def perform_wave(
     answered = answerer(interpreter)
     failure: BaseException | None = None
 
+    limiters: dict[tuple[str, ...], Any] = {}  # per agent (path): its round's parallel_tool_call_limit
+
     def limiter(path: tuple[str, ...]) -> Any:
-        sub = env_at(env, path, interpreter)
-        found = sub.derived.get("tool_limiter")
+        found = limiters.get(path)
         if found is None:
-            limit = sub.spec.config.parallel_tool_call_limit
-            found = sub.derived["tool_limiter"] = anyio.CapacityLimiter(limit if limit else math.inf)
+            limit = env_at(env, path, interpreter).spec.config.parallel_tool_call_limit
+            found = limiters[path] = anyio.CapacityLimiter(limit if limit is not None else math.inf)
         return found
 
     async def run(address: Address, part: Effect) -> None:
