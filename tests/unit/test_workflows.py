@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 from helikon import (
@@ -330,8 +331,8 @@ def test_parallel_branches_move_on_at_their_own_pace(backend: str) -> None:
     assert updated == [
         AgentUpdated("slow"),
         AgentUpdated("fast"),
-        message("fast answer", "fast"),
-        message("slow answer", "slow"),
+        attrs.evolve(message("fast answer", "fast"), path=("fast",)),
+        attrs.evolve(message("slow answer", "slow"), path=("slow",)),
         message('{"fast":"fast answer","slow":"slow answer"}', "p"),
     ]
     again = run(fan_out(slow_first=False), backend=backend)
