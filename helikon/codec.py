@@ -248,6 +248,25 @@ def _make_fixed_tuple_unstructure(conv: Converter) -> Callable[[object], Callabl
     return factory
 
 
+def _has_emitter_path(tp: object) -> bool:
+    """An event class: its keyword-only ``path`` (who emitted it) defaults to ``()``."""
+    if not (isinstance(tp, type) and attrs.has(tp)):
+        return False
+    found = attrs.fields_dict(tp).get("path")
+    return found is not None and found.kw_only and found.default == ()
+
+
+def _make_event_unstructure(conv: Converter) -> Callable[[type], Callable[[Any], Any]]:
+    """An event's fields, its ``path`` only when not empty: the root's events
+    (and every event of a single agent) are written as before paths existed."""
+    from cattrs.gen import make_dict_unstructure_fn, override
+
+    def factory(tp: type) -> Callable[[Any], Any]:
+        return make_dict_unstructure_fn(tp, conv, path=override(omit_if_default=True))
+
+    return factory
+
+
 @cache
 def converter() -> Converter:
     """The converter for every helikon carrier (built once, on first use, so
@@ -267,6 +286,7 @@ def converter() -> Converter:
     conv.register_structure_hook_factory(_is_tagged_union, _make_union_structure(conv))
     conv.register_unstructure_hook_factory(_is_tagged_union, _make_union_unstructure(conv))
     conv.register_unstructure_hook_factory(_is_fixed_tuple, _make_fixed_tuple_unstructure(conv))
+    conv.register_unstructure_hook_factory(_has_emitter_path, _make_event_unstructure(conv))
     return conv
 
 

@@ -8,6 +8,13 @@ streams them (:class:`TokenDelta`, :class:`ReasoningDelta`,
 and exactly one terminal event last: :class:`RunCompleted` or
 :class:`RunFailed`. All are frozen and serializable, so a stream can be
 recorded and compared.
+
+Every event says which member of an agent tree emitted it: ``path`` is that
+sub-machine's path, one key per level, as :class:`helikon.effects.AtPath`
+and :class:`helikon.effects.ApprovalRequest` name it (``()``: the run's own
+agent; a handoff target's events carry ``("target",)``, a workflow child's
+its key). It is keyword-only with a default, so traces written before it
+existed read as the root's events; a trace writes it only when not empty.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ class RunStarted:
 
     agent: str
     run_id: RunId
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -36,6 +44,7 @@ class TurnStarted:
     """Model turn ``turn`` (1-based) began."""
 
     turn: int
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -43,6 +52,7 @@ class TokenDelta:
     """Answer text as the model streams it."""
 
     text: str
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -50,6 +60,7 @@ class ReasoningDelta:
     """Reasoning text as the model streams it."""
 
     text: str
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -60,6 +71,7 @@ class ToolCallDelta:
     name: str | None
     args_delta: str
     index: int | None = None
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -67,6 +79,7 @@ class MessageOutput:
     """A complete assistant message."""
 
     item: AssistantMessage
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -74,6 +87,7 @@ class ToolCallItem:
     """A complete tool call the model requested."""
 
     item: ToolCall
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -81,6 +95,7 @@ class ToolOutputItem:
     """The result of a tool call, as the model will see it."""
 
     item: ToolResult
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -89,6 +104,7 @@ class HandoffItem:
 
     from_agent: str
     to_agent: str
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -96,6 +112,7 @@ class AgentUpdated:
     """``agent`` is now the one speaking."""
 
     agent: str
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -104,6 +121,7 @@ class GuardrailTriggered:
 
     kind: str
     info: str
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -113,6 +131,7 @@ class ApprovalRequested:
     call_id: CallId
     tool: str
     args: JsonValue
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -121,6 +140,7 @@ class PermissionDenied:
 
     tool: str
     reason: str
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -128,6 +148,7 @@ class RepairStarted:
     """The structured-output repair turn ``attempt`` began."""
 
     attempt: int
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -136,6 +157,7 @@ class StructuredOutputFailed:
 
     schema_errors: tuple[str, ...]
     final_text: str
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -143,6 +165,7 @@ class RunCompleted:
     """Terminal: the run succeeded; ``usage`` sums every model call."""
 
     usage: Usage
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen
@@ -151,6 +174,8 @@ class RunFailed:
 
     error: AgentError
     usage: Usage = Usage()
+    path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+
 
 
 #: Every event an agent run emits.
@@ -173,6 +198,19 @@ AgentEvent: TypeAlias = (
     | RunCompleted
     | RunFailed
 )
+
+def emitted_at(path: tuple[str, ...], event: AgentEvent) -> AgentEvent:
+    """``event`` of the sub-machine at ``path`` (``event.path`` is below it),
+    as the tree's stream shows it: marked with the whole path.
+
+    >>> emitted_at(("desk", "writer"), TokenDelta("hi", path=("x",))).path
+    ('desk', 'writer', 'x')
+    """
+    if not path:
+        return event
+    marked: AgentEvent = attrs.evolve(event, path=(*path, *event.path))
+    return marked
+
 
 #: The terminal event types.
 TERMINAL_EVENTS = (RunCompleted, RunFailed)
@@ -197,4 +235,5 @@ __all__ = [
     "ToolCallItem",
     "ToolOutputItem",
     "TurnStarted",
+    "emitted_at",
 ]

@@ -18,11 +18,16 @@ Rules:
 - The tree's pending effect is the leaves' effects: the root's own effect
   when nothing else runs, else one :class:`~helikon.effects.PerformAll`
   with one :class:`~helikon.effects.AtPath` per active sub-machine, in tree
-  order, answered by :class:`~helikon.effects.AllPerformed` in the same
-  order. Every sub-machine moves one step per wave, so the events do not
-  depend on which effect finished first.
+  order, answered by :class:`~helikon.effects.AllPerformed`: all of them in
+  that order, or any of them in any order. Waves are not lock-step: a path
+  answered moves on at once (its next effect joins the pending ones) while
+  the others keep their pending effect, so a branch never waits for its
+  siblings' steps. What a run decides does not depend on the order the
+  answers came in: children's results join their parent in child order,
+  tool results the conversation in call order.
 - A child's events reach the run's stream as they are made, except its own
-  ``RunStarted`` and terminal event (the tree has one pair). An agent used
+  ``RunStarted`` and terminal event (the tree has one pair), each marked
+  with the path that emitted it (``event.path``). An agent used
   as a tool is a private sub-run: none of its events reach its caller's
   stream; its usage is added to its caller's. A workflow
   child is announced with ``AgentUpdated``; the observing hooks are effects:
@@ -92,7 +97,15 @@ from helikon.effects import (
     ToolsExecuted,
 )
 from helikon.errors import AgentError, MaxHandoffsExceeded, OtherError, StepError, ToolCrashed, describe
-from helikon.events import AgentEvent, AgentUpdated, HandoffItem, RunCompleted, RunFailed, RunStarted
+from helikon.events import (
+    AgentEvent,
+    AgentUpdated,
+    HandoffItem,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    emitted_at,
+)
 from helikon.governance import OnHandoff, OnRunComplete, OnSubagentStop
 from helikon.ids import RunId
 from helikon.items import AgentInput, Item
@@ -239,8 +252,6 @@ class TreeNode:
         handoffs_left: the swarm handoff budget left (None: unbounded).
         handoff_limit: the budget the chain started with.
         root: the run's own node (its end fires ``OnRunComplete``).
-        partial: while agents used as tools run as children, the results of
-            the round's other steps (None until the interpreter answered them).
     """
 
     agent: str
@@ -253,7 +264,6 @@ class TreeNode:
     handoffs_left: int | None = None
     handoff_limit: int | None = None
     root: bool = False
-    partial: tuple[StepResult, ...] | None = None
 
     @property
     def finished(self) -> bool:
@@ -384,10 +394,11 @@ def _output_of(node: TreeNode) -> tuple[str, Usage, AgentError | None]:
 _OWN = (RunStarted, RunCompleted, RunFailed)
 
 
-def _forwarded(events: tuple[AgentEvent, ...]) -> list[AgentEvent]:
-    """A child's events as its parent's stream shows them: without its own
-    RunStarted and terminal event."""
-    return [e for e in events if type(e) not in _OWN]
+def _forwarded(key: str, events: tuple[AgentEvent, ...]) -> list[AgentEvent]:
+    """Child ``key``'s events as its parent's stream shows them: without its
+    own RunStarted and terminal event, each marked with the path that
+    emitted it (``key`` before the path it had below the child)."""
+    return [emitted_at((key,), e) for e in events if type(e) not in _OWN]
 
 
 # -- building nodes -----------------------------------------------------------------------
@@ -396,7 +407,10 @@ def _forwarded(events: tuple[AgentEvent, ...]) -> list[AgentEvent]:
 def _settle(spec: TreeSpec, node: TreeNode, outcome: Begun, events: list[AgentEvent]) -> TreeNode:
     """``node`` after its own machine stepped to ``outcome``: spawn children
     if it asked for some."""
-    node = attrs.evolve(node, state=outcome.state, effect=outcome.effect, children=(), deliver=None)
+    # A round goes on while its agents used as tools run: they stay its children.
+    running = type(node.effect) is ExecuteTools and type(outcome.effect) is ExecuteTools
+    kept = node.children if running else ()
+    node = attrs.evolve(node, state=outcome.state, effect=outcome.effect, children=kept, deliver=None)
     effect = outcome.effect
     if type(effect) is Terminate and node.root:
         member = spec.member(node.agent)
@@ -414,11 +428,13 @@ def _settle(spec: TreeSpec, node: TreeNode, outcome: Begun, events: list[AgentEv
 
 
 def _agent_tools(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: list[AgentEvent]) -> TreeNode:
-    """Agents used as tools run as children, keyed ``tool:call id``; the
-    round's other steps go to the interpreter."""
+    """Agents used as tools run as children, keyed ``tool:call id`` (one
+    already running stays as it is); the round's other steps go to the
+    interpreter."""
     member = spec.member(node.agent)
     if member is None or not member.agent_tools:
         return node
+    running = {c.key: c for c in node.children}
     children: list[TreeChild] = []
     for step in effect.steps:
         if type(step) is not InvokeTool:
@@ -426,19 +442,19 @@ def _agent_tools(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: l
         target = spec.member(member.agent_tool(step.tool) or "")
         if target is None:
             continue
+        key = f"{step.tool}:{step.call_id}"
+        if key in running:
+            children.append(running[key])
+            continue
         args = step.args if isinstance(step.args, dict) else {}
         items = AgentInput.from_user_text(str(args.get("input", ""))).items
-        key = f"{step.tool}:{step.call_id}"
         run_id = RunId(f"{node.state.run_id}/{key}")
         begun = _begin(target, key, items, run_id, node.state.depth + 1)
         budget = (target.handoffs, target.handoffs)
         children.append(TreeChild(key, _new_node(spec, target, begun, budget, [])))
     if not children:
         return node
-    node = attrs.evolve(node, children=tuple(children))
-    if not _round_rest(node):
-        node = attrs.evolve(node, partial=())  # only agents in this round: nothing for the interpreter
-    return _after_children(spec, node, events)
+    return _after_children(spec, attrs.evolve(node, children=tuple(children)), events)
 
 
 def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[AgentEvent]) -> TreeNode:
@@ -458,8 +474,8 @@ def _hand_off(spec: TreeSpec, node: TreeNode, effect: Handoff, events: list[Agen
     left = node.handoffs_left - 1 if node.handoffs_left is not None else None
     started: list[AgentEvent] = []  # what its own children's start says (a workflow target's)
     child = _new_node(spec, target, begun, (left, node.handoff_limit), started)
-    events.extend(_forwarded(begun.events))
-    events.extend(_forwarded(tuple(started)))
+    events.extend(_forwarded(effect.target, begun.events))
+    events.extend(_forwarded(effect.target, tuple(started)))
     chores: tuple[NotifyHooks | StoreOutput, ...] = ()
     if owner is not None and owner.hooks:
         chores = (NotifyHooks(OnHandoff(owner.name, target.name)),)
@@ -478,11 +494,11 @@ def _run_agents(spec: TreeSpec, node: TreeNode, effect: RunAgents, events: list[
             continue
         events.append(AgentUpdated(member.name))
         begun = _begin(member, run.key, run.input, RunId(f"{node.state.run_id}/{run.key}"), effect.depth)
-        events.extend(_forwarded(begun.events))
+        events.extend(_forwarded(run.key, begun.events))
         budget = (member.handoffs, member.handoffs)
         started: list[AgentEvent] = []  # a nested workflow starts its own children at once
         children.append(TreeChild(run.key, _new_node(spec, member, begun, budget, started)))
-        events.extend(_forwarded(tuple(started)))
+        events.extend(_forwarded(run.key, tuple(started)))
     node = attrs.evolve(node, children=tuple(children))
     if missing and not children:
         return _feed_own(spec, node, AgentsRan(tuple(missing)), events)
@@ -518,17 +534,16 @@ def _feed_own(spec: TreeSpec, node: TreeNode, result: EffectResult, events: list
 
 
 def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) -> TreeNode:
-    """Once every child is finished: queue the chores, then answer the parent."""
+    """Once every child is finished: queue the chores, then answer the parent
+    (a round hears of each agent used as a tool as soon as it finished)."""
+    effect = node.effect
+    if type(effect) is ExecuteTools and node.children:
+        return _join_agents(spec, node, effect, events)
     if not node.children or not all(c.node.finished for c in node.children):
         return node
     member = spec.member(node.agent)
     hooks = member is not None and member.hooks
     chores: list[NotifyHooks | StoreOutput] = []
-    effect = node.effect
-    if type(effect) is ExecuteTools:
-        if node.partial is None:
-            return node  # the interpreter has not answered the round's other steps yet
-        return _join_round(spec, node, effect, events)
     if type(effect) is Handoff:
         (child,) = node.children
         output, usage, error = _output_of(child.node)
@@ -552,17 +567,17 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
     return _after_chores(spec, node, events)
 
 
-def _join_round(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: list[AgentEvent]) -> TreeNode:
-    """Every step of the round has its result: the agents' answers and the
-    interpreter's, in the order of the steps."""
-    answered = iter(node.partial or ())
-    by_key = {c.key: c.node for c in node.children}
+def _join_agents(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: list[AgentEvent]) -> TreeNode:
+    """Feed the round the answers of its agents used as tools that finished,
+    each as soon as it did (in the order of the steps); the others run on."""
+    finished = {c.key: c.node for c in node.children if c.node.finished}
+    if not finished:
+        return node
     results: list[StepResult] = []
     spent = Usage()
     for step in effect.steps:
-        child = by_key.get(f"{step.tool}:{step.call_id}") if type(step) is InvokeTool else None
+        child = finished.get(f"{step.tool}:{step.call_id}") if type(step) is InvokeTool else None
         if child is None:
-            results.append(next(answered))
             continue
         output, usage, error = _output_of(child)
         spent = spent + usage
@@ -572,7 +587,8 @@ def _join_round(spec: TreeSpec, node: TreeNode, effect: ExecuteTools, events: li
             failure = ToolCrashed(f"agent {spec.name_of(child.agent)!r} failed: {describe(error)}")
             results.append(ToolRaised(step.call_id, failure))
     # The sub-runs' usage is the caller's: it spent it through them.
-    node = attrs.evolve(node, state=_spent(node.state, spent), children=(), partial=None)
+    running = tuple(c for c in node.children if c.key not in finished)
+    node = attrs.evolve(node, state=_spent(node.state, spent), children=running)
     return _feed_own(spec, node, ToolsExecuted(tuple(results)), events)
 
 
@@ -598,7 +614,7 @@ def _feed(
         own: list[AgentEvent] = []
         fed = _feed(spec, child.node, rest, result, own)
         if not _private(node):
-            events.extend(_forwarded(tuple(own)))
+            events.extend(_forwarded(child.key, tuple(own)))
         children = (*node.children[:index], TreeChild(key, fed), *node.children[index + 1 :])
         return _after_children(spec, attrs.evolve(node, children=children), events)
     if type(result) is RunInterrupted:
@@ -611,12 +627,14 @@ def _feed(
             raise StepError(f"{node.agent!r} waits for {wanted.__name__}, not {type(result).__name__}")
         return _after_chores(spec, attrs.evolve(node, chores=node.chores[1:]), events)
     if node.children:
-        if type(node.effect) is ExecuteTools and node.partial is None and type(result) is ToolsExecuted:
-            asked = len(_round_rest(node))
-            if len(result.results) != asked:
-                raise StepError(f"{node.agent!r} expected {asked} step results, got {len(result.results)}")
-            node = attrs.evolve(node, partial=result.results, escalated=node.escalated or result.escalated)
-            return _after_children(spec, node, events)
+        if type(node.effect) is ExecuteTools and type(result) is ToolsExecuted:
+            # Results of the round's other steps, while its agents run on.
+            asked = {s.call_id for s in _round_rest(node)}
+            stray = [r.call_id for r in result.results if r.call_id not in asked]
+            if stray:
+                raise StepError(f"{node.agent!r} asked the interpreter for no step of tool call {stray[0]!r}")
+            node = attrs.evolve(node, escalated=node.escalated or result.escalated)
+            return _feed_own(spec, node, result, events)
         raise StepError(f"{node.agent!r} waits for its children, not for {type(result).__name__}")
     if type(result) is ToolsExecuted and result.escalated:
         node = attrs.evolve(node, escalated=True)
@@ -637,7 +655,7 @@ def _interrupt(spec: TreeSpec, node: TreeNode, result: RunInterrupted, events: l
         ended = _interrupt(spec, child.node, result, own)
         spent = spent + ended.state.usage
         if not _private(node):
-            events.extend(_forwarded(tuple(own)))
+            events.extend(_forwarded(child.key, tuple(own)))
     # What the children spent is the run's too: the interruption reports it.
     node = attrs.evolve(node, state=_spent(node.state, spent), children=(), chores=(), deliver=None)
     return _feed_own(spec, node, result, events)
@@ -687,8 +705,9 @@ def leaves(node: TreeNode, path: tuple[str, ...] = ()) -> list[AtPath]:
         return [AtPath(path, node.chores[0])]
     if node.children:
         found: list[AtPath] = []
-        if type(node.effect) is ExecuteTools and node.partial is None:
-            found.append(AtPath(path, ExecuteTools(_round_rest(node))))
+        rest = _round_rest(node) if type(node.effect) is ExecuteTools else ()
+        if rest:
+            found.append(AtPath(path, ExecuteTools(rest)))
         for child in node.children:
             if not child.node.finished:
                 found.extend(leaves(child.node, (*path, child.key)))
@@ -829,8 +848,7 @@ def _step_root(
         case PerformAll(effects=asked):
             if type(result) is not AllPerformed:
                 raise StepError(f"the tree waits for AllPerformed, not {type(result).__name__}")
-            if tuple(r.path for r in result.results) != tuple(a.path for a in asked):
-                raise StepError("the results do not answer the effects in order")
+            _check_answers(asked, result)
             late = _late(root, result.results, now)
             for answer in result.results:
                 root = _feed(spec, root, answer.path, late.get(answer.path, answer.result), events)
@@ -885,6 +903,22 @@ def _stamped(spec: TreeSpec, node: TreeNode, now: float | None, top: bool = True
     if state is node.state and all(a.node is b.node for a, b in zip(children, node.children, strict=True)):
         return node
     return attrs.evolve(node, state=state, children=children)
+
+
+def _check_answers(asked: tuple[AtPath, ...], result: AllPerformed) -> None:
+    """The results must answer pending paths, each at most once (any of
+    them, in any order: a path's result is fed as soon as it came)."""
+    if not result.results:
+        raise StepError("AllPerformed answers none of the pending effects")
+    pending = {a.path for a in asked}
+    seen: set[tuple[str, ...]] = set()
+    for answer in result.results:
+        where = "/".join(answer.path) or "(root)"
+        if answer.path not in pending:
+            raise StepError(f"no effect is pending at {where!r}")
+        if answer.path in seen:
+            raise StepError(f"two results for the effect at {where!r}")
+        seen.add(answer.path)
 
 
 def _route_approvals(

@@ -97,7 +97,10 @@ CallStep: TypeAlias = FireHook | AskPolicy | InvokeTool
 class ExecuteTools:
     """Perform these steps of the round's tool-call pipelines, at most one per
     call, concurrently (under ``parallel_tool_call_limit``); answer with one
-    result per step, in the order of ``steps``.
+    result per step, in the order of ``steps`` — or feed each step's result
+    as it comes (a :class:`ToolsExecuted` answering any subset of the steps,
+    in any order): the steps not answered stay pending, and the next effect
+    lists them again beside the answered calls' next steps.
 
     Every decision between the steps (hook folds, the permission pipeline,
     argument checks, redaction) is the machine's; a step only calls user code.
@@ -221,7 +224,12 @@ class AtPath:
 class PerformAll:
     """Perform the effects of several sub-machines of an agent tree
     (concurrently); answer with :class:`AllPerformed`, one result per
-    effect, in the same order."""
+    effect, in the same order — or feed each path's result as it comes (an
+    ``AllPerformed`` answering any of the paths, in any order): the paths
+    not answered stay pending, and the next ``PerformAll`` lists them again
+    beside the answered paths' next effects. An effect still listed is the
+    one already being performed (perform each path's effect once, when it
+    first appears or after its path was answered)."""
 
     effects: tuple[AtPath, ...]
 
@@ -332,9 +340,10 @@ StepResult: TypeAlias = HookAnswered | PolicyAnswered | ToolReturned | ToolRaise
 
 @attrs.frozen
 class ToolsExecuted:
-    """The steps of an :class:`ExecuteTools` ended; ``results`` are in the
-    order of its steps. ``escalated``: a tool asked an enclosing loop agent
-    to stop (``ctx.actions.escalate()``)."""
+    """Steps of an :class:`ExecuteTools` ended; ``results`` name their calls
+    (all of the steps in their order, or any of them in any order).
+    ``escalated``: a tool asked an enclosing loop agent to stop
+    (``ctx.actions.escalate()``)."""
 
     results: tuple[StepResult, ...]
     escalated: bool = False
@@ -423,7 +432,8 @@ class PathResult:
 
 @attrs.frozen
 class AllPerformed:
-    """The results of a :class:`PerformAll`, in the order of its effects."""
+    """Results of a :class:`PerformAll`: every path's in the order of its
+    effects, or any of the paths, in any order (see :class:`PerformAll`)."""
 
     results: tuple[PathResult, ...]
 

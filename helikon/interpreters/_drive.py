@@ -36,6 +36,7 @@ from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
+from helikon.interpreters._waves import is_wave, perform_wave
 from helikon.items import AgentInput
 from helikon.loop import deadline_after, on_time
 
@@ -61,7 +62,10 @@ class Interpreter(Protocol):
 
     An interpreter may also define ``observe(env, outcome)``: :func:`drive`
     calls it with every outcome before emitting its events (recording and
-    replay use it to see the machine's events).
+    replay use it to see the machine's events). One that defines
+    ``perform_part(effect, env)`` (as ``perform``, for one part of a wave)
+    gets waves performed part by part, each part's next effect started as
+    soon as its answer came (see :mod:`helikon.interpreters._waves`).
     """
 
     def new_run_id(self) -> RunId:
@@ -157,14 +161,27 @@ async def drive(
         if began is not None:
             env.derived[CLOCKED] = (outcome.state, began)
     observe = getattr(interpreter, "observe", None)
+    perform_part = getattr(interpreter, "perform_part", None)
+    observed = False
     while True:
-        if observe is not None:
-            observe(env, outcome)
-        for event in outcome.events:
-            yield event
+        if not observed:
+            if observe is not None:
+                observe(env, outcome)
+            for event in outcome.events:
+                yield event
+        observed = False
         effect = outcome.effect
         if type(effect) is Terminate:
             return
+        if perform_part is not None and is_wave(effect):
+            # Each part moves on as soon as its own answer comes (see _waves).
+            outcome, events = await perform_wave(
+                interpreter, perform_part, env, machine, outcome, clock, observe
+            )
+            for event in events:
+                yield event
+            observed = True
+            continue
         result: EffectResult | None = None
         async for item in interpreter.perform(effect, env):
             if is_result(item):

@@ -2,9 +2,10 @@
 
 It runs under trio or asyncio (through anyio). Model streams are consumed
 chunk by chunk, each chunk turned into its raw delta event at once with the
-pure :func:`~helikon.loop.delta_event`. Tool calls of one turn run
-concurrently in a task group under ``parallel_tool_call_limit``; their
-outcomes go back in call order, whatever order they finish in.
+pure :func:`~helikon.loop.delta_event`. Tool calls of one turn, and an
+agent tree's branches, run concurrently (:meth:`LiveInterpreter.perform_part`):
+each call's pipeline and each branch moves on as soon as its own step is
+answered, the round's calls under ``parallel_tool_call_limit``.
 
 Cancellation: tools and instructions run inside a cancel scope tied to the
 run's token and deadline, so a cancel interrupts them at once. A model
@@ -58,7 +59,7 @@ from helikon.errors import (
     StepError,
     TransportFailure,
 )
-from helikon.events import AgentEvent
+from helikon.events import AgentEvent, emitted_at
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, run_child
 from helikon.interpreters._drive import due, interruption, is_event, is_result
@@ -92,11 +93,21 @@ class LiveInterpreter:
             ``time.time`` by default, so a deadline kept in a saved state
             holds in another process). Read when a run with a timeout
             begins and after each effect of a run with a deadline.
+        lock_step: perform each wave whole and feed its answers at once, in
+            order, as earlier versions did (see
+            :mod:`helikon.interpreters._waves`): a branch then waits for its
+            siblings' steps, but a recording no longer depends on which part
+            finished first, so it is the same bytes every time (golden traces
+            are recorded this way).
     """
 
-    def __init__(self, run_id: str | None = None, *, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self, run_id: str | None = None, *, clock: Callable[[], float] | None = None, lock_step: bool = False
+    ) -> None:
         self._run_id = run_id
         self._clock = clock if clock is not None else time.time
+        if lock_step:
+            self.__dict__["perform_part"] = None  # drive then performs waves whole
 
     def now(self) -> float:
         """The clock reading the machine decides time with."""
@@ -151,6 +162,12 @@ class LiveInterpreter:
             case Terminate():
                 raise StepError("there is nothing to perform after Terminate")
 
+    def perform_part(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        """Perform one part of a wave (one tool step, one path's effect):
+        :func:`~helikon.interpreters.drive` runs a wave's parts concurrently
+        and feeds each one's result as soon as it comes."""
+        return self.perform(effect, env)
+
     async def _perform_all(
         self, effects: tuple[AtPath, ...], env: RunEnv
     ) -> AsyncIterator[AgentEvent | EffectResult]:
@@ -173,8 +190,8 @@ class LiveInterpreter:
             async for item in self.perform(only.effect, world(only), (limit(only),)):
                 if is_result(item):
                     result = item
-                elif not private:
-                    yield item
+                elif not private and is_event(item):
+                    yield emitted_at(only.path, item)
             assert result is not None
             yield AllPerformed((PathResult(only.path, result),))
             return
@@ -189,7 +206,7 @@ class LiveInterpreter:
                 if is_result(item):
                     results[index] = item
                 elif is_event(item):
-                    sinks[index].append(item)
+                    sinks[index].append(emitted_at(at.path, item))
 
         async with anyio.create_task_group() as group:
             for index in range(len(effects)):

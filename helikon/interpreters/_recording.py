@@ -8,7 +8,7 @@ events emitted. After the run, :attr:`RecordingInterpreter.trace` holds the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TypeVar, final
 
 import attrs
@@ -59,6 +59,9 @@ class RecordingInterpreter:
         self._pending: list[AgentEvent] = []
         self._final: tuple[AgentEvent, ...] | None = None
         self._started: float | None = None
+        if getattr(inner, "perform_part", None) is not None:
+            # Waves performed part by part: each answer is recorded as drive feeds it.
+            self.__dict__["perform_part"] = self._perform_part
 
     def now(self) -> float | None:
         """The inner interpreter's clock reading, recorded: the run's first
@@ -109,18 +112,30 @@ class RecordingInterpreter:
         else:
             self._pending.extend(outcome.events)
 
-    def answered(self, env: RunEnv, effect: Effect, result: EffectResult) -> None:
+    def answered(
+        self, env: RunEnv, effect: Effect, result: EffectResult, *, live: tuple[AgentEvent, ...] = ()
+    ) -> None:
         """Record ``result`` as the answer to ``effect``, which was not
-        performed through this recorder: a human's ``ApprovalsGiven`` to the
-        ``AwaitApproval`` a run suspended at, fed by ``agent.resume`` or the
-        step API's ``advance``. So the trace of a run suspended and resumed
-        is the trace of one run (its replay feeds the answer back)."""
+        performed through this recorder's ``perform``: a human's
+        ``ApprovalsGiven`` to the ``AwaitApproval`` a run suspended at, fed
+        by ``agent.resume`` or the step API's ``advance`` (so the trace of a
+        run suspended and resumed is the trace of one run), or one part's
+        answer to a wave (``live``: the live events streamed since the last
+        answer), which drive feeds as it comes."""
         if self._header is None:
             return  # nothing observed yet: the resumed run's first outcome opens the trace
         effect, result = scrubbed_step(effect, result, secrets_of(env))
         index = len(self._steps)
-        self._steps.append(TraceStep(index, effect, result, tuple(self._pending), env.path, ()))
+        events = (*self._pending, *live)
+        self._steps.append(TraceStep(index, effect, result, events, env.path, live))
         self._pending = []
+
+    def _perform_part(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        """One part of a wave, by the inner interpreter; recorded by
+        :meth:`answered` when drive feeds its result."""
+        perform_part: Callable[[Effect, RunEnv], AsyncIterator[AgentEvent | EffectResult]]
+        perform_part = self.inner.perform_part  # type: ignore[attr-defined]
+        return perform_part(effect, env)
 
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
         result: EffectResult | None = None

@@ -23,6 +23,7 @@ from helikon.diff import diff
 from helikon.effects import (
     AllPerformed,
     AskPolicy,
+    AtPath,
     AwaitApproval,
     CallModel,
     CallStep,
@@ -215,11 +216,13 @@ class ReplayInterpreter:
                 if answer is not None and _has_user_code(at.effect):
                     sub = env_at(env, at.path, self._inner)
                     where = "/".join(at.path)
-                    answer = await self._verified(at.effect, sub, answer, step.index, where, secrets_of(env))
+                    asked = _answered_part(at.effect, answer)
+                    answer = await self._verified(asked, sub, answer, step.index, where, secrets_of(env))
                 if answer is not None:
                     results.append(PathResult(at.path, answer))
             return AllPerformed(tuple(results))
-        return await self._verified(effect, env, step.result, step.index, None, secrets_of(env))
+        asked = _answered_part(effect, step.result)
+        return await self._verified(asked, env, step.result, step.index, None, secrets_of(env))
 
     async def _verified(
         self,
@@ -241,6 +244,14 @@ class ReplayInterpreter:
             codec.unstructure(recorded, EffectResult), codec.unstructure(seen, EffectResult), "result"
         )
         raise self._divergence(index, headline + " than the recording", differences)
+
+    def select(self, effect: Effect) -> Effect:
+        """The part of ``effect`` the recording answers next (a wave's parts
+        were answered one by one, see :mod:`helikon.interpreters._waves`):
+        what an observer shows as performed by this step."""
+        if self._next >= len(self.trace.steps):
+            return effect
+        return _answered_part(effect, self.trace.steps[self._next].result)
 
     def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
         if not self._checked and not env.path:
@@ -307,6 +318,25 @@ class ReplayInterpreter:
                 self._events.append(forwarded)
                 yield forwarded
         yield result
+
+
+def _answered_part(effect: Effect, recorded: EffectResult) -> Effect:
+    """The part of ``effect`` the recorded result answers: a tool round's
+    steps answered one by one (see :mod:`helikon.interpreters._waves`) are
+    run live one by one, in the order the recording answered them."""
+    if type(effect) is ExecuteTools and type(recorded) is ToolsExecuted:
+        by_call = {s.call_id: s for s in effect.steps}
+        return ExecuteTools(tuple(by_call[r.call_id] for r in recorded.results if r.call_id in by_call))
+    if type(effect) is PerformAll and type(recorded) is AllPerformed:
+        by_path = {at.path: at for at in effect.effects}
+        return PerformAll(
+            tuple(
+                AtPath(r.path, _answered_part(by_path[r.path].effect, r.result))
+                for r in recorded.results
+                if r.path in by_path
+            )
+        )
+    return effect
 
 
 def _has_user_code(effect: Effect) -> bool:

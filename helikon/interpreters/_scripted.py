@@ -49,7 +49,7 @@ from helikon.effects import (
     Terminate,
 )
 from helikon.errors import ModelError, OtherError, OtherModelFailure, StepError
-from helikon.events import AgentEvent
+from helikon.events import AgentEvent, emitted_at
 from helikon.ids import CallId, RunId
 from helikon.interpreters._children import ChildEnd, run_child
 from helikon.interpreters._drive import drive
@@ -196,12 +196,14 @@ class TestInterpreter:
             return self._member(state.root.agent).perform(effect, emit)
         results: list[PathResult] = []
         for at in effect.effects:
-            sink = [] if private_path(state.root, at.path) else emit  # an agent used as a tool: private
+            sink: list[AgentEvent] = []
             if type(at.effect) is RunAgents:
                 results.append(PathResult(at.path, self._opaque(at.effect, sink)))
-                continue
-            agent = _agent_at(state.root, at.path)
-            results.append(PathResult(at.path, self._member(agent).perform(at.effect, sink)))
+            else:
+                agent = _agent_at(state.root, at.path)
+                results.append(PathResult(at.path, self._member(agent).perform(at.effect, sink)))
+            if not private_path(state.root, at.path):  # an agent used as a tool: private
+                emit.extend(emitted_at(at.path, e) for e in sink)  # marked with the member's path
         return AllPerformed(tuple(results))
 
     def _opaque(self, effect: RunAgents, emit: list[AgentEvent]) -> EffectResult:

@@ -3,7 +3,9 @@
 A model turn that asks for tools opens a round. Each runnable call enters its
 own pipeline (:mod:`helikon.loop._calls`); the round asks for the pending step
 of every call that has one, in one :class:`~helikon.effects.ExecuteTools`, and
-feeds each result to its call. Calls that need a human wait at a barrier:
+feeds each result to its call as it comes: a result may answer any subset of
+the steps, in any order, and the calls not answered keep waiting on their
+step (so no call's pipeline waits for a sibling's step). Calls that need a human wait at a barrier:
 once no call has a step left to run, the round asks every pending question at
 once, of the approval handler (``AskApprovals``) or by suspending the run
 (``AwaitApproval``) — the same questions, the same answers, the same events
@@ -92,27 +94,31 @@ def _ask(spec: AgentSpec, requests: tuple[ApprovalRequest, ...]) -> Effect:
 
 
 def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -> Step:
-    """Feed each step's result to its call, in the order the steps were asked."""
+    """Feed each step's result to its call, in the order given.
+
+    The results may answer any of the pending steps, in any order: each
+    names its call by id, and the calls not answered keep waiting on the
+    same step (an interpreter feeds each call's result as it comes, so one
+    call's pipeline never waits for another's step). The round's results
+    still join the conversation in call order, once every call is settled.
+    """
     phase = state.phase
     if type(phase) is not ExecutingTools:
         return Failure(StepError("no tools were running"))
-    results = iter(result.results)
+    if not result.results:
+        return Failure(StepError("no step results"))
+    waiting = {c.call.call_id: i for i, c in enumerate(phase.calls) if waits_on_step(c)}
     events: list[AgentEvent] = []
-    calls: list[ToolCallState] = []
-    for call in phase.calls:
-        if not waits_on_step(call):
-            calls.append(call)
-            continue
-        answer = next(results, None)
-        if answer is None or answer.call_id != call.call.call_id:
-            return Failure(StepError(f"expected the result of tool call {call.call.call_id!r} next"))
-        fed = feed_step(call, answer, spec)
+    calls = list(phase.calls)
+    for answer in result.results:
+        index = waiting.pop(answer.call_id, None)
+        if index is None:
+            return Failure(StepError(f"tool call {answer.call_id!r} has no step waiting for a result"))
+        fed = feed_step(calls[index], answer, spec)
         if isinstance(fed, str):
             return Failure(StepError(fed))
-        calls.append(fed[0])
+        calls[index] = fed[0]
         events.extend(fed[1])
-    if next(results, None) is not None:
-        return Failure(StepError("more step results than steps"))
     return Success(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
 
 

@@ -159,12 +159,17 @@ class ObservingInterpreter:
         (instance attributes shadow the methods), so an observer with nothing
         to report to adds no call at all to a run's steps."""
         self._signals = self.telemetry.signals()
+        inner_part = getattr(self.inner, "perform_part", None)
         if self._signals is None:
             self.__dict__["perform"] = self.inner.perform
             self.__dict__["observe"] = self._inner_observe
+            self.__dict__["perform_part"] = inner_part
         else:
             self.__dict__.pop("perform", None)
             self.__dict__.pop("observe", None)
+            # Spans are made wave by wave: an observed run performs each wave
+            # whole (lock-step; part-by-part spans are left for later).
+            self.__dict__["perform_part"] = None
 
     def observe(self, env: RunEnv, outcome: OutcomeLike) -> None:
         signals = self._signals
@@ -281,7 +286,10 @@ class ObservingInterpreter:
         if run is None and (type(effect) is PerformAll or type(effect) is RunAgents):
             # Performed outside a run (the step API): a run for as long as the effect.
             run = detached = self._open_root(env, signals, now(), None)
-        wave = Wave(signals, run, effect, inner_env, self.inner, now())
+        # A replay answers a wave part by part as it was recorded: show that part.
+        select = getattr(self.inner, "select", None)
+        shown = select(effect) if select is not None else effect
+        wave = Wave(signals, run, shown, inner_env, self.inner, now(), pending=effect)
         try:
             stream = relay(self.inner.perform(effect, wave.env), wave.context())
             async with aclosing(stream):

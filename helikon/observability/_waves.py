@@ -167,6 +167,9 @@ class Wave:
         interpreter: the inner interpreter (sub-run environments are built
             for it, once per run, as it builds them).
         at: when the wave starts.
+        pending: the whole effect the run waits on, when ``effect`` is one
+            part of it (waves are performed part by part): the sub-runs it
+            still asks for are not over.
     """
 
     def __init__(
@@ -177,6 +180,8 @@ class Wave:
         env: RunEnv,
         interpreter: Any,
         at: int,
+        *,
+        pending: Effect | None = None,
     ) -> None:
         self.signals = signals
         self.root = root
@@ -190,7 +195,9 @@ class Wave:
         tree = self.tree
         # A suspension is a barrier, not a sign that sub-runs are over.
         if tree is not None and tree.open and type(effect) is not AwaitApproval:
-            finish_over(tree, [a.path for a in effects])
+            alive = pending if pending is not None else effect
+            asked = alive.effects if type(alive) is PerformAll else (AtPath((), alive),)
+            finish_over(tree, [a.path for a in asked])
         self.ops = [self._begin(a, at) for a in effects]
         self.env = self._world()
 
@@ -338,7 +345,8 @@ class Wave:
         """The wave's result arrived at ``at``."""
         if type(self.effect) is PerformAll:
             if type(result) is AllPerformed:
-                pairs = list(zip(self.ops, (r.result for r in result.results), strict=False))
+                answers = {r.path: r.result for r in result.results}
+                pairs = [(op, answers[op.path]) for op in self.ops if op.path in answers]
             else:  # an interruption answers the whole wave
                 pairs = [(op, result) for op in self.ops]
         else:

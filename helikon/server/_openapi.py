@@ -178,7 +178,12 @@ def _document(title: str) -> dict[str, Any]:
                 "Event": {
                     "type": "object",
                     "required": ["type", "seq"],
-                    "properties": {"type": {"type": "string"}, "seq": {"type": "integer"}},
+                    "properties": {
+                        "type": {"type": "string"},
+                        "seq": {"type": "integer"},
+                        # The agent-tree path that emitted it (absent: the run's own agent).
+                        "path": {"type": "array", "items": {"type": "string"}},
+                    },
                 },
                 "RunResult": {
                     "type": "object",

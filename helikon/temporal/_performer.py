@@ -101,7 +101,7 @@ with workflow.unsafe.imports_passed_through():
         TimedOut,
         TransportFailure,
     )
-    from helikon.events import AgentEvent
+    from helikon.events import AgentEvent, emitted_at
     from helikon.ids import RunId
     from helikon.interpreters import RunEnv
     from helikon.interpreters._perform import step_result
@@ -319,7 +319,7 @@ class ActivityPerformer:
                         if is_private(self._description.tree, at.path):
                             continue  # an agent used as a tool: its turns are its own
                         for event in events:
-                            yield event
+                            yield emitted_at(at.path, event)
                     results = (result for _, result in done)
                     yield AllPerformed(
                         tuple(PathResult(at.path, r) for at, r in zip(effects, results, strict=True))

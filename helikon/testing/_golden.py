@@ -125,7 +125,7 @@ class GoldenTraces:
         if self.record:
             if input is None:
                 raise ValueError("recording a golden trace needs the run's input")
-            recorder = RecordingInterpreter(LiveInterpreter(f"golden-{target.stem}"))
+            recorder = RecordingInterpreter(LiveInterpreter(f"golden-{target.stem}", lock_step=True))
             async for _ in agent.run(ctx, input, interpreter=recorder):
                 pass
             recorder.trace.dump(target)

@@ -123,6 +123,16 @@ def scaled(fraction: float, **overrides: Any) -> settings:
     return settings(max_examples=max(5, int(loaded.max_examples * fraction)), **overrides)
 
 
+def per_path(events: Iterable[Any]) -> dict[tuple[str, ...], list[Any]]:
+    """Each emitting path's events, in order. Waves are not lock-step, so
+    branches interleave as their steps finish; what each member says, and in
+    which order, does not depend on that."""
+    found: dict[tuple[str, ...], list[Any]] = {}
+    for event in events:
+        found.setdefault(event.path, []).append(event)
+    return found
+
+
 def usage_of(events: Iterable[ModelEvent]) -> Usage:
     """The sum of the usage events among ``events``."""
     total = Usage()
@@ -381,6 +391,7 @@ __all__ = [
     "tool_outcomes",
     "tools_for",
     "turn_plans",
+    "per_path",
     "usage_of",
     "usages",
     "wrong_kinds",

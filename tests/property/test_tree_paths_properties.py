@@ -1,7 +1,7 @@
 """Random agent trees, driven one effect per job, equal one in-process run (issue 27).
 
 Trees mix handoffs, agents used as tools, sequential, parallel, loop and
-graph workflows; members share names (distinct agents called alike), models
+graph workflows and swarms; members share names (distinct agents called alike), models
 reuse call ids (within a turn and across branches) and tools return a
 secret. Each tree runs twice:
 
@@ -15,10 +15,12 @@ Tool calls may need a human: answered by an approval handler in both runs,
 or, in the job run, by suspending and feeding the human's ``ApprovalsGiven``
 as a job of its own.
 
-The final output, the events, the usage and what the session holds are the
-same (a suspended question waits at the tree's barrier, so with suspensions
-the branches' events interleave differently: the same events, the same end);
-the recording replays strictly from its bytes; no secret is in it.
+The final output, each member's events (by the path that emitted them), the
+usage and what the session holds are the same (branches interleave
+differently: in process each moves on as its own step is answered, and a
+suspended question waits at the tree's barrier); both recordings (the job
+run's holds its suspensions and the human's answers) replay strictly from
+their bytes; no secret is in either.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ from helikon.governance import Allow, AskUser
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.sessions import MemorySession
 from helikon.testing import MockModel, Pause, call_tools, say
-from helikon.workflows import GraphAgent, Handoff, LoopAgent, ParallelAgent, SequentialAgent
-from tests.property.strategies import scaled
+from helikon.workflows import GraphAgent, Handoff, LoopAgent, ParallelAgent, SequentialAgent, SwarmAgent
+from tests.property.strategies import per_path, scaled
 
 SECRET = "sk-prop-0f1e2d3c4b5a6978"
 
@@ -110,14 +112,16 @@ def trees(depth: int = 2) -> st.SearchStrategy[Node]:
         st.sampled_from(["sequential", "parallel", "loop", "graph", "handoff", "tool"]),
         st.lists(sub, min_size=1, max_size=3),
     ).map(lambda pair: Node(pair[0], parts=tuple(pair[1])))
-    return st.one_of(leaves(), composite)
+    # A swarm's members are LLM agents: its parts are leaves.
+    swarm = st.lists(leaves(), min_size=1, max_size=3).map(lambda parts: Node("swarm", parts=tuple(parts)))
+    return st.one_of(leaves(), composite, swarm)
 
 
 def _turns(leaf: Leaf, first: list[Any] | None = None) -> list[list[Any]]:
     pause = [Pause(leaf.pause)] if leaf.pause else []
+    if first is not None:  # a swarm member handing off: that is its run
+        return [[*pause, *first]]
     turns: list[list[Any]] = []
-    if first is not None:
-        turns.append([*pause, *first])
     if leaf.calls:
         calls = [(cid, "lookup", {"q": f"{leaf.name}{n}"}) for n, cid in enumerate(leaf.calls)]
         turns.append([*pause, *call_tools(*calls, usage=Usage(10, 1))])
@@ -125,11 +129,11 @@ def _turns(leaf: Leaf, first: list[Any] | None = None) -> list[list[Any]]:
     return turns
 
 
-def _llm(leaf: Leaf, **kw: Any) -> LlmAgent[Any]:
+def _llm(leaf: Leaf, name: str | None = None, first: list[Any] | None = None, **kw: Any) -> LlmAgent[Any]:
     return LlmAgent(
-        name=leaf.name,
+        name=name or leaf.name,
         instructions=f"You are {leaf.name} answering {leaf.answer}.",
-        model=MockModel(_turns(leaf)),
+        model=MockModel(_turns(leaf, first)),
         tools=[lookup] if leaf.calls else [],
         **kw,
     )
@@ -164,6 +168,14 @@ def build(node: Node, prefix: str = "n") -> Any:
                 model=MockModel([first]),
                 handoffs=[Handoff.to(target)],
             )
+        case "swarm":  # a handoff chain through its members; the last one answers
+            names = [f"{prefix}s{i}" for i in range(len(node.parts))]
+            builder = SwarmAgent.builder().name(f"{prefix}swarm").description("")
+            for i, part in enumerate(node.parts):
+                assert part.leaf is not None
+                handing = [call_tools((f"transfer_to_{names[i + 1]}", {}))] if i + 1 < len(names) else None
+                builder = builder.member(_llm(part.leaf, names[i], handing[0] if handing else None))
+            return builder.entry(names[0]).max_handoffs(len(names)).build()
         case _:  # "tool": a caller using each part as a tool, one call each
             helpers = [AgentAsTool(agent, name=f"ask_{key}", description="Ask.") for key, agent in keyed]
             calls = [(f"t{i}", helper.name, {"input": "help"}) for i, helper in enumerate(helpers)]
@@ -205,8 +217,12 @@ def in_process(node: Node, approvals: str) -> tuple[list[Any], Trace, tuple[Any,
     return events, recorder.trace, trio.run(session.snapshot)
 
 
-def one_effect_per_job(node: Node, mode: str) -> tuple[list[Any], Usage]:
-    outcome = start(build(node), "go", run_id="r", ctx=context(approvals=mode))
+def one_effect_per_job(node: Node, mode: str) -> tuple[list[Any], Usage, Trace]:
+    """The run driven one effect per job (waves performed whole), recorded:
+    the recorder stands for the trace store every job appends to; a
+    suspension's answer is recorded as a step of its own."""
+    recorder = RecordingInterpreter(LiveInterpreter("r"))
+    outcome = start(build(node), "go", run_id="r", ctx=context(approvals=mode), recorder=recorder)
     stored, events = dump_state(outcome.state), list(outcome.events)
     while not isinstance(outcome.effect, Terminate):
         agent, ctx = build(node), context(approvals=mode)  # a fresh worker
@@ -217,13 +233,15 @@ def one_effect_per_job(node: Node, mode: str) -> tuple[list[Any], Usage]:
             live: tuple[Any, ...] = ()
             result: Any = ApprovalsGiven(tuple(r.decide(True) for r in effect.requests))
         else:
-            live, result = trio.run(lambda a=agent, e=effect, c=ctx: perform(a, e, c, run_id="r"))
-        outcome = advance(agent, state, result, ctx=ctx)
+            live, result = trio.run(
+                lambda a=agent, e=effect, c=ctx: perform(a, e, c, run_id="r", interpreter=recorder)
+            )
+        outcome = advance(agent, state, result, ctx=ctx, recorder=recorder)
         stored = dump_state(outcome.state)
         events += [*live, *outcome.events]
     end = events[-1]
     assert isinstance(end, RunCompleted | RunFailed)
-    return events, end.usage
+    return events, end.usage, Trace.from_bytes(recorder.trace.to_bytes())
 
 
 @scaled(0.6, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # >= 300 in ci
@@ -231,21 +249,27 @@ def one_effect_per_job(node: Node, mode: str) -> tuple[list[Any], Usage]:
 def test_a_random_tree_driven_one_effect_per_job_equals_one_in_process_run(
     node: Node, approvals: str
 ) -> None:
+    for kind in ("swarm", "tool", "handoff", "parallel"):
+        if f"kind='{kind}'" in repr(node):
+            event(f"has a {kind}")
     reference, trace, history = in_process(node, approvals)
-    events, usage = one_effect_per_job(node, approvals)
+    events, usage, job_trace = one_effect_per_job(node, approvals)
 
     assert usage == reference[-1].usage
-    if approvals == "suspend":
-        # A question waits at a barrier until every other branch waits too
-        # (or is done), where the in-process handler answered it at once:
-        # branches interleave differently; the events are the same.
-        assert events[-2:] == reference[-2:]  # the final output, the end
-        assert sorted(map(repr, events)) == sorted(map(repr, reference))
-    else:
-        assert events == reference
-    data = trace.to_bytes()
-    assert SECRET.encode() not in data
+    assert events[-2:] == reference[-2:]  # the final output, the end
+    # Waves are not lock-step in process (each branch moves on as its own
+    # step is answered) and whole in the job run; a suspended question
+    # waits at a barrier until every other branch waits too, where the
+    # handler answered it at once. Branches interleave differently; every
+    # member says the same things in the same order.
+    assert per_path(events) == per_path(reference)
+    for data in (trace.to_bytes(), job_trace.to_bytes()):
+        assert SECRET.encode() not in data
     for item in history:  # the session holds the root's conversation, redacted
         assert SECRET not in repr(item)
-    replay = ReplayInterpreter(Trace.from_bytes(data))
+    replay = ReplayInterpreter(Trace.from_bytes(trace.to_bytes()))
     assert run(build(node), context(approvals="handler" if approvals else ""), replay) == reference
+    # The job run's recording, suspensions and their answers included,
+    # replays strictly from its bytes as one run.
+    job_replay = ReplayInterpreter(job_trace)
+    assert run(build(node), context(approvals=approvals), job_replay) == events

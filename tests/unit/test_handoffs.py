@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 from returns.result import Failure
 
@@ -255,10 +256,11 @@ def test_a_handoff_emits_handoff_item_then_agent_updated_then_the_targets_events
     assert events[handoff_at - 1] == ToolOutputItem(result)
     assert events[handoff_at + 1] == AgentUpdated("investing specialist")
     target_events = events[handoff_at + 2 :]
-    assert target_events[0] == TurnStarted(1)  # the target's own RunStarted is not forwarded
+    where = ("investing specialist",)  # every target event names the path that emitted it
+    assert target_events[0] == TurnStarted(1, path=where)  # the target's own RunStarted is not forwarded
     assert [type(e) for e in target_events[1:]] == [TokenDelta] * 6 + [MessageOutput, RunCompleted]
     answer = AssistantMessage((TextPart("Start with a broad index fund."),), "investing specialist")
-    assert target_events[-2] == MessageOutput(answer)
+    assert target_events[-2] == MessageOutput(answer, path=where)
     assert [e for e in events if isinstance(e, RunStarted)] == [RunStarted("triage", RunId("run-1"))]
     assert requests_of(budgeting) == []
 
@@ -344,7 +346,8 @@ def test_a_chain_of_handoffs_within_max_agent_depth_completes() -> None:
 
     assert result.final_output == "the end"
     handoffs = [e for e in result.events if isinstance(e, HandoffItem)]
-    assert handoffs == [HandoffItem("a0", "a1"), HandoffItem("a1", "a2")]
+    assert [attrs.evolve(h, path=()) for h in handoffs] == [HandoffItem("a0", "a1"), HandoffItem("a1", "a2")]
+    assert [h.path for h in handoffs] == [(), ("a1",)]  # each said by the member handing off
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -354,7 +357,8 @@ def test_a_chain_of_handoffs_deeper_than_max_agent_depth_fails(backend: str) -> 
 
     assert caught.value.error == MaxAgentDepthExceeded(2)
     handoffs = [e for e in caught.value.events if isinstance(e, HandoffItem)]
-    assert handoffs == [HandoffItem("a0", "a1"), HandoffItem("a1", "a2"), HandoffItem("a2", "a3")]
+    said = [attrs.evolve(h, path=()) for h in handoffs]
+    assert said == [HandoffItem("a0", "a1"), HandoffItem("a1", "a2"), HandoffItem("a2", "a3")]
 
 
 def test_the_default_depth_bound_of_eight_stops_a_long_chain() -> None:

@@ -577,23 +577,37 @@ def test_a_finished_run_refuses_every_result(ending: str, result: EffectResult) 
 def test_outcomes_for_the_wrong_call_ids_are_refused() -> None:
     asked = step(begin(CALC), model(call_tools(("c1", "clock", {}))), CALC)
     error = refused(asked, ToolsExecuted((ToolReturned(CallId("c9"), "noon"),)), CALC)
-    assert str(error) == "expected the result of tool call 'c1' next"
+    assert str(error) == "tool call 'c9' has no step waiting for a result"
 
 
-def test_outcomes_in_the_wrong_order_are_refused() -> None:
+def test_outcomes_in_any_order_join_the_conversation_in_call_order() -> None:
     asked = step(begin(CALC), model(call_tools(("c1", "clock", {}), ("c2", "clock", {}))), CALC)
-    refused(asked, ToolsExecuted((ToolReturned(CallId("c2"), "b"), ToolReturned(CallId("c1"), "a"))), CALC)
+    a, b = ToolReturned(CallId("c1"), "a"), ToolReturned(CallId("c2"), "b")
+    swapped = step(asked, ToolsExecuted((b, a)), CALC)
+    in_order = step(asked, ToolsExecuted((a, b)), CALC)
+    assert swapped.state.conversation == in_order.state.conversation
+    assert type(swapped.effect) is type(in_order.effect)
 
 
 def test_extra_tool_outcomes_are_refused() -> None:
     asked = step(begin(CALC), model(call_tools(("c1", "clock", {}))), CALC)
     result = ToolsExecuted((ToolReturned(CallId("c1"), "noon"), ToolReturned(CallId("c2"), "late")))
-    assert str(refused(asked, result, CALC)) == "more step results than steps"
+    assert str(refused(asked, result, CALC)) == "tool call 'c2' has no step waiting for a result"
+    twice = ToolsExecuted((ToolReturned(CallId("c1"), "noon"), ToolReturned(CallId("c1"), "late")))
+    assert str(refused(asked, twice, CALC)) == "tool call 'c1' has no step waiting for a result"
 
 
-def test_a_missing_tool_outcome_is_refused() -> None:
+def test_an_outcome_for_one_call_leaves_the_others_pending() -> None:
+    """Each call's pipeline moves on as its own step is answered (waves are
+    not lock-step): the next effect asks again for the step still running."""
     asked = step(begin(CALC), model(call_tools(("c1", "clock", {}), ("c2", "clock", {}))), CALC)
-    refused(asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"),)), CALC)
+    half = step(asked, ToolsExecuted((ToolReturned(CallId("c1"), "noon"),)), CALC)
+    assert type(half.effect) is ExecuteTools
+    assert [s.call_id for s in half.effect.steps] == ["c2"]
+    done = step(half, ToolsExecuted((ToolReturned(CallId("c2"), "late"),)), CALC)
+    answers = (ToolReturned(CallId("c1"), "noon"), ToolReturned(CallId("c2"), "late"))
+    both = step(asked, ToolsExecuted(answers), CALC)
+    assert done.state.conversation == both.state.conversation
 
 
 def test_an_outcome_for_a_call_the_loop_answered_itself_is_refused() -> None:

@@ -54,7 +54,8 @@ def run(agent: LlmAgent[Any], interpreter: Any) -> list[AgentEvent]:
 
 
 def record(agent: LlmAgent[Any]) -> Trace:
-    recorder = RecordingInterpreter(LiveInterpreter("r"))
+    # Lock-step: one trace, whichever call ends first.
+    recorder = RecordingInterpreter(LiveInterpreter("r", lock_step=True))
     run(agent, recorder)
     return recorder.trace
 

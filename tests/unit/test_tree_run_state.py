@@ -100,4 +100,10 @@ def test_a_nested_workflow_announces_its_children_at_start() -> None:
     outer = SequentialAgent("outer").then(inner)
     result = trio.run(lambda: collect(outer.run(RunContext.ephemeral(None), "go")))
     started = [e for e in result.events if isinstance(e, AgentUpdated | TurnStarted)]
-    assert started == [AgentUpdated("inner"), AgentUpdated("a"), TurnStarted(1)]
+    # Each event names the member that emitted it: the outer sequence
+    # announces "inner", which announces "a", whose turn begins.
+    assert started == [
+        AgentUpdated("inner"),
+        AgentUpdated("a", path=("inner",)),
+        TurnStarted(1, path=("inner", "a")),
+    ]

@@ -63,7 +63,10 @@ def live_events(agent: Any, text: str, run_id: str) -> tuple[AgentEvent, ...]:
     """The events of the same run under the live interpreter."""
 
     async def go() -> tuple[AgentEvent, ...]:
-        events = [e async for e in agent.run(None, text, interpreter=LiveInterpreter(run_id))]
+        # Lock-step, as the Temporal workflow performs a wave: the same
+        # answers in the same order give the same events.
+        live = LiveInterpreter(run_id, lock_step=True)
+        events = [e async for e in agent.run(None, text, interpreter=live)]
         return tuple(events)
 
     return anyio.run(go, backend="asyncio")

@@ -1,0 +1,226 @@
+"""Waves that are not lock-step: each part of a wave moves on as soon as its
+own answer comes.
+
+A wave is an effect with several independent parts: the steps of a round of
+tool calls (:class:`~helikon.effects.ExecuteTools`, one per call) and the
+effects of an agent tree's sub-machines (:class:`~helikon.effects.PerformAll`,
+one per path; a path's round of tool calls, one per call). The machine
+accepts the answer to any of them, in any order, and lists the parts still
+pending beside the answered parts' next effects. :func:`perform_wave`
+performs the parts concurrently and feeds each one's result the moment it
+arrives, then starts whatever the machine asks next — so one branch never
+waits for the slowest step of its siblings.
+
+A part is addressed by ``(path, call id)`` (``call id`` None for a path's
+whole effect): an address in flight is not started again while the machine
+keeps listing it; an answered address listed again is new work. The steps
+of one agent's tool round stay under its ``parallel_tool_call_limit``.
+
+Events are gathered while parts run and given back when the wave is over
+(nothing left in flight), in the order things happened: live events as they
+arrived, each answer's events after it. A recording interpreter is told each
+answer as it is fed (``answered(env, effect, result, live=...)``), so the
+trace holds the order the machine saw and replays exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from returns.result import Failure, Success
+
+from helikon.effects import (
+    AllPerformed,
+    AtPath,
+    Effect,
+    EffectResult,
+    ExecuteTools,
+    PathResult,
+    PerformAll,
+    ToolsExecuted,
+)
+from helikon.events import AgentEvent
+from helikon.interpreters._env import RunEnv
+from helikon.interpreters._machine import Machine, OutcomeLike
+from helikon.interpreters._tree_env import env_at
+from helikon.loop import on_time
+
+#: Where a part of a wave is: the sub-machine's path and, for one step of a
+#: tool round, its call id.
+Address = tuple[tuple[str, ...], str | None]
+
+PerformPart = Callable[[Effect, RunEnv], AsyncIterator[AgentEvent | EffectResult]]
+
+
+def parts(effect: Effect) -> list[tuple[Address, Effect]]:
+    """``effect``'s independent parts, each as an effect of its own (whose
+    result the machine accepts as a partial answer), in order.
+
+    >>> from helikon.effects import InvokeTool, RenderInstructions
+    >>> two = ExecuteTools((InvokeTool("a", "t", {}), InvokeTool("b", "t", {})))
+    >>> [address for address, _ in parts(two)]
+    [((), 'a'), ((), 'b')]
+    >>> [address for address, _ in parts(PerformAll((AtPath(("x",), RenderInstructions(1)),)))]
+    [(('x',), None)]
+    """
+    match effect:
+        case ExecuteTools(steps=steps):
+            return [(((), s.call_id), ExecuteTools((s,))) for s in steps]
+        case PerformAll(effects=effects):
+            found: list[tuple[Address, Effect]] = []
+            for at in effects:
+                if type(at.effect) is ExecuteTools:
+                    found.extend(
+                        ((at.path, s.call_id), PerformAll((AtPath(at.path, ExecuteTools((s,))),)))
+                        for s in at.effect.steps
+                    )
+                else:
+                    found.append(((at.path, None), PerformAll((at,))))
+            return found
+        case _:
+            return [(((), None), effect)]
+
+
+def answerer(interpreter: Any) -> Callable[..., None] | None:
+    """The ``answered`` hook of ``interpreter`` or of one it wraps (a
+    recorder's), if any."""
+    while interpreter is not None:
+        answered = getattr(interpreter, "answered", None)
+        if callable(answered):
+            return answered  # type: ignore[no-any-return]
+        interpreter = getattr(interpreter, "inner", None)
+    return None
+
+
+async def perform_wave(
+    interpreter: Any,
+    perform_part: PerformPart,
+    env: RunEnv,
+    machine: Machine,
+    outcome: OutcomeLike,
+    clock: Callable[[], float | None] | None,
+    observe: Callable[[RunEnv, OutcomeLike], None] | None,
+) -> tuple[OutcomeLike, list[AgentEvent]]:
+    """Perform ``outcome``'s wave until nothing is in flight: the outcome
+    reached then (observed, its events included) and every event on the
+    way, in order."""
+    import anyio
+
+    send, receive = anyio.create_memory_object_stream[
+        tuple[Address, AgentEvent | EffectResult | BaseException]
+    ](math.inf)
+    events: list[AgentEvent] = []
+    live: list[AgentEvent] = []
+    running: set[Address] = set()
+    answered = answerer(interpreter)
+    failure: BaseException | None = None
+
+    limiters: dict[tuple[str, ...], Any] = {}  # per agent (path): its round's parallel_tool_call_limit
+
+    def limiter(path: tuple[str, ...]) -> Any:
+        found = limiters.get(path)
+        if found is None:
+            limit = env_at(env, path, interpreter).spec.config.parallel_tool_call_limit
+            found = limiters[path] = anyio.CapacityLimiter(limit if limit is not None else math.inf)
+        return found
+
+    async def run(address: Address, part: Effect) -> None:
+        try:
+            if address[1] is not None:  # a tool step: under its agent's limit
+                async with limiter(address[0]):
+                    await relay(address, part)
+            else:
+                await relay(address, part)
+        except BaseException as exc:  # handed to the wave, which ends the run with it
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise
+            send.send_nowait((address, exc))
+
+    async def relay(address: Address, part: Effect) -> None:
+        async for item in perform_part(part, env):
+            send.send_nowait((address, item))
+
+    def start_new(group: Any) -> None:
+        for address, part in parts(outcome.effect):
+            if address not in running:
+                running.add(address)
+                group.start_soon(run, address, part)
+
+    async with anyio.create_task_group() as group:
+        start_new(group)
+        try:
+            while running:
+                address, item = await receive.receive()
+                if isinstance(item, BaseException):
+                    raise item
+                if not _is_result(item):
+                    live.append(item)  # type: ignore[arg-type]
+                    events.append(item)  # type: ignore[arg-type]
+                    continue
+                running.discard(address)
+                if address not in {a for a, _ in parts(outcome.effect)}:
+                    continue  # no longer asked for (an interruption ended it): dropped
+                result = fitted(item, outcome.effect)  # type: ignore[arg-type]
+                if answered is not None:
+                    answered(env, outcome.effect, result, live=tuple(live))
+                live = []
+                if clock is not None and outcome.state.deadline is not None:
+                    result = on_time(outcome.state, result, clock())
+                match machine.step(outcome.state, result):
+                    case Success(nxt):
+                        outcome = nxt
+                    case Failure(error):
+                        raise error
+                if observe is not None:
+                    observe(env, outcome)
+                events.extend(outcome.events)
+                if not running:
+                    break  # the wave is over: drive takes the next effect as it comes
+                if not _wave(outcome.effect):
+                    # The run left the wave (interrupted, say): what still runs is dropped.
+                    group.cancel_scope.cancel()
+                    break
+                start_new(group)
+        except BaseException as exc:
+            failure = exc
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return outcome, events
+
+
+def fitted(result: EffectResult, effect: Effect) -> EffectResult:
+    """A part's ``result`` in the shape the pending ``effect`` takes: the run's
+    own round is a bare ``ExecuteTools`` alone, a path ``()`` of a
+    ``PerformAll`` beside its agents used as tools (the shape may change
+    while a part runs)."""
+    if type(effect) is PerformAll and type(result) is ToolsExecuted:
+        return AllPerformed((PathResult((), result),))
+    if type(effect) is not PerformAll and type(result) is AllPerformed and len(result.results) == 1:
+        (only,) = result.results
+        if not only.path:
+            return only.result
+    return result
+
+
+def is_wave(effect: Effect) -> bool:
+    """Whether ``effect`` has several parts to perform concurrently."""
+    return _wave(effect) and len(parts(effect)) > 1
+
+
+def _wave(effect: Effect) -> bool:
+    return type(effect) is ExecuteTools or type(effect) is PerformAll
+
+
+#: The result types, to tell a part's result from its live events.
+_RESULTS: frozenset[type] = frozenset(typing.get_args(EffectResult))
+
+
+def _is_result(item: object) -> bool:
+    return type(item) in _RESULTS
+
+
+__all__ = ["Address", "answerer", "is_wave", "parts", "perform_wave"]
