@@ -194,6 +194,14 @@ class Trace:
         """Every event of the run, in order."""
         return (*(e for step in self.steps for e in step.events), *self.final_events)
 
+    @property
+    def pathless(self) -> bool:
+        """Whether no event names the path that emitted it: a tree run
+        recorded before events carried their path (format 4, or upgraded
+        from it; an upgrade cannot invent paths). Replay compares such a
+        recording's events with :func:`without_paths`."""
+        return not any(e.path for e in self.events) and not any(e.path for s in self.steps for e in s.live)
+
     def events_by_step(
         self,
     ) -> tuple[tuple[AgentEvent, ...], tuple[tuple[AgentEvent, ...], ...], tuple[AgentEvent, ...]]:
@@ -656,6 +664,12 @@ def _resolve(value: Any, texts: dict[int, str]) -> Any:
     return walk(value)
 
 
+def without_paths(events: Iterable[AgentEvent]) -> tuple[AgentEvent, ...]:
+    """``events`` with no emitting path (how a :attr:`Trace.pathless`
+    recording shows them)."""
+    return tuple(attrs.evolve(e, path=()) if e.path else e for e in events)
+
+
 __all__ = [
     "FORMAT",
     "READABLE",
@@ -671,6 +685,7 @@ __all__ = [
     "member_definition",
     "tree_definition",
     "upgrade",
+    "without_paths",
 ]
 
 if __name__ == "__main__":
