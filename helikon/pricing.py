@@ -22,6 +22,9 @@ reasoning tokens part of ``output_tokens``, so
          + cached x cached-input rate (the input rate when none)
          + cache_write x cache-write rate (the input rate when none)
          + output x output rate                    (per million tokens)
+
+(reasoning tokens at their own rate where a price has one), plus a price
+per request where a provider charges one.
 """
 
 from __future__ import annotations
@@ -112,12 +115,17 @@ class ModelPrice:
         output: output tokens (reasoning included).
         cached_input: tokens read from the prompt cache (None: as input).
         cache_write: tokens written to the prompt cache (None: as input).
+        reasoning: reasoning tokens, where a provider prices them apart
+            (None: as output).
+        request: US dollars per model call, on top (not per million).
     """
 
     input: Rate = attrs.field(converter=_rate)
     output: Rate = attrs.field(converter=_rate)
     cached_input: Rate | None = attrs.field(default=None, converter=_rate_or_none)
     cache_write: Rate | None = attrs.field(default=None, converter=_rate_or_none)
+    reasoning: Rate | None = attrs.field(default=None, converter=_rate_or_none)
+    request: Decimal | None = attrs.field(default=None, converter=attrs.converters.optional(_money))
 
 
 def cost_of(usage: Usage, price: ModelPrice) -> Decimal:
@@ -125,7 +133,7 @@ def cost_of(usage: Usage, price: ModelPrice) -> Decimal:
 
     >>> price = ModelPrice(input="2.5", output="10", cached_input="1.25")
     >>> cost_of(Usage(input_tokens=1000, output_tokens=100, cached_input_tokens=400), price)
-    Decimal('0.0030')
+    Decimal('0.003')
     """
     n = usage.input_tokens
     read = usage.cached_input_tokens
@@ -134,15 +142,23 @@ def cost_of(usage: Usage, price: ModelPrice) -> Decimal:
     cached = price.cached_input or price.input
     written = price.cache_write or price.input
     total = Decimal(0)
-    for count, rate in (
+    output = usage.output_tokens
+    thinking = 0
+    if price.reasoning is not None:
+        thinking = min(usage.reasoning_tokens, output)
+        output -= thinking
+    parts = (
         (plain, price.input),
         (read, cached),
         (write, written),
-        (usage.output_tokens, price.output),
-    ):
+        (output, price.output),
+        (thinking, price.reasoning or price.output),
+    )
+    for count, rate in parts:
         if count:
             total = _MONEY.add(total, _MONEY.multiply(Decimal(count), rate.at(n)))
-    return _MONEY.divide(total, _MILLION)
+    cost = _MONEY.divide(total, _MILLION)
+    return cost if price.request is None else _MONEY.add(cost, price.request)
 
 
 def priced(usage: Usage, price: ModelPrice | None) -> Usage:
