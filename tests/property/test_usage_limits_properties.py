@@ -157,7 +157,9 @@ def reference(plan: dict[str, Any]) -> UsageLimitExceeded | None:
         for kind, usage, calls in spec["turns"]:
             broken = _broken(limits, used, 1, 0)
             if broken is not None:
-                return UsageLimitExceeded(broken[0], broken[1], getattr(limits, broken[0]), spec["name"], path)
+                return UsageLimitExceeded(
+                    broken[0], broken[1], getattr(limits, broken[0]), spec["name"], path
+                )
             cost = (Decimal(usage.input_tokens) * 1 + Decimal(usage.output_tokens) * 2) / 1_000_000
             used = used + Usage(usage.input_tokens, usage.output_tokens, requests=1, cost=cost)
             if kind == "tools":
