@@ -71,8 +71,9 @@ def render_table(report: EvalReport, *, width: int = 32) -> str:
             if case.status in (CaseStatus.PASSED, CaseStatus.SKIPPED)
             else case.status.value.upper()
         )
+        cells = [_cell(case, e) for e in report.evaluators]
         cost = [money(case.usage.cost)] if priced else []
-        rows.append([_short(case.case.id, width), status, *(_cell(case, e) for e in report.evaluators), *cost])
+        rows.append([_short(case.case.id, width), status, *cells, *cost])
     lines.extend(_grid(rows))
     problems: list[str] = []
     for case in report.failures():
