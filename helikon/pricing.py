@@ -171,6 +171,15 @@ def priced(usage: Usage, price: ModelPrice | None) -> Usage:
     return attrs.evolve(usage, cost=cost)
 
 
+def money(cost: Decimal | None) -> str:
+    """A cost for people: exact dollars (``$0.00125``), or ``unknown``.
+
+    >>> money(Decimal("0.00125")), money(None)
+    ('$0.00125', 'unknown')
+    """
+    return "unknown" if cost is None else f"${cost:f}"
+
+
 @runtime_checkable
 class PriceSource(Protocol):
     """Where prices come from: the price of ``model`` served by ``provider``
@@ -225,4 +234,4 @@ class PriceTable:
         return found
 
 
-__all__ = ["ModelPrice", "PriceSource", "PriceTable", "Rate", "Tier", "cost_of", "priced"]
+__all__ = ["ModelPrice", "PriceSource", "PriceTable", "Rate", "Tier", "cost_of", "money", "priced"]

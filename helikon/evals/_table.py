@@ -10,11 +10,11 @@ the same in any terminal and in CI logs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from helikon.evals._results import CaseResult, CaseStatus
 from helikon.evals._scores import ScoreOutcome
+from helikon.pricing import money
 
 if TYPE_CHECKING:
     from helikon.evals._report import EvalReport
@@ -124,13 +124,5 @@ def render_table(report: EvalReport, *, width: int = 32) -> str:
     return "\n".join(lines)
 
 
-def money(cost: Decimal | None) -> str:
-    """A cost for people: dollars, exact (``$0.00125``), or ``unknown``.
 
-    >>> money(Decimal("0.00125")), money(None)
-    ('$0.00125', 'unknown')
-    """
-    return "unknown" if cost is None else f"${cost:f}"
-
-
-__all__ = ["money", "render_table"]
+__all__ = ["render_table"]

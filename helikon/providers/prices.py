@@ -14,6 +14,7 @@ Usage::
 
 from __future__ import annotations
 
+import importlib.util
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Final
@@ -95,4 +96,10 @@ class GenaiPrices:
         )
 
 
-__all__ = ["PROVIDER_IDS", "GenaiPrices"]
+def default_prices() -> GenaiPrices | None:
+    """:class:`GenaiPrices` when ``genai-prices`` is installed, else None
+    (what ``helikon run`` prices its runs with)."""
+    return GenaiPrices() if importlib.util.find_spec("genai_prices") is not None else None
+
+
+__all__ = ["PROVIDER_IDS", "GenaiPrices", "default_prices"]
