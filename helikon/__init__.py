@@ -36,6 +36,7 @@ if typing.TYPE_CHECKING:
     from helikon.config import (
         PermissionMode as PermissionMode,
         RunConfig as RunConfig,
+        UsageLimits as UsageLimits,
     )
     from helikon.context import (
         HookRegistry as HookRegistry,
@@ -54,6 +55,7 @@ if typing.TYPE_CHECKING:
         RunSuspended as RunSuspended,
         StepError as StepError,
         ToolError as ToolError,
+        UsageLimitExceeded as UsageLimitExceeded,
     )
     from helikon.events import (
         AgentEvent as AgentEvent,
@@ -113,6 +115,11 @@ if typing.TYPE_CHECKING:
         ToolEffect as ToolEffect,
         Usage as Usage,
     )
+    from helikon.pricing import (
+        ModelPrice as ModelPrice,
+        PriceSource as PriceSource,
+        PriceTable as PriceTable,
+    )
     from helikon.protocols import (
         Model as Model,
         Session as Session,
@@ -167,11 +174,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "helikon._normal": ("normal_form",),
     "helikon.agent": ("LlmAgent",),
     "helikon.cancel": ("CancellationToken",),
-    "helikon.config": ("PermissionMode", "RunConfig"),
+    "helikon.config": ("PermissionMode", "RunConfig", "UsageLimits"),
     "helikon.context": ("HookRegistry", "RunContext", "SessionState", "ToolContext", "TracerHandle"),
     "helikon.errors": (
         "AgentError", "ConfigError", "HelikonError", "ModelError", "NormalFormError", "RunError",
-        "RunSuspended", "StepError", "ToolError",
+        "RunSuspended", "StepError", "ToolError", "UsageLimitExceeded",
     ),
     "helikon.events": (
         "AgentEvent", "AgentUpdated", "ApprovalRequested", "GuardrailTriggered", "HandoffItem",
@@ -188,6 +195,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "AgentInput", "AssistantMessage", "Item", "SystemMessage", "ToolCall", "ToolResult", "UserMessage",
     ),
     "helikon.model": ("ModelCapabilities", "ModelRequest", "ModelSettings", "ToolEffect", "Usage"),
+    "helikon.pricing": ("ModelPrice", "PriceSource", "PriceTable"),
     "helikon.protocols": ("Model", "Session", "Tool", "ToolSource"),
     "helikon.results": ("RunResult", "collect", "collect_typed", "run_sync"),
     "helikon.sessions": ("CompactingSession", "MemorySession"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -110,11 +111,48 @@ def _strict_bool(value: Any, _: Any = None) -> bool:
     return bool(value)
 
 
+def _strict_decimal(value: Any, _: Any = None) -> Decimal:
+    """Money travels as its canonical decimal string (``"0.0125"``), which
+    reads back as the same Decimal and writes back as the same bytes."""
+    if type(value) is not str:
+        raise TypeError(f"expected a decimal string, got {_kind(value)}")
+    try:
+        number = Decimal(value)
+    except ArithmeticError:
+        raise ValueError(f"expected a decimal string, got {value!r:.40}") from None
+    if not number.is_finite() or str(number) != value:
+        raise ValueError(f"expected a canonical finite decimal string, got {value!r:.40}")
+    return number
+
+
+def _is_money_union(tp: object) -> bool:
+    args = set(_union_args(tp))
+    return Decimal in args and args <= {Decimal, int, type(None)}
+
+
+def _money_union(tp: object) -> Callable[[Any, Any], Any]:
+    args = _union_args(tp)
+
+    def structure(value: Any, _: Any) -> Any:
+        kind = type(value)
+        if value is None and type(None) in args:
+            return None
+        if kind is int and int in args:
+            return value
+        if kind is str:
+            return _strict_decimal(value)
+        also = " or an integer" if int in args else ""
+        raise TypeError(f"expected a decimal string{also}, got {_kind(value)}")
+
+    return structure
+
+
 _STRICT: Final[dict[type, Callable[[Any, Any], Any]]] = {
     str: _strict_str,
     int: _strict_int,
     float: _strict_float,
     bool: _strict_bool,
+    Decimal: _strict_decimal,
 }
 
 
@@ -277,6 +315,8 @@ def converter() -> Converter:
     for scalar, hook in _STRICT.items():
         conv.register_structure_hook(scalar, hook)
     conv.register_structure_hook_factory(_is_scalar_union, _scalar_union)
+    conv.register_structure_hook_factory(_is_money_union, _money_union)
+    conv.register_unstructure_hook(Decimal, str)
     conv.register_structure_hook_factory(_is_tuple, _make_tuple_structure(conv))
     conv.register_structure_hook_func(_is_json_value, _json_value)
     conv.register_unstructure_hook_func(_is_json_value, _passthrough)

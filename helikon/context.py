@@ -20,6 +20,7 @@ from helikon.config import PermissionMode
 from helikon.errors import ConfigError
 from helikon.governance import mode_change_allowed
 from helikon.ids import CallId, RunId
+from helikon.pricing import PriceSource
 from helikon.sessions._protocol import Session
 
 Ctx = TypeVar("Ctx")
@@ -229,6 +230,9 @@ class RunContext(Generic[Ctx]):
     extra_secrets: tuple[str, ...] = ()
     redact_output: bool = True
     suspend_on_approval: bool = False
+    #: Where model prices come from (see :mod:`helikon.pricing`); None: no
+    #: prices, every cost is None.
+    prices: PriceSource | None = None
 
     @classmethod
     def ephemeral(cls, user_ctx: Ctx) -> RunContext[Ctx]:
@@ -277,6 +281,11 @@ class RunContext(Generic[Ctx]):
     def with_approval_handler(self, handler: Any) -> RunContext[Ctx]:
         """``handler(request) -> Allow() | Deny(reason)`` (sync or async)."""
         return attrs.evolve(self, approval_handler=handler)
+
+    def with_prices(self, prices: PriceSource | None) -> RunContext[Ctx]:
+        """Price each model call from ``prices``: a :class:`~helikon.PriceTable`
+        or :class:`~helikon.providers.prices.GenaiPrices` (the ``prices`` extra)."""
+        return attrs.evolve(self, prices=prices)
 
     def with_extra_secrets(self, secrets: Iterable[str]) -> RunContext[Ctx]:
         return attrs.evolve(self, extra_secrets=(*self.extra_secrets, *secrets))

@@ -11,6 +11,7 @@ a bug.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TypeAlias
 
 import attrs
@@ -200,6 +201,25 @@ class ModelFailed:
 
 
 @attrs.frozen
+class UsageLimitExceeded:
+    """A run's spending reached one of its :class:`~helikon.UsageLimits`.
+
+    ``limit`` names it (``"requests"``, ``"input_tokens"``, ``"output_tokens"``,
+    ``"total_tokens"``, ``"tool_calls"`` or ``"cost"``); ``value`` is what the
+    run would have spent (the usage so far, plus the model call or the tool
+    calls about to start), or None for a cost that is unknown because a model
+    has no price; ``maximum`` is the limit; ``agent`` the agent that was about
+    to spend and ``path`` where it sits in its tree (``()``: the run's own agent).
+    """
+
+    limit: str
+    value: int | Decimal | None
+    maximum: int | Decimal
+    agent: str = ""
+    path: tuple[str, ...] = ()
+
+
+@attrs.frozen
 class OtherError:
     """Anything else."""
 
@@ -219,6 +239,7 @@ AgentError: TypeAlias = (
     | Cancelled
     | TimedOut
     | ModelFailed
+    | UsageLimitExceeded
     | OtherError
 )
 
@@ -256,6 +277,10 @@ def describe(error: AgentError | ModelFailure | ToolFailure) -> str:
             return f"timed out after {s:g} s"
         case ModelFailed(failure):
             return "model call failed: " + describe(failure)
+        case UsageLimitExceeded(limit, value, maximum, agent, path):
+            where = "/".join(path) or agent
+            spent = "unknown (a model has no price)" if value is None else str(value)
+            return f"usage limit {limit} exceeded by {where!r}: {spent} > {maximum}"
         case OtherError(message):
             return message
         case Unavailable(message):
@@ -445,6 +470,7 @@ __all__ = [
     "StepError",
     "TRANSIENT_MODEL_FAILURES",
     "TimedOut",
+    "UsageLimitExceeded",
     "ToolCrashed",
     "ToolError",
     "ToolFailure",

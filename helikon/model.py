@@ -11,8 +11,10 @@ Usage reported within one stream is summed: adapters report increments.
 
 from __future__ import annotations
 
+import decimal
 import enum
-from typing import TypeAlias
+from decimal import Decimal
+from typing import Final, TypeAlias
 
 import attrs
 
@@ -177,7 +179,17 @@ class FinishReason(enum.Enum):
 
 @attrs.frozen
 class Usage:
-    """Token counts. Adds up with ``+`` across events, turns and runs."""
+    """What a run spent. Adds up with ``+`` across events, turns and runs.
+
+    Token counts are as the provider reported them (cached and cache-write
+    tokens are part of ``input_tokens``, reasoning tokens part of
+    ``output_tokens``). The loop adds ``requests`` (model calls made) and
+    ``tool_calls`` (tool calls run), and prices each turn: ``cost`` is in US
+    dollars, a :class:`~decimal.Decimal`, or None when some tokens were spent
+    on a model without a known price (never a guess; see
+    :mod:`helikon.pricing`). A sum's cost is None as soon as one part spent
+    tokens without a price.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -186,6 +198,14 @@ class Usage:
     #: Input tokens written to the provider's prompt cache (Anthropic's
     #: ``cache_creation_input_tokens``), where the provider reports them.
     cache_creation_input_tokens: int = 0
+    #: Model calls made (bookkeeping: not compared by ``==``, which compares
+    #: what was spent, tokens and money).
+    requests: int = attrs.field(default=0, eq=False)
+    #: Tool calls run (calls the loop rejects itself are not run; not
+    #: compared by ``==`` either).
+    tool_calls: int = attrs.field(default=0, eq=False)
+    #: US dollars, or None: unpriced (see the class docstring).
+    cost: Decimal | None = None
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -194,12 +214,48 @@ class Usage:
             self.cached_input_tokens + other.cached_input_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.requests + other.requests,
+            self.tool_calls + other.tool_calls,
+            _cost_sum(self, other),
         )
 
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
+
+    @property
+    def unpriced(self) -> bool:
+        """Whether tokens were spent without a known price (then ``cost`` is None)."""
+        return self.cost is None and bool(
+            self.input_tokens
+            or self.output_tokens
+            or self.cached_input_tokens
+            or self.reasoning_tokens
+            or self.cache_creation_input_tokens
+        )
+
+
+def _cost_sum(a: Usage, b: Usage) -> Decimal | None:
+    """The cost of ``a + b``: unknown when either part spent tokens unpriced.
+
+    >>> _cost_sum(Usage(cost=Decimal("0.5")), Usage(requests=1)) == Decimal("0.5")
+    True
+    >>> _cost_sum(Usage(cost=Decimal("0.5")), Usage(input_tokens=3)) is None
+    True
+    """
+    if a.unpriced or b.unpriced:
+        return None
+    if a.cost is None:
+        return b.cost
+    if b.cost is None:
+        return a.cost
+    return _MONEY.add(a.cost, b.cost)
+
+
+#: Decimal arithmetic with an explicit context, so no ambient ``decimal``
+#: setting a user changed can make two processes add money differently.
+_MONEY: Final = decimal.Context(prec=34, rounding=decimal.ROUND_HALF_EVEN, traps=[decimal.InvalidOperation])
 
 
 # -- the model event stream --------------------------------------------------

@@ -200,11 +200,11 @@ class AgentAsTool:
     def sub_context(self, parent: RunContext[Any]) -> RunContext[Any]:
         """The context the sub-run gets from its parent run's: isolated (no
         session, no run hooks, a fresh state store), one level deeper, and
-        governed like the parent. In an agent tree the sub-agent is a
+        governed and priced like the parent. In an agent tree the sub-agent is a
         sub-machine of its caller's run (so it may suspend for approval with
         the whole run); :meth:`invoke` runs it whole otherwise."""
         isolated = self._isolated(parent.user_ctx, parent.tracer, parent.cancel, parent.agent_depth)
-        return isolated.with_governed(parent.governed())
+        return isolated.with_governed(parent.governed()).with_prices(parent.prices)
 
     @staticmethod
     def _isolated(user_ctx: Any, tracer: Any, cancel: Any, depth: int) -> RunContext[Any]:

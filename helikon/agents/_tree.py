@@ -37,6 +37,13 @@ Rules:
 - The run's own end fires ``OnRunComplete`` as an effect once its last event
   is out (when the run has hooks): a single agent with hooks runs as a tree
   of one for that reason.
+- The run's usage limits (:attr:`TreeSpec.limits`) count every member's
+  spending together: after each step, when a member is about to call its
+  model or run tools and the tree's usage breaks a limit, the tree ends as
+  if interrupted, with :class:`~helikon.errors.UsageLimitExceeded` naming
+  that member's path (:func:`enforce_limits`). A member's own, tighter
+  limits are its own machine's; the error it ends with is placed under its
+  key as it reaches its parent.
 - A swarm's handoff budget travels down the handoff chain: the handoff that
   exceeds it fails with ``MaxHandoffsExceeded`` and the usage so far.
 - A sub-machine waiting for a human waits at a barrier: once every other
@@ -63,6 +70,7 @@ from helikon.agents._workflow import (
     start_workflow,
     step_workflow,
 )
+from helikon.config import UsageLimits
 from helikon.effects import (
     AgentRun,
     AgentRunResult,
@@ -74,6 +82,7 @@ from helikon.effects import (
     AskApprovals,
     AtPath,
     AwaitApproval,
+    CallModel,
     CallStep,
     Effect,
     EffectResult,
@@ -96,7 +105,15 @@ from helikon.effects import (
     ToolReturned,
     ToolsExecuted,
 )
-from helikon.errors import AgentError, MaxHandoffsExceeded, OtherError, StepError, ToolCrashed, describe
+from helikon.errors import (
+    AgentError,
+    MaxHandoffsExceeded,
+    OtherError,
+    StepError,
+    ToolCrashed,
+    UsageLimitExceeded,
+    describe,
+)
 from helikon.events import (
     AgentEvent,
     AgentUpdated,
@@ -116,6 +133,7 @@ from helikon.loop import (
     Outcome,
     RunState,
     deadline_after,
+    exceeded,
     on_time,
     start,
     transition,
@@ -204,10 +222,12 @@ class Member:
 
 @attrs.frozen
 class TreeSpec:
-    """Every agent a tree can reach, sorted by key, and the root's key."""
+    """Every agent a tree can reach, sorted by key, the root's key, and the
+    run's usage limits (every member's spending counts against them)."""
 
     root: str
     members: tuple[Member, ...]
+    limits: UsageLimits = UsageLimits()
 
     def member(self, key: str) -> Member | None:
         """The member keyed ``key``, or None."""
@@ -380,14 +400,15 @@ def _own_step(member: Member, state: NodeState, result: EffectResult) -> Stepped
     raise AssertionError("unreachable")
 
 
-def _output_of(node: TreeNode) -> tuple[str, Usage, AgentError | None]:
-    """A finished node's final text, usage and error."""
+def _output_of(node: TreeNode, key: str = "") -> tuple[str, Usage, AgentError | None]:
+    """A finished node's final text, usage and error (a usage limit its own
+    machine found broken says where: under ``key``)."""
     phase = node.state.phase
     usage = node.state.usage
     if type(phase) is Done:
         return phase.output, usage, None
     if type(phase) is Failed:
-        return "", usage, phase.error
+        return "", usage, located(phase.error, key)
     return "", usage, OtherError(f"agent {node.agent!r} ended without a terminal state")
 
 
@@ -546,7 +567,7 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
     chores: list[NotifyHooks | StoreOutput] = []
     if type(effect) is Handoff:
         (child,) = node.children
-        output, usage, error = _output_of(child.node)
+        output, usage, error = _output_of(child.node, child.key)
         if hooks:
             chores.append(NotifyHooks(OnSubagentStop(spec.name_of(child.node.agent))))
         answer: HandoffCompleted | AgentsRan = HandoffCompleted(output, usage, error)
@@ -554,7 +575,7 @@ def _after_children(spec: TreeSpec, node: TreeNode, events: list[AgentEvent]) ->
         earlier = node.deliver.results if type(node.deliver) is AgentsRan else ()
         results: list[AgentRunResult] = list(earlier)
         for child in node.children:
-            output, usage, error = _output_of(child.node)
+            output, usage, error = _output_of(child.node, child.key)
             if error is None:
                 chores.append(StoreOutput(child.key, output))
             if hooks:
@@ -808,6 +829,7 @@ def start_tree(
     node = _settle(spec, attrs.evolve(node, handoff_limit=root.handoffs), begun, events)
     if spec.timed:
         node = _stamped(spec, node, now)
+    node = enforce_limits(spec, node, events)
     return _outcome(TreeState(node), events, begun.appended)
 
 
@@ -828,7 +850,7 @@ def step_tree(state: TreeState, result: EffectResult, spec: TreeSpec, now: float
     events: list[AgentEvent] = []
     try:
         written = _written(state, result)
-        root = _step_root(spec, state, result, events, now)
+        root = enforce_limits(spec, _step_root(spec, state, result, events, now), events)
     except StepError as error:
         return Failure(error)
     if spec.timed:
@@ -1000,6 +1022,63 @@ def _limit_of(state: object) -> tuple[float, float] | None:
     return float(deadline), float(timeout) if timeout is not None else 0.0
 
 
+# -- usage limits -------------------------------------------------------------------------
+
+
+def located(error: AgentError, key: str) -> AgentError:
+    """``error``, when it is a usage limit a member found broken, placed one
+    level further down the tree, under ``key``."""
+    if type(error) is not UsageLimitExceeded or not key:
+        return error
+    return attrs.evolve(error, path=(key, *error.path))
+
+
+def tree_usage(node: TreeNode) -> Usage:
+    """What ``node`` and everything below it spent so far: its own state's
+    usage, an answer waiting to be fed to it, and its active children's.
+    (A child's usage moves into its parent's state as it is removed, so
+    nothing is counted twice.)"""
+    total = node.state.usage
+    match node.deliver:
+        case HandoffCompleted(usage=usage):
+            total = total + usage
+        case AgentsRan(results=results):
+            for ran in results:
+                total = total + ran.usage
+        case None:
+            pass
+    for child in node.children:
+        total = total + tree_usage(child.node)
+    return total
+
+
+def _node_at(node: TreeNode, path: tuple[str, ...]) -> TreeNode:
+    for key in path:
+        node = next(c.node for c in node.children if c.key == key)
+    return node
+
+
+def enforce_limits(spec: TreeSpec, root: TreeNode, events: list[AgentEvent]) -> TreeNode:
+    """The tree's usage-limit rule, checked after every step: when any
+    member is about to call its model or run a round of tool calls, the
+    whole tree's usage (the model calls of this wave counted) must stay
+    within the run's limits; else the tree ends as if interrupted, every
+    active member failing with the :class:`~helikon.errors.UsageLimitExceeded`
+    that names the first such member in tree order."""
+    if spec.limits.unlimited or root.finished:
+        return root
+    spending = [leaf for leaf in leaves(root) if type(leaf.effect) in (CallModel, ExecuteTools)]
+    if not spending:
+        return root
+    calls = sum(1 for leaf in spending if type(leaf.effect) is CallModel)
+    path = spending[0].path
+    agent = spec.name_of(_node_at(root, path).agent)
+    broken = exceeded(spec.limits, tree_usage(root), requests=calls, agent=agent, path=path)
+    if broken is None:
+        return root
+    return _interrupt(spec, root, RunInterrupted(broken), events)
+
+
 def resume_tree(state: TreeState) -> TreeOutcome:
     """The outcome to continue a stored tree run from: its pending effect."""
     return _outcome(state, [])
@@ -1017,10 +1096,13 @@ __all__ = [
     "TreeSpec",
     "TreeState",
     "deadline_at",
+    "enforce_limits",
     "leaves",
+    "located",
     "pending_effect",
     "private_path",
     "resume_tree",
     "start_tree",
     "step_tree",
+    "tree_usage",
 ]

@@ -31,6 +31,7 @@ from helikon.errors import HelikonError
 from helikon.evals import EvalDataset, EvalReport, EvalRun, SqliteTraceSink
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayDivergence, ReplayInterpreter
 from helikon.items import AgentInput
+from helikon.providers.prices import default_prices
 from helikon.trace import Trace
 
 _DEBUG = {"on": False}
@@ -100,7 +101,9 @@ def run(
     recorder = RecordingInterpreter(live) if record is not None else None
 
     async def go() -> None:
-        async for event in agent.run(sidecar.context(), prompt, interpreter=recorder or live):
+        # Priced from genai-prices when it is installed (the ``prices`` extra).
+        ctx = sidecar.context().with_prices(default_prices())
+        async for event in agent.run(ctx, prompt, interpreter=recorder or live):
             printer(event)
 
     trio.run(go)

@@ -24,6 +24,8 @@ from helikon.events import (
     ToolCallItem,
     ToolOutputItem,
 )
+from helikon.model import Usage
+from helikon.pricing import money
 
 _PREVIEW = 200
 
@@ -97,9 +99,19 @@ class EventPrinter:
                     self.err.print(f"[red]run failed: {escape(describe(error))}[/red]")
             case RunCompleted(usage=usage):
                 self.newline()
-                self.err.print(f"[dim]done: {usage.input_tokens} tokens in, {usage.output_tokens} out[/dim]")
+                self.err.print(f"[dim]done: {spending(usage)}[/dim]")
             case _:
                 pass
 
 
-__all__ = ["EventPrinter", "console", "event_json", "preview"]
+def spending(usage: Usage) -> str:
+    """What a run spent, in one line.
+
+    >>> spending(Usage(12, 3, requests=2, cost=Decimal("0.0001")))
+    '12 tokens in, 3 out, 2 request(s), cost $0.0001'
+    """
+    text = f"{usage.input_tokens} tokens in, {usage.output_tokens} out, {usage.requests} request(s)"
+    return text + ("" if usage.cost is None else f", cost {money(usage.cost)}")
+
+
+__all__ = ["EventPrinter", "console", "event_json", "preview", "spending"]

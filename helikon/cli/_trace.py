@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from helikon import codec
-from helikon.cli._render import preview
+from helikon.cli._render import preview, spending
 from helikon.diff import diff
 from helikon.effects import (
     AtPath,
@@ -94,7 +94,7 @@ def event_line(event: AgentEvent) -> str | None:
         case PermissionDenied(tool=tool, reason=reason):
             return f"denied: {tool}: {reason}"
         case RunCompleted(usage=usage):
-            return f"run completed ({usage.input_tokens} tokens in, {usage.output_tokens} out)"
+            return f"run completed ({spending(usage)})"
         case RunFailed(error=error):
             return f"run failed: {describe(error)}"
         case _:

@@ -19,7 +19,15 @@ import attrs
 
 from helikon._json import JsonValue
 from helikon._normal import normal_form
-from helikon.errors import AgentError, Cancelled, GuardrailTripped, ModelFailure, TimedOut, ToolFailure
+from helikon.errors import (
+    AgentError,
+    Cancelled,
+    GuardrailTripped,
+    ModelFailure,
+    TimedOut,
+    ToolFailure,
+    UsageLimitExceeded,
+)
 from helikon.governance import (
     HookDecision,
     OnHandoff,
@@ -440,9 +448,10 @@ class AllPerformed:
 
 @attrs.frozen
 class RunInterrupted:
-    """The run was cancelled or timed out before the effect completed."""
+    """The run was cancelled or timed out before the effect completed (or,
+    inside an agent tree only, went past the tree's usage limits)."""
 
-    reason: Cancelled | TimedOut
+    reason: Cancelled | TimedOut | UsageLimitExceeded
 
 
 #: Everything an interpreter feeds back.

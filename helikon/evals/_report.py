@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
 from statistics import fmean
 from typing import Any, Final
@@ -106,6 +107,15 @@ class EvalReport:
         """How many scores were skips (a dataset missing what an evaluator needs shows here)."""
         return sum(s.score.outcome is ScoreOutcome.SKIPPED for c in self.cases for s in c.scores)
 
+    @property
+    def usage(self) -> Usage:
+        """What every case's run spent together (its ``cost`` is None when
+        a case spent tokens on a model without a price)."""
+        total = Usage()
+        for case in self.cases:
+            total = total + case.usage
+        return total
+
     def stats(self) -> tuple[EvaluatorStats, ...]:
         """Per-evaluator statistics, in evaluator order."""
         return tuple(self.stats_for(name) for name in self.evaluators)
@@ -182,6 +192,7 @@ class EvalReport:
                 "skipped_cases": counts.skipped,
                 "skipped_scores": self.skipped_scores,
                 "mean": self.mean,
+                "usage": usage_dict(self.usage),
             },
             "stats": [_stats_dict(s) for s in self.stats()],
             "cases": [case_dict(c) for c in self.cases],
@@ -302,6 +313,29 @@ def score_dict(score: CaseScore) -> dict[str, JsonValue]:
     }
 
 
+def usage_dict(usage: Usage) -> dict[str, Any]:
+    """``usage`` as report JSON: counts as numbers, the cost as an exact
+    decimal string (or null: unknown)."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "requests": usage.requests,
+        "tool_calls": usage.tool_calls,
+        "cost": None if usage.cost is None else str(usage.cost),
+    }
+
+
+def _usage_from(data: Any) -> Usage:
+    """The inverse of :func:`usage_dict` (reports written before cost was
+    reported have no ``cost`` and fewer counts)."""
+    data = dict(data or {})
+    cost = data.pop("cost", None)
+    return Usage(**data, cost=None if cost is None else Decimal(cost))
+
+
 def case_dict(case: CaseResult) -> dict[str, Any]:
     divergence = case.divergence
     return {
@@ -323,12 +357,7 @@ def case_dict(case: CaseResult) -> dict[str, Any]:
             "differences": list(divergence.differences),
             "detail": divergence.detail,
         },
-        "usage": {
-            "input_tokens": case.usage.input_tokens,
-            "output_tokens": case.usage.output_tokens,
-            "cached_input_tokens": case.usage.cached_input_tokens,
-            "reasoning_tokens": case.usage.reasoning_tokens,
-        },
+        "usage": usage_dict(case.usage),
         "run_id": case.run_id,
         "started_at": case.started_at,
         "duration_ms": case.duration_ms,
@@ -370,7 +399,7 @@ def _case_from(data: Any) -> CaseResult:
             tuple(divergence.get("differences", ())),
             divergence.get("detail", ""),
         ),
-        usage=Usage(**data.get("usage", {})),
+        usage=_usage_from(data.get("usage")),
         run_id=data.get("run_id", ""),
         started_at=data.get("started_at", 0),
         duration_ms=data.get("duration_ms", 0.0),
@@ -378,4 +407,12 @@ def _case_from(data: Any) -> CaseResult:
     )
 
 
-__all__ = ["REPORT_FORMAT", "REPORT_VERSION", "EvalReport", "ReportFormatError", "case_dict", "score_dict"]
+__all__ = [
+    "REPORT_FORMAT",
+    "REPORT_VERSION",
+    "EvalReport",
+    "ReportFormatError",
+    "case_dict",
+    "score_dict",
+    "usage_dict",
+]

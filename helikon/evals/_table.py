@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from helikon.evals._results import CaseResult, CaseStatus
 from helikon.evals._scores import ScoreOutcome
+from helikon.pricing import money
 
 if TYPE_CHECKING:
     from helikon.evals._report import EvalReport
@@ -62,14 +63,17 @@ def render_table(report: EvalReport, *, width: int = 32) -> str:
     actual values in full)."""
     label = f"eval {report.mode} {report.run_id}" + (f" ({report.name})" if report.name else "")
     lines = [f"{label}: {len(report.cases)} case(s), {len(report.evaluators)} evaluator(s)", ""]
-    rows: list[list[str]] = [["case", "status", *report.evaluators]]
+    priced = any(case.usage.cost is not None for case in report.cases)
+    rows: list[list[str]] = [["case", "status", *report.evaluators, *(["cost"] if priced else [])]]
     for case in report.cases:
         status = (
             case.status.value
             if case.status in (CaseStatus.PASSED, CaseStatus.SKIPPED)
             else case.status.value.upper()
         )
-        rows.append([_short(case.case.id, width), status, *(_cell(case, e) for e in report.evaluators)])
+        cells = [_cell(case, e) for e in report.evaluators]
+        cost = [money(case.usage.cost)] if priced else []
+        rows.append([_short(case.case.id, width), status, *cells, *cost])
     lines.extend(_grid(rows))
     problems: list[str] = []
     for case in report.failures():
@@ -115,7 +119,10 @@ def render_table(report: EvalReport, *, width: int = 32) -> str:
         f"{report.skipped_scores} skipped score(s): {'PASSED' if report.passed() else 'FAILED'}"
     )
     lines.extend(["", summary])
+    if priced:
+        lines.append(f"cost: {money(report.usage.cost)} in total")
     return "\n".join(lines)
+
 
 
 __all__ = ["render_table"]

@@ -22,6 +22,7 @@ from helikon.context import Actions, RunContext
 from helikon.governance import GuardRule, PermissionSettings, secret_values_from_environment
 from helikon.ids import RunId
 from helikon.loop import AgentSpec, ApprovalRoute, Governance
+from helikon.pricing import ModelPrice
 from helikon.protocols import Model, Tool
 
 #: Dynamic instructions: a function of the run context, sync or async.
@@ -195,6 +196,17 @@ def inherit(config: RunConfig, parent: Limits | None) -> tuple[RunConfig, float 
     return config, deadline, timeout_s
 
 
+def price_of(ctx: RunContext[Any], model: object) -> ModelPrice | None:
+    """The price of ``model`` from the run's price source (None: no source,
+    or the source does not know the model)."""
+    source = ctx.prices
+    model_id = getattr(model, "model_id", None)
+    if source is None or not isinstance(model_id, str) or not model_id:
+        return None
+    provider = getattr(model, "provider", "")
+    return source.price(provider if isinstance(provider, str) else "", model_id)
+
+
 def build_env(
     spec: AgentSpec,
     ctx: RunContext[Any],
@@ -247,6 +259,7 @@ def build_env(
         output_guardrails=bool(output_guardrails or registry.output_guardrails),
         hooks=bool(fired),
         governance=governance_of(ctx, fired),
+        price=price_of(ctx, model),
     )
     return RunEnv(
         spec,
@@ -269,6 +282,7 @@ def build_env(
 
 __all__ = [
     "InstructionsFn",
+    "price_of",
     "Limits",
     "RunEnv",
     "build_env",

@@ -133,7 +133,9 @@ def compose(agent: Any, env: RunEnv, interpreter: Any) -> RunEnv:
     members = [
         _member(key, name, current, current_env, links) for key, name, current, current_env, links in found
     ]
-    spec = TreeSpec(keys[id(agent)], tuple(sorted(members, key=lambda m: m.key)))
+    spec = TreeSpec(
+        keys[id(agent)], tuple(sorted(members, key=lambda m: m.key)), env.spec.config.usage_limits
+    )
     return attrs.evolve(env, machine=TreeMachine(spec))
 
 

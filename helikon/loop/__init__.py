@@ -40,6 +40,8 @@ from helikon.loop._calls import (
 )
 from helikon.loop._clock import Timed, deadline_after, on_time
 from helikon.loop._deltas import delta_event
+from helikon.loop._limits import ORDER as ORDER_OF_LIMITS
+from helikon.loop._limits import exceeded, turn_usage
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec, ApprovalRoute, Governance, HandoffSpec, OutputSchema, handoff_slug
 from helikon.loop._states import (
@@ -64,6 +66,9 @@ from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, sta
 from helikon.loop._validate import parse_json, schema_errors, schema_problem
 
 __all__ = [
+    "ORDER_OF_LIMITS",
+    "exceeded",
+    "turn_usage",
     "Timed",
     "deadline_after",
     "on_time",

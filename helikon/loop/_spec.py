@@ -17,6 +17,7 @@ from helikon._json import JsonObject
 from helikon.config import RunConfig
 from helikon.governance import PermissionSettings
 from helikon.model import ModelSettings, ToolDef
+from helikon.pricing import ModelPrice
 
 
 @attrs.frozen
@@ -100,6 +101,8 @@ class AgentSpec:
         hooks: fire turn-start hooks (a ``RunHooks`` effect per turn).
         governance: permissions, tool hooks, approvals and redaction.
         description: what the agent does (telemetry's ``gen_ai.agent.description``).
+        price: its model's price (resolved from the run's price source when
+            the run starts), or None: its turns cost None.
     """
 
     name: str
@@ -116,6 +119,7 @@ class AgentSpec:
     hooks: bool = False
     governance: Governance = Governance()
     description: str = ""
+    price: ModelPrice | None = None
 
     @property
     def model_tools(self) -> tuple[ToolDef, ...]:

@@ -87,6 +87,7 @@ from helikon.items import (
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._calls import ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
+from helikon.loop._limits import exceeded, turn_usage
 from helikon.loop._outcome import Outcome
 from helikon.loop._round import advance_round, round_effect
 from helikon.loop._spec import AgentSpec, HandoffSpec
@@ -239,7 +240,7 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         return Failure(StepError("the model was not called"))
     turn = phase.turn
     response = aggregate(result.events, state.run_id, turn)
-    usage = state.usage + response.usage
+    usage = state.usage + turn_usage(response.usage, spec.price)
     events: list[AgentEvent] = []
     appended: list[Item] = []
     message = _assistant_message(response, spec)
@@ -274,11 +275,13 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
     calls: list[ToolCallState] = []
     invalid = False
     pipeline_events: list[AgentEvent] = []
+    runnable = 0
     for call in response.calls:
         rejected, arg_errors = _check_call(call, spec)
         if rejected is None:
             opened, more = open_call(call, spec)
             calls.append(opened)
+            runnable += 1
             pipeline_events.extend(more)
             continue
         calls.append(settled(call, rejected))
@@ -286,6 +289,12 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             if state.strikes >= 1:
                 return Success(fail(state, InvalidToolArgs(call.name, arg_errors), events, appended, usage))
             invalid = True
+    if runnable:
+        # Before the round of tool calls: the model's turn is spent already.
+        broken = exceeded(spec.config.usage_limits, usage, tool_calls=runnable, agent=spec.name)
+        if broken is not None:
+            return Success(fail(state, broken, events, appended, usage))
+        usage = usage + Usage(tool_calls=runnable)
     events.extend(pipeline_events)
     state = evolve(state, usage=usage)
     return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended))
@@ -370,7 +379,7 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
     if output is None:
         return Failure(StepError("the agent has no output schema"))
     response = aggregate(result.events, state.run_id, phase.turn)
-    usage = state.usage + response.usage
+    usage = state.usage + turn_usage(response.usage, spec.price)
     events: list[AgentEvent] = []
     appended: list[Item] = []
     message = _assistant_message(response, spec)
@@ -402,7 +411,8 @@ def on_model_call_failed(state: RunState, result: ModelCallFailed, spec: AgentSp
     if type(state.phase) is CallingModel and not state.phase.rendered:
         return Failure(StepError("the model was not called"))
     partial = aggregate(result.events, state.run_id, 0)
-    return Success(fail(state, ModelFailed(result.failure), [], [], state.usage + partial.usage))
+    usage = state.usage + turn_usage(partial.usage, spec.price)
+    return Success(fail(state, ModelFailed(result.failure), [], [], usage))
 
 
 def on_interrupted(state: RunState, result: RunInterrupted, spec: AgentSpec) -> Step:

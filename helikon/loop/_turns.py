@@ -14,6 +14,7 @@ from helikon.effects import CallModel, CheckGuardrails, Effect, RenderInstructio
 from helikon.errors import AgentError
 from helikon.events import AgentEvent, RunCompleted, RunFailed, TurnStarted
 from helikon.items import Item, ToolCall, UserMessage
+from helikon.loop._limits import exceeded
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
@@ -105,9 +106,15 @@ def _forced_tool_called(conversation: tuple[Item, ...], choice: object) -> bool:
 
 
 def begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appended: list[Item]) -> Outcome:
-    """Emit TurnStarted and ask for the turn's first effect."""
+    """Emit TurnStarted and ask for the turn's first effect — unless the
+    model call would break a usage limit: then the run fails here."""
     phase = state.phase
     assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
+    broken = exceeded(spec.config.usage_limits, state.usage, requests=1, agent=spec.name)
+    if broken is not None:
+        # ``appended`` is in the conversation already: only reported here.
+        failed = fail(state, broken, events, [], state.usage)
+        return Outcome(failed.state, failed.events, failed.effect, tuple(appended))
     events.append(TurnStarted(phase.turn))
     if spec.hooks:
         starting = evolve(state, phase=StartingTurn(phase.turn, phase))

@@ -42,6 +42,7 @@ from helikon.loop import Response, aggregate
 from helikon.observability import _semconv as sc
 from helikon.observability._runs import Attributes, RunSpans, describe_failure, model_of, now
 from helikon.observability._telemetry import Signals
+from helikon.pricing import priced
 
 
 def context_of(run: RunSpans | None) -> Context | None:
@@ -243,6 +244,11 @@ def chat_result(
                 span.set_attribute(sc.OUTPUT_MESSAGES, sc.as_json(sc.output_messages(response), env.secrets))
             signals.token_usage.record(usage.input_tokens, {**metric, sc.TOKEN_TYPE: "input"})
             signals.token_usage.record(usage.output_tokens, {**metric, sc.TOKEN_TYPE: "output"})
+            cost = priced(usage, env.spec.price).cost  # the same pure pricing the machine applies
+            if cost is not None:
+                span.set_attribute(sc.COST, float(cost))
+                if signals.cost is not None:
+                    signals.cost.add(float(cost), metric)
             return response
         case ModelCallFailed(failure=failure):
             kind = sc.error_type(failure)

@@ -224,6 +224,8 @@ def close_run(
     if usage is not None:
         span.set_attribute(sc.INPUT_TOKENS, usage.input_tokens)
         span.set_attribute(sc.OUTPUT_TOKENS, usage.output_tokens)
+        if usage.cost is not None:
+            span.set_attribute(sc.COST, float(usage.cost))
     if suspended:
         span.set_attribute(sc.SUSPENDED, True)
     # The metric carries only the attributes the conventions list for it.

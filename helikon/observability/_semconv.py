@@ -109,6 +109,14 @@ TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 #: helikon's own: tool calls performed, by tool and error type.
 TOOL_CALLS: Final = "helikon.tool.calls"
+#: What a model call (on its chat span) or a run (on its agent span) cost,
+#: in US dollars, where the model has a price (see :mod:`helikon.pricing`).
+#: GenAI conventions name no cost attribute yet; OpenTelemetry has no decimal
+#: type, so this is the float nearest the exact cost the results carry.
+COST: Final = "helikon.usage.cost"
+#: The counter of money spent, in US dollars, by the attributes of
+#: ``gen_ai.client.token.usage``.
+COST_METRIC: Final = "helikon.client.cost"
 #: The conventions' bucket boundaries.
 TOKEN_BUCKETS: Final = (
     1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0,
@@ -350,6 +358,8 @@ __all__ = [
     "TOKEN_TYPE",
     "TOKEN_USAGE",
     "TOOL_CALLS",
+    "COST",
+    "COST_METRIC",
     "TOOL_CALL_ARGUMENTS",
     "TOOL_CALL_ID",
     "TOOL_CALL_RESULT",

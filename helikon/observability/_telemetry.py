@@ -40,6 +40,7 @@ class Signals:
     duration: metrics.Histogram
     tool_calls: metrics.Counter
     capture_content: bool
+    cost: metrics.Counter | None = None
 
 
 def resolve_signals(
@@ -82,6 +83,7 @@ def resolve_signals(
             sc.TOOL_CALLS, unit="{call}", description="Tool calls performed, by tool and error type."
         ),
         capture_content=capture_content,
+        cost=meter.create_counter(sc.COST_METRIC, unit="USD", description="Money spent on model calls."),
     )
 
 

@@ -32,6 +32,7 @@ from helikon.context import RunContext
 from helikon.effects import CallbackRaised, StepResult, ToolRaised, ToolReturned
 from helikon.errors import ConfigError, Denied, InvalidArgs, ToolCrashed
 from helikon.governance import AllowRule, DenyRule, GuardRule, redact, redact_json
+from helikon.pricing import PriceSource
 
 
 def _deny_rules(rules: Iterable[DenyRule]) -> tuple[DenyRule, ...]:
@@ -94,6 +95,9 @@ class WorkerPosture:
             returned to the workflow, and so before they are recorded.
         extra_secrets: literal secret values to scrub, besides the
             secret-named environment variables of the worker process.
+        prices: where the runs' model prices come from (see
+            :mod:`helikon.pricing`); the price travels in the agent's spec
+            to the workflow, whose machine prices each turn.
     """
 
     mode: PermissionMode = PermissionMode.DEFAULT
@@ -106,6 +110,7 @@ class WorkerPosture:
     redaction: bool = True
     extra_secrets: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     suspend_on_approval: bool = False
+    prices: PriceSource | None = None
 
     def run_context(self, user_ctx: Any) -> RunContext[Any]:
         """The context an activity of a run executes under: this posture,
@@ -127,6 +132,7 @@ class WorkerPosture:
             extra_secrets=self.extra_secrets,
             redact_output=self.redaction,
             suspend_on_approval=self.suspend_on_approval,
+            prices=self.prices,
         )
 
 

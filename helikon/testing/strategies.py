@@ -21,6 +21,7 @@ import enum
 import types
 import typing
 from collections.abc import Mapping
+from decimal import Decimal
 from functools import cache
 from typing import Any, Final
 
@@ -226,6 +227,8 @@ _SCALARS: Final[dict[object, st.SearchStrategy[Any]]] = {
     bool: st.booleans(),
     str: st.text(max_size=10),
     type(None): st.none(),
+    # Money: finite and non-negative, as prices and limits are.
+    Decimal: st.decimals(min_value=0, max_value=10**6, places=6, allow_nan=False, allow_infinity=False),
 }
 
 

@@ -92,8 +92,8 @@ def test_tuples_come_back_as_tuples() -> None:
 
 def test_json_has_sorted_keys_and_no_whitespace() -> None:
     assert to_json(Usage(1, 2)) == (
-        b'{"cache_creation_input_tokens":0,"cached_input_tokens":0,"input_tokens":1,"output_tokens":2,'
-        b'"reasoning_tokens":0}'
+        b'{"cache_creation_input_tokens":0,"cached_input_tokens":0,"cost":null,"input_tokens":1,'
+        b'"output_tokens":2,"reasoning_tokens":0,"requests":0,"tool_calls":0}'
     )
 
 

@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon.events",
             "helikon.errors",
             "helikon.config",
+            "helikon.pricing",
             "helikon.schema",
             "helikon.codec",
             "helikon.diff",

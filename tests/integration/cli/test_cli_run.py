@@ -47,7 +47,7 @@ def test_a_mock_model_reports_plausible_token_usage(tmp_path: Path) -> None:
     done = helikon("run", "--agent", "budgeting", "Hi", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     # One token per four characters: "Answer budgeting questions." + "Hi" in, the answer out.
-    assert done.stderr.strip() == "done: 8 tokens in, 7 out"
+    assert done.stderr.strip() == "done: 8 tokens in, 7 out, 1 request(s)"
 
 
 def test_the_default_agent_is_the_alphabetically_first(tmp_path: Path) -> None:
@@ -348,3 +348,28 @@ def test_replay_of_a_golden_against_an_unrelated_agent_diverges(tmp_path: Path) 
         "replay diverged" in done.stderr
         and "definition.name: expected 'budget-assistant', got 'budgeting'" in (done.stderr)
     )
+
+
+def test_a_priced_model_shows_what_the_run_cost(tmp_path: Path) -> None:
+    pytest.importorskip("genai_prices")
+    from helikon import Trace
+    from helikon.cli._render import spending
+    from helikon.events import RunCompleted
+    from helikon.providers.prices import GenaiPrices
+
+    project(tmp_path)
+    toml = (tmp_path / "agents.toml").read_text()
+    priced = 'model        = { provider = "mock", id = "gpt-4o-mini", replies = [ { say = "You spent'
+    (tmp_path / "agents.toml").write_text(
+        toml.replace('model        = { provider = "mock", replies = [ { say = "You spent', priced)
+    )
+    record = tmp_path / "run.jsonl"
+    done = helikon("run", "--agent", "budgeting", "--record", str(record), "Hi", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (completed,) = [e for e in Trace.load(record).events if isinstance(e, RunCompleted)]
+    assert completed.usage.cost is not None
+    assert GenaiPrices().price("openai", "gpt-4o-mini") is not None
+    assert f"done: {spending(completed.usage)}" in done.stderr
+    assert "cost $" in done.stderr
+    shown = helikon("trace", "show", str(record), cwd=tmp_path)
+    assert f"run completed ({spending(completed.usage)})" in shown.stdout

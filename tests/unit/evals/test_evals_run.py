@@ -345,3 +345,41 @@ def test_no_progress_bar_when_not_a_terminal_or_turned_off() -> None:
     with pytest.raises(OSError):  # nothing to read: EAGAIN, or EIO once the terminal is closed
         os.read(leader, 65536)
     os.close(leader)
+
+
+def test_a_priced_run_reports_each_cases_cost_and_the_total() -> None:
+    from decimal import Decimal
+
+    from helikon import ModelPrice, PriceTable
+    from helikon.evals._table import render_table
+
+    prices = PriceTable({"mock-model": ModelPrice(input="1", output="1")})
+    report = run(
+        EvalRun(
+            dataset(),
+            EVALUATORS,
+            agent_factory=agent_for,
+            ctx_factory=lambda case: RunContext.ephemeral(None).with_prices(prices),
+            run_id="r",
+        )
+    )
+    costs = [c.usage.cost for c in report.cases]
+    priced = [c for c in report.cases if c.usage.cost is not None]
+    assert priced, "the scripted cases spend estimated tokens at a known price"
+    for case in priced:
+        tokens = case.usage.input_tokens + case.usage.output_tokens
+        assert case.usage.cost == Decimal(tokens) / 1_000_000
+    assert report.usage.cost == sum((c.usage.cost or Decimal(0) for c in report.cases), Decimal(0))
+    again = EvalReport.from_json(report.to_json())
+    assert [c.usage.cost for c in again.cases] == costs
+    assert again.to_dict()["summary"]["usage"]["cost"] == str(report.usage.cost)
+    table = render_table(report)
+    assert f"cost: ${report.usage.cost:f} in total" in table
+
+
+def test_an_unpriced_run_shows_no_cost() -> None:
+    from helikon.evals._table import render_table
+
+    report = run(EvalRun(dataset(), EVALUATORS, agent_factory=agent_for, run_id="r"))
+    assert report.usage.cost is None
+    assert "cost" not in render_table(report)

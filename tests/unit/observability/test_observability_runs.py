@@ -410,3 +410,27 @@ def test_a_run_whose_caller_stops_listening_still_ends_its_spans(otel: Pipeline)
     spans = otel.finished()
     assert shape(spans) == (("invoke_agent budget", (("agent.turn", (("chat budget-model", ()),)),)),)
     assert all(s.status.status_code.name == "UNSET" for s in spans)
+
+
+def test_a_priced_run_reports_its_cost_on_spans_and_the_cost_counter(otel: Pipeline) -> None:
+    from decimal import Decimal
+
+    from helikon import ModelPrice, PriceTable
+
+    prices = PriceTable({"budget-model": ModelPrice(input="2", output="10")})
+    ctx = RunContext.ephemeral(None).with_prices(prices)
+    result = run(lambda: collect(budget_agent().run(ctx, "How am I doing?", interpreter=otel.observer())))
+    # (10 x 2 + 4 x 10) + (20 x 2 + 6 x 10) = 160 dollars per million tokens
+    assert result.usage.cost == Decimal("0.00016")
+    chats = [s for s in otel.finished() if s.name.startswith("chat")]
+    assert sorted(attributes(s)["helikon.usage.cost"] for s in chats) == [0.00006, 0.0001]
+    (agent_span,) = [s for s in otel.finished() if s.name.startswith("invoke_agent")]
+    assert attributes(agent_span)["helikon.usage.cost"] == 0.00016
+    (spent,) = otel.metric_points("helikon.client.cost")
+    assert spent.value == pytest.approx(0.00016)  # type: ignore[union-attr]
+
+
+def test_an_unpriced_run_reports_no_cost(otel: Pipeline) -> None:
+    run(lambda: collect(budget_agent().run(None, "How am I doing?", interpreter=otel.observer())))
+    assert all("helikon.usage.cost" not in attributes(s) for s in otel.finished())
+    assert otel.metric_points("helikon.client.cost") == []

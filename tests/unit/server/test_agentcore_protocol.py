@@ -125,6 +125,9 @@ def test_answers_on_the_wire() -> None:
             "cached_input_tokens": 0,
             "reasoning_tokens": 0,
             "cache_creation_input_tokens": 0,
+            "requests": 0,
+            "tool_calls": 0,
+            "cost": None,
         },
     }
     message = sse_message(TokenDelta("hi"))
