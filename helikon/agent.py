@@ -173,6 +173,7 @@ class LlmAgent(Generic[Ctx]):
             model_id=getattr(self.model, "model_id", ""),
             handoffs=tuple(handoff_specs),
             description=self.description,
+            idempotent_tools=tuple(t.name for t in self.tools if getattr(t, "idempotent", False) is True),
         )
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "tool_map", tool_map)

@@ -36,6 +36,7 @@ from helikon.effects import (
     ModelResponded,
     PathResult,
     PerformAll,
+    ReconcileTool,
     RenderInstructions,
     Terminate,
     ToolsExecuted,
@@ -89,6 +90,8 @@ def _step_label(step: CallStep) -> str:
             return f"{type(event).__name__} hook #{hook} of {call_id}"
         case AskPolicy(call_id=call_id, tool=tool):
             return f"policy about {tool} ({call_id})"
+        case ReconcileTool(call_id=call_id, tool=tool):
+            return f"reconcile {tool} ({call_id})"
 
 
 def _loose(effect: Effect) -> object:

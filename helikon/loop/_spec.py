@@ -100,6 +100,10 @@ class AgentSpec:
         hooks: fire turn-start hooks (a ``RunHooks`` effect per turn).
         governance: permissions, tool hooks, approvals and redaction.
         description: what the agent does (telemetry's ``gen_ai.agent.description``).
+        idempotent_tools: the names of the tools declared idempotent
+            (``@tool(idempotent=True)``): a started call of one whose result
+            was lost is run again with the same call id (see
+            :func:`helikon.loop.may_rerun`).
     """
 
     name: str
@@ -116,6 +120,7 @@ class AgentSpec:
     hooks: bool = False
     governance: Governance = Governance()
     description: str = ""
+    idempotent_tools: tuple[str, ...] = ()
 
     @property
     def model_tools(self) -> tuple[ToolDef, ...]:
