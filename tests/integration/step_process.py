@@ -74,6 +74,15 @@ def main(kind: str, state_file: Path) -> None:
         live, result = trio.run(lambda: perform(agent, effect, run_id="r"))
         outcome = advance(agent, state, result)
         events = [*live, *outcome.events]
+        state_file.write_bytes(dump_state(outcome.state))
+        # An effect the stored state would not give again (it starts tool
+        # steps, which the stored state now marks started) is this job's to
+        # perform: a later job would reconcile them instead.
+        while outcome.effect != pending(agent, outcome.state):
+            live, result = trio.run(lambda: perform(agent, outcome.effect, run_id="r"))
+            outcome = advance(agent, outcome.state, result)
+            events.extend((*live, *outcome.events))
+            state_file.write_bytes(dump_state(outcome.state))
     state_file.write_bytes(dump_state(outcome.state))
     for event in events:
         sys.stdout.buffer.write(to_json(event, AgentEvent) + b"\n")
