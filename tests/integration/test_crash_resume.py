@@ -102,9 +102,7 @@ def kill_at(worker: subprocess.Popen[str], lines: int, delay: float) -> bool:
     """SIGKILL the worker ``delay`` seconds after its ``lines``-th line of
     output (or at its end): whether it was killed before finishing."""
     assert worker.stdout is not None
-    seen = 0
-    for line in worker.stdout:
-        seen += 1
+    for seen, line in enumerate(worker.stdout, 1):
         if line.startswith("DONE"):
             break
         if seen >= lines:
@@ -115,7 +113,7 @@ def kill_at(worker: subprocess.Popen[str], lines: int, delay: float) -> bool:
     return worker.returncode == -signal.SIGKILL
 
 
-def test_killed_and_resumed_runs_perform_each_side_effect_at_most_once(backend: Backend, tmp_path: Path) -> None:
+def test_killed_and_resumed_runs_do_each_side_effect_at_most_once(backend: Backend, tmp_path: Path) -> None:
     whole = run_to_the_end(backend, tmp_path / "whole.state")
     assert backend.rows() == [("charge", "c3"), ("pay", "c1"), ("put", "c2")]
     backend.clear()
