@@ -198,11 +198,14 @@ def flaky(counts: Counts) -> LlmAgent[Any]:
     return LlmAgent(name="flaky", model=ByTurnModel(scripts, counts), tools=[charge, explode])
 
 
-def gated_tools(counts: Counts, gate: Any | None) -> tuple[Any, Any]:
+def gated_tools(
+    counts: Counts, gate: Any | None, *, idempotent: bool = False, reconcile: Any = None
+) -> tuple[Any, Any]:
     """``fast`` and ``slow``; ``slow`` waits on ``gate`` the first time.
 
     ``gate`` has ``started()`` (called when ``slow`` starts its first
     attempt) and an awaitable ``wait()``; with ``None`` nothing blocks.
+    ``slow`` is declared idempotent, or given a reconcile callback, as asked.
     """
 
     @tool
@@ -215,7 +218,7 @@ def gated_tools(counts: Counts, gate: Any | None) -> tuple[Any, Any]:
         counts.tool("fast")
         return n
 
-    @tool
+    @tool(idempotent=idempotent, reconcile=reconcile)
     async def slow(ctx: ToolContext[Any], n: int) -> int:
         """Return n, slowly.
 
@@ -230,9 +233,9 @@ def gated_tools(counts: Counts, gate: Any | None) -> tuple[Any, Any]:
     return fast, slow
 
 
-def gated(counts: Counts, gate: Any | None) -> LlmAgent[Any]:
+def gated(counts: Counts, gate: Any | None, **options: Any) -> LlmAgent[Any]:
     """Three turns, one tool each; ``slow`` waits on ``gate`` the first time (see :func:`gated_tools`)."""
-    fast, slow = gated_tools(counts, gate)
+    fast, slow = gated_tools(counts, gate, **options)
     scripts = [
         call_tools(("fast", {"n": 1})),
         call_tools(("slow", {"n": 2})),
