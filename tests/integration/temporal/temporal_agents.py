@@ -351,11 +351,11 @@ def parallel_desk(counts: Counts) -> ParallelAgent:
     return ParallelAgent("desk", "Both at once.").add(notes_agent(counts)).add(billing_agent(counts))
 
 
-def pipeline(counts: Counts, gate: Any | None) -> SequentialAgent:
+def pipeline(counts: Counts, gate: Any | None, **options: Any) -> SequentialAgent:
     """Two children in turn, one tool each; the second's ``slow`` waits on
     ``gate`` the first time, and its instructions read the first's output
     from the run-scoped state."""
-    fast, slow = gated_tools(counts, gate)
+    fast, slow = gated_tools(counts, gate, **options)
     first = LlmAgent(
         name="first",
         model=StepModel("first", [call_tools(("fast", {"n": 1})), say("One.")], counts, "fast"),
