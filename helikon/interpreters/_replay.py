@@ -135,6 +135,9 @@ class ReplayInterpreter:
         inner: Interpreter | None = None,
     ) -> None:
         self.trace = trace
+        #: This interpreter replays: what it performs was performed before
+        #: (an observer marks its spans and records no metrics for it).
+        self.replaying = True
         self.strict = strict
         self.live_tools = live_tools
         self._inner = inner if inner is not None else LiveInterpreter(trace.header.run_id)

@@ -57,7 +57,7 @@ from helikon.observability._runs import (
     parent_of,
     stamps_of,
 )
-from helikon.observability._telemetry import Signals, resolve_signals
+from helikon.observability._telemetry import Signals, replayed, replaying, resolve_signals
 from helikon.observability._waves import Tree, Wave, owner, settle
 
 #: The live events that are pieces of a streamed model answer.
@@ -159,6 +159,8 @@ class ObservingInterpreter:
         (instance attributes shadow the methods), so an observer with nothing
         to report to adds no call at all to a run's steps."""
         self._signals = self.telemetry.signals()
+        if self._signals is not None and replaying(self.inner):
+            self._signals = replayed(self._signals)  # a replay performs nothing anew
         if self._signals is None:
             self.__dict__["perform"] = self.inner.perform
             self.__dict__["observe"] = self._inner_observe
