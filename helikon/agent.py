@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from helikon.agents import TreeState, resume_tree
+from helikon.agents import TreeState, resume_tree, started_steps_known
 from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
 from helikon.effects import EffectResult
@@ -462,7 +462,7 @@ def resumed(machine: Any, state: Any) -> Any:
     if isinstance(machine, TreeMachine):
         if not isinstance(state, TreeState):
             raise StepError("this agent runs as an agent tree; the state is a single machine's")
-        return resume_tree(state)
+        return resume_tree(started_steps_known(state, machine.spec))
     if isinstance(machine, LoopMachine):
         if not isinstance(state, RunState):
             raise StepError("this agent runs the agent loop; the state is not an agent-loop state")

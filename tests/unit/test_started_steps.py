@@ -19,6 +19,7 @@ from helikon import (
     LlmAgent,
     Reconciled,
     RunContext,
+    SequentialAgent,
     ToolContext,
     advance,
     collect,
@@ -207,3 +208,24 @@ def test_the_same_approval_delivered_twice_changes_nothing() -> None:
 
     assert again.state == first.state and again.events == ()
     assert again.effect == pending_effect(agent, first.state, ctx=ctx)
+
+
+def test_an_agent_tree_resumed_from_a_snapshot_reconciles_its_started_calls() -> None:
+    ran: list[str] = []
+    member = payer(ran)
+    agent = SequentialAgent("pipeline").then(member)
+    outcome = start(agent, "pay 5", run_id="t")
+
+    async def to_the_tool() -> Any:
+        nonlocal outcome
+        while "InvokeTool" not in repr(outcome.effect):
+            _, result = await perform(agent, outcome.effect, run_id="t")
+            outcome = advance(agent, outcome.state, result)
+        return outcome
+
+    asked = trio.run(to_the_tool)
+    resumed = pending_effect(agent, load_state(dump_state(asked.state)))
+
+    assert "InvokeTool(call_id='c1'" in repr(asked.effect)
+    assert "ReconcileTool(call_id='c1', tool='pay'" in repr(resumed)
+    assert "InvokeTool" not in repr(resumed) and ran == []
