@@ -15,8 +15,9 @@ file, or ``postgres`` with ``TARGET`` a table name in database ``test``):
 
 Each tool sleeps a little after its write, so a kill often lands between the
 side effect and the stored result. Lines on stdout: ``STEP <effect>`` before
-each effect is performed, ``SAVED`` after each state is stored, and at the
-end ``DONE <usage and output as JSON>``.
+each effect is performed, ``WROTE <tool>`` after a tool's write, ``SAVED``
+after each state is stored, and at the end ``DONE <usage and output as
+JSON>``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from helikon.model import Usage
 from helikon.testing import MockModel, call_tools, say
 
 POSTGRES = os.environ.get("HELIKON_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-PAUSE = 0.03
+PAUSE = 0.1
 
 
 def connect(backend: str, target: str) -> Any:
@@ -77,6 +78,7 @@ def make_agent(backend: str, target: str) -> LlmAgent[Any]:
             db.commit()
         finally:
             db.close()
+        print("WROTE", kind, flush=True)
         time.sleep(PAUSE)  # a kill here: the side effect happened, its result is not stored
 
     @tool

@@ -98,13 +98,17 @@ def run_to_the_end(backend: Backend, state: Path) -> dict[str, Any]:
     return result
 
 
-def kill_at(worker: subprocess.Popen[str], lines: int, delay: float) -> bool:
+def kill_at(worker: subprocess.Popen[str], lines: int, delay: float, step: str = "") -> bool:
     """SIGKILL the worker ``delay`` seconds after its ``lines``-th line of
-    output (or at its end): whether it was killed before finishing."""
+    output (counting only lines that start with ``step``), or let it finish:
+    whether it was killed before finishing."""
     assert worker.stdout is not None
-    for seen, line in enumerate(worker.stdout, 1):
+    seen = 0
+    for line in worker.stdout:
         if line.startswith("DONE"):
             break
+        if line.startswith(step):
+            seen += 1
         if seen >= lines:
             time.sleep(delay)
             worker.send_signal(signal.SIGKILL)
@@ -122,11 +126,15 @@ def test_killed_and_resumed_runs_do_each_side_effect_at_most_once(backend: Backe
     for example in range(3):
         state = tmp_path / f"run-{example}.state"
         kills = 0
-        for _ in range(rng.randint(1, 2)):
-            # A kill after any line: before a step, in a tool (after its write,
-            # before its result is stored), right after a state was stored.
+        for attempt in range(rng.randint(2, 3)):
+            # The first kill lands after a tool's write, before its result is
+            # stored; the others after any line: before a step, in a model
+            # call or a tool, right after a state was stored.
             worker = launch(backend, state)
-            kills += kill_at(worker, rng.randint(1, 12), rng.choice([0.0, 0.0, 0.005, 0.02, 0.04]))
+            if attempt == 0:
+                kills += kill_at(worker, rng.randint(1, 3), rng.uniform(0.0, 0.05), "WROTE")
+            else:
+                kills += kill_at(worker, rng.randint(1, 12), rng.choice([0.0, 0.005, 0.02]))
         resumed = run_to_the_end(backend, state)
 
         rows = backend.rows()
