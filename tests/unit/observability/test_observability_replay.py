@@ -106,3 +106,17 @@ def test_a_replay_under_the_observer_gives_the_recorded_runs_span_tree(scenario:
 
 def unmarked(spans: list[tuple[str, dict[str, object], str]]) -> list[tuple[str, dict[str, object], str]]:
     return [(path, {k: v for k, v in kept.items() if k != REPLAY}, status) for path, kept, status in spans]
+
+
+def test_a_loose_replay_is_marked_and_counts_nothing_either() -> None:
+    live, replay = Pipeline.new(), Pipeline.new()
+    recorder = RecordingInterpreter(LiveInterpreter(run_id="loose-1"))
+    run(lambda: collect(budget_agent().run(None, "go", interpreter=live.observer(recorder))))
+    trace = Trace.from_bytes(recorder.trace.to_bytes())
+
+    loose = ReplayInterpreter(trace, strict=False)
+    run(lambda: collect(budget_agent().run(None, "go", interpreter=replay.observer(loose))))
+
+    assert replay.finished() and all((s.attributes or {}).get(REPLAY) is True for s in replay.finished())
+    assert live.metric_points(TOOL_CALLS) and not replay.metric_points(TOOL_CALLS)
+    assert not replay.metric_points(TOKEN_USAGE)
