@@ -150,6 +150,7 @@ if typing.TYPE_CHECKING:
     )
     from helikon.tools import (
         FunctionTool as FunctionTool,
+        Reconciled as Reconciled,
         tool as tool,
     )
     from helikon.trace import (
@@ -201,7 +202,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "helikon.sessions": ("CompactingSession", "MemorySession"),
     "helikon.snapshots": ("dump_state", "load_state"),
     "helikon.steps": ("advance", "pending", "pending_effect", "perform", "prepare", "start"),
-    "helikon.tools": ("FunctionTool", "tool"),
+    "helikon.tools": ("FunctionTool", "Reconciled", "tool"),
     "helikon.trace": ("Trace",),
     "helikon.workflows": (
         "Agent", "AgentAsTool", "GraphAgent", "GraphBuildError", "Handoff", "LoopAgent", "ParallelAgent",

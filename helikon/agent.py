@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from helikon.agents import TreeState, resume_tree
+from helikon.agents import TreeState, resume_tree, started_steps_known
 from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
 from helikon.effects import EffectResult
@@ -173,6 +173,7 @@ class LlmAgent(Generic[Ctx]):
             model_id=getattr(self.model, "model_id", ""),
             handoffs=tuple(handoff_specs),
             description=self.description,
+            idempotent_tools=tuple(t.name for t in self.tools if getattr(t, "idempotent", False) is True),
         )
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "tool_map", tool_map)
@@ -461,7 +462,7 @@ def resumed(machine: Any, state: Any) -> Any:
     if isinstance(machine, TreeMachine):
         if not isinstance(state, TreeState):
             raise StepError("this agent runs as an agent tree; the state is a single machine's")
-        return resume_tree(state)
+        return resume_tree(started_steps_known(state, machine.spec))
     if isinstance(machine, LoopMachine):
         if not isinstance(state, RunState):
             raise StepError("this agent runs the agent loop; the state is not an agent-loop state")

@@ -1,6 +1,7 @@
 """Workflow agents and agent trees as pure machines (sequential, parallel,
 loop, graph; handoffs and workflow children as addressed sub-machines)."""
 
+from helikon.agents._started import started_steps_known
 from helikon.agents._tree import (
     Member,
     OpaqueState,
@@ -50,6 +51,7 @@ __all__ = [
     "private_path",
     "resume_tree",
     "start_tree",
+    "started_steps_known",
     "step_tree",
     "Node",
     "Running",

@@ -97,8 +97,26 @@ class InvokeTool:
     args: JsonValue
 
 
+@attrs.frozen
+class ReconcileTool:
+    """Find out what became of tool call ``call_id`` (tool ``tool``, arguments
+    ``args``): it was started and its result is lost (the run was resumed
+    from a state saved while it ran, or the worker running it was lost).
+
+    Perform it by calling the tool's ``reconcile`` callback. Answer with
+    :class:`ToolReturned` or :class:`ToolRaised` (it happened, with that
+    outcome), :class:`ToolNotPerformed` (it did not happen: the machine runs
+    it now), or :class:`CallbackRaised` (the tool has no reconcile callback,
+    or it failed: the outcome stays unknown, and the model is told so).
+    """
+
+    call_id: CallId
+    tool: str
+    args: JsonValue
+
+
 #: One step of one tool call's pipeline that calls user code.
-CallStep: TypeAlias = FireHook | AskPolicy | InvokeTool
+CallStep: TypeAlias = FireHook | AskPolicy | InvokeTool | ReconcileTool
 
 
 @attrs.frozen
@@ -342,8 +360,49 @@ class CallbackRaised:
     message: str
 
 
+@attrs.frozen
+class Reconciled:
+    """What a tool's ``reconcile`` callback found out about a started call
+    whose result was lost: it ``happened`` (with ``output``, as the tool
+    would have returned it), or not (the machine then runs it).
+
+    >>> Reconciled(True, {"receipt": "r-1"}), Reconciled(False)
+    (Reconciled(happened=True, output={'receipt': 'r-1'}), Reconciled(happened=False, output=None))
+    """
+
+    happened: bool
+    output: JsonValue = None
+
+
+@attrs.frozen
+class ToolNotPerformed:
+    """Tool call ``call_id``, asked about by a :class:`ReconcileTool`, did not
+    happen: the machine runs it now."""
+
+    call_id: CallId
+
+
+@attrs.frozen
+class ToolOutcomeUnknown:
+    """Tool call ``call_id`` was started and did not come back: its worker
+    was lost, or the call did not complete (``reason`` says how). Whether it
+    happened is unknown: the machine asks its ``reconcile`` callback
+    (:class:`ReconcileTool`), and without one tells the model so."""
+
+    call_id: CallId
+    reason: str = ""
+
+
 #: How one step of a tool call's pipeline ended.
-StepResult: TypeAlias = HookAnswered | PolicyAnswered | ToolReturned | ToolRaised | CallbackRaised
+StepResult: TypeAlias = (
+    HookAnswered
+    | PolicyAnswered
+    | ToolReturned
+    | ToolRaised
+    | CallbackRaised
+    | ToolNotPerformed
+    | ToolOutcomeUnknown
+)
 
 
 @attrs.frozen
@@ -491,7 +550,11 @@ __all__ = [
     "HookAnswered",
     "InvokeTool",
     "PolicyAnswered",
+    "ReconcileTool",
+    "Reconciled",
     "StepResult",
+    "ToolNotPerformed",
+    "ToolOutcomeUnknown",
     "ApprovalsGiven",
     "AwaitApproval",
     "CheckGuardrails",

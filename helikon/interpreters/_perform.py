@@ -47,6 +47,7 @@ from helikon.effects import (
     InstructionsRendered,
     InvokeTool,
     NotifyHooks,
+    ReconcileTool,
     RenderInstructions,
     RunHooks,
     StepResult,
@@ -68,6 +69,7 @@ from helikon.loop import (
     hook_step,
     instructions_result,
     policy_step,
+    reconcile_step,
     tool_raised,
 )
 from helikon.tools import to_json
@@ -111,6 +113,8 @@ class Callbacks:
         instructions: the call that renders a turn's instructions, if any.
         tool: the call of a tool ``(call_id, name, args, actions)``, or None
             when the tool has no implementation.
+        reconcile: the call of a tool's reconcile callback ``(call_id,
+            name, args, actions)``, or None when it has none.
     """
 
     ctx: RunContext[Any]
@@ -121,6 +125,7 @@ class Callbacks:
     output_guardrails: tuple[Any, ...] = ()
     instructions: Callable[[int], Call] | None = None
     tool: Callable[[CallId, str, JsonValue, Actions], Call | None] | None = None
+    reconcile: Callable[[CallId, str, JsonValue, Actions], Call | None] | None = None
 
     def hook(self, index: int, event: object) -> Call:
         if index >= len(self.hooks):
@@ -139,6 +144,9 @@ class Callbacks:
             case InvokeTool(call_id=call_id, tool=name, args=args):
                 call = None if self.tool is None else self.tool(call_id, name, args, actions)
                 return call if call is not None else _missing(f"tool {name!r} has no implementation")
+            case ReconcileTool(call_id=call_id, tool=name, args=args):
+                call = None if self.reconcile is None else self.reconcile(call_id, name, args, actions)
+                return call if call is not None else _missing(f"tool {name!r} has no reconcile callback")
 
 
 # -- what a tool's value becomes -------------------------------------------------------------
@@ -172,6 +180,8 @@ def step_result(step: CallStep, answer: Answer) -> StepResult:
                     return tool_returned(call_id, value, name)
                 case Raised(error=error):
                     return tool_raised(call_id, error)
+        case ReconcileTool(call_id=call_id):
+            return reconcile_step(call_id, answer)
 
 
 # -- plans ------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from helikon.effects import (
     ModelResponded,
     PathResult,
     PerformAll,
+    ReconcileTool,
     RenderInstructions,
     Terminate,
     ToolsExecuted,
@@ -90,6 +91,8 @@ def _step_label(step: CallStep) -> str:
             return f"{type(event).__name__} hook #{hook} of {call_id}"
         case AskPolicy(call_id=call_id, tool=tool):
             return f"policy about {tool} ({call_id})"
+        case ReconcileTool(call_id=call_id, tool=tool):
+            return f"reconcile {tool} ({call_id})"
 
 
 def _loose(effect: Effect) -> object:
@@ -133,6 +136,9 @@ class ReplayInterpreter:
         inner: Interpreter | None = None,
     ) -> None:
         self.trace = trace
+        #: This interpreter replays: what it performs was performed before
+        #: (an observer marks its spans and records no metrics for it).
+        self.replaying = True
         self.strict = strict
         self.live_tools = live_tools
         self._inner = inner if inner is not None else LiveInterpreter(trace.header.run_id)

@@ -43,6 +43,12 @@ def _callbacks(env: RunEnv) -> Callbacks:
         # validated it against the tool's schema, and nothing is made up here.
         return Call(implementation.invoke, (_tool_context(env, call_id, actions), args))
 
+    def reconcile(call_id: CallId, name: str, args: JsonValue, actions: Actions) -> Call | None:
+        callback = getattr(env.tools.get(name), "reconcile", None)
+        if callback is None:
+            return None
+        return Call(callback, (_tool_context(env, call_id, actions), args))
+
     return Callbacks(
         ctx,
         env.hooks,
@@ -52,6 +58,7 @@ def _callbacks(env: RunEnv) -> Callbacks:
         env.output_guardrails,
         None if render is None else (lambda turn: Call(render, (ctx,))),
         tool,
+        reconcile,
     )
 
 

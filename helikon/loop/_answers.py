@@ -19,7 +19,13 @@ guardrail              ``Pass()``              tripwire (kind Other)           t
 instructions function  the text ``"None"``     ``str(value)``                  ``InstructionsFailed``
 tool                   JSON ``null``           a crashed tool (no JSON form)   ``ToolError``: its failure;
                                                                                else a crashed tool
+reconcile callback     ``CallbackRaised``      ``CallbackRaised`` (unknown)    ``CallbackRaised`` (unknown)
 =====================  ======================  ==============================  ==========================
+
+A tool that gave no answer at all (:class:`NoAnswer`: the call did not
+complete, its worker was lost) may or may not have run: that is
+:class:`~helikon.effects.ToolOutcomeUnknown`, which the machine reconciles.
+A reconcile callback answers :class:`~helikon.effects.Reconciled`.
 
 A callback the run does not have (a hook number out of range, no policy
 installed, no approval handler, a tool with no implementation) is reported
@@ -43,10 +49,14 @@ from helikon.effects import (
     InstructionsFailed,
     InstructionsRendered,
     PolicyAnswered,
+    Reconciled,
     StepResult,
+    ToolNotPerformed,
+    ToolOutcomeUnknown,
     ToolRaised,
+    ToolReturned,
 )
-from helikon.errors import GuardrailTripped, ToolCrashed, ToolError
+from helikon.errors import GuardrailTripped, NormalFormError, ToolCrashed, ToolError
 from helikon.governance import (
     Allow,
     AskUser,
@@ -184,7 +194,38 @@ def tool_raised(call_id: CallId, error: BaseException) -> StepResult:
     """
     if isinstance(error, ToolError):
         return ToolRaised(call_id, error.failure)
+    if isinstance(error, NoAnswer) and not isinstance(error, MissingCallback):
+        # The call did not complete: it may or may not have run.
+        return ToolOutcomeUnknown(call_id, described(error))
     return ToolRaised(call_id, ToolCrashed(described(error)))
+
+
+def reconcile_step(call_id: CallId, answer: Answer) -> StepResult:
+    """A reconcile callback's answer: :class:`~helikon.effects.Reconciled`
+    says whether the call happened (and with what output); anything else,
+    or an exception, leaves the outcome unknown (``CallbackRaised``).
+
+    >>> reconcile_step(CallId("c"), Returned(Reconciled(True, "paid")))
+    ToolReturned(call_id='c', output='paid')
+    >>> reconcile_step(CallId("c"), Returned(Reconciled(False)))
+    ToolNotPerformed(call_id='c')
+    >>> reconcile_step(CallId("c"), Raised(MissingCallback("tool 'pay' has no reconcile callback")))
+    CallbackRaised(call_id='c', message="tool 'pay' has no reconcile callback")
+    """
+    match answer:
+        case Returned(value=Reconciled(happened=False)):
+            return ToolNotPerformed(call_id)
+        case Returned(value=Reconciled(output=output)):
+            try:
+                return ToolReturned(call_id, output)
+            except NormalFormError as exc:
+                return CallbackRaised(call_id, f"the reconcile callback's output has no JSON form: {exc}")
+        case Returned(value=value):
+            return CallbackRaised(call_id, f"the reconcile callback answered {value!r}, not a Reconciled")
+        case Raised(error=NoAnswer() as error):
+            return CallbackRaised(call_id, described(error))
+        case Raised(error=error):
+            return CallbackRaised(call_id, f"the reconcile callback raised {described(error)}")
 
 
 def turn_hook_decision(answer: Answer) -> HookDecision:
@@ -310,6 +351,7 @@ ANSWERS = {
     "guardrail": guardrail_verdict,
     "instructions": instructions_result,
     "tool_raised": tool_raised,
+    "reconcile": reconcile_step,
 }
 
 __all__ = [
@@ -329,6 +371,7 @@ __all__ = [
     "hook_step",
     "instructions_result",
     "policy_step",
+    "reconcile_step",
     "tool_raised",
     "turn_hook_decision",
 ]

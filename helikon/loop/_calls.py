@@ -14,6 +14,17 @@ this call (:data:`~helikon.effects.CallStep`), and the step a call waits on is
 a function of its state (:func:`pending_step`), so a state saved anywhere
 resumes through the same pure steps.
 
+A call whose tool was asked to run is *started* (:class:`Running`): a state
+saved from then on says so, and is saved before the tool runs by any driver
+that stores the state after every step (the outcome that moves a call to
+:class:`Running` is the one whose effect runs the tool). Resuming such a
+state never silently runs the tool again (:func:`resumed_step`): a tool that
+may be re-run (declared idempotent, or read-only) runs again with the same
+call id; any other is *reconciled*: its ``reconcile`` callback says whether
+it happened and with what result, and without one the model is told that
+the outcome is unknown. The same holds when an interpreter reports that a
+started call did not come back (:class:`~helikon.effects.ToolOutcomeUnknown`).
+
 An approval stands in for the "ask" step of the call's permission pipeline
 and nothing else: it is fed to :func:`~helikon.governance.after_approval`,
 after which the remaining guards, the allow rules, the mode and the policy
@@ -39,7 +50,10 @@ from helikon.effects import (
     HookAnswered,
     InvokeTool,
     PolicyAnswered,
+    ReconcileTool,
     StepResult,
+    ToolNotPerformed,
+    ToolOutcomeUnknown,
     ToolRaised,
     ToolReturned,
 )
@@ -95,7 +109,17 @@ class Permitting:
 
 @attrs.frozen
 class Running:
-    """The tool runs."""
+    """The tool was asked to run: the call is *started*. Resumed from a
+    stored state, it is re-run or reconciled, never silently run again
+    (:func:`resumed_step`)."""
+
+
+@attrs.frozen
+class Reconciling:
+    """The call was started and did not come back (``reason`` says how): its
+    ``reconcile`` callback is asked what became of it."""
+
+    reason: str = ""
 
 
 @attrs.frozen
@@ -117,7 +141,7 @@ class Settled:
 
 
 #: Where a call is in its pipeline.
-CallStage: TypeAlias = PreHooks | Permitting | Running | PostHooks | Settled
+CallStage: TypeAlias = PreHooks | Permitting | Running | Reconciling | PostHooks | Settled
 
 
 @attrs.frozen
@@ -185,12 +209,55 @@ def pending_step(state: ToolCallState) -> CallStep | None:
             return AskPolicy(call.call_id, call.name, state.args)
         case Running():
             return InvokeTool(call.call_id, call.name, state.args)
+        case Reconciling():
+            return ReconcileTool(call.call_id, call.name, state.args)
         case PostHooks(output=output, hook=hook):
             return FireHook(call.call_id, hook, PostToolUse(call.name, state.args, output))
         case Permitting() | Settled():
             return None
         case _:
             assert_never(stage)
+
+
+#: Why a started call of a stored state is reconciled.
+RESUMED = "it was started before the run was resumed"
+
+
+def may_rerun(spec: AgentSpec, name: str) -> bool:
+    """Whether a started call of tool ``name`` whose result was lost may
+    simply run again (with the same call id): the tool is declared
+    idempotent, or only reads.
+
+    >>> from helikon.model import ToolDef, ToolEffect
+    >>> spec = AgentSpec("a", tools=(ToolDef("look", "", {}, effect=ToolEffect.READ_ONLY),
+    ...                              ToolDef("pay", "", {})), idempotent_tools=("put",))
+    >>> may_rerun(spec, "look"), may_rerun(spec, "pay"), may_rerun(spec, "put")
+    (True, False, True)
+    """
+    if name in spec.idempotent_tools:
+        return True
+    tool = spec.tool(name)
+    return tool is not None and tool.effect is ToolEffect.READ_ONLY
+
+
+def resumed_step(state: ToolCallState, spec: AgentSpec) -> CallStep | None:
+    """The step a call of a *stored* state waits on: :func:`pending_step`,
+    except that a started call (:class:`Running`) is run again only if its
+    tool :func:`may_rerun`; otherwise its outcome is reconciled
+    (:class:`~helikon.effects.ReconcileTool`). The tool step the state's
+    own outcome asked for may have run already: nothing says it did not.
+
+    >>> from helikon.ids import CallId
+    >>> from helikon.model import ToolDef
+    >>> spec = AgentSpec("a", tools=(ToolDef("pay", "", {}),))
+    >>> started, _ = open_call(ToolCall(CallId("c1"), "pay", "{}"), spec)
+    >>> pending_step(started), resumed_step(started, spec)
+    (InvokeTool(call_id='c1', tool='pay', args={}), ReconcileTool(call_id='c1', tool='pay', args={}))
+    """
+    if type(state.stage) is Running and not may_rerun(spec, state.call.name):
+        call = state.call
+        return ReconcileTool(call.call_id, call.name, state.args)
+    return pending_step(state)
 
 
 def waits_on_step(state: ToolCallState) -> bool:
@@ -228,13 +295,21 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
             return _rewritten(state, replaced_value(verdict, state.args), "a PreToolUse hook", spec)
         case Permitting(step=PolicyNeeded()), PolicyAnswered(decision=decision):
             return _decide(state, after_policy(decision), spec)
-        case Running(), ToolReturned(output=output):
+        case Running() | Reconciling(), ToolReturned(output=output):
             if spec.governance.hooks:
                 return state.at(PostHooks(output)), ()
             return _finish(state, output, spec)
-        case Running(), ToolRaised(failure=failure):
+        case Running() | Reconciling(), ToolRaised(failure=failure):
             errors = failure.schema_errors if type(failure) is InvalidArgs else ()
             return _settle(state, describe(_scrubbed(failure, spec)), spec, errors)
+        case Running() | Reconciling(), ToolNotPerformed():
+            return state.at(Running()), ()  # it did not happen: run it now
+        case Running(), ToolOutcomeUnknown(reason=reason):
+            return state.at(Reconciling(reason)), ()
+        case Running() | Reconciling(), CallbackRaised(message=message):
+            # Only a reconcile step of a started call answers CallbackRaised.
+            why = stage.reason if type(stage) is Reconciling else RESUMED
+            return _settle(state, _clean(unknown_outcome(state.call, why, message), spec), spec)
         case PostHooks(output=output, hook=hook, verdict=verdict), HookAnswered(decision=decision):
             verdict = verdict.add(decision)
             if verdict.denial is None and hook + 1 < len(spec.governance.hooks):
@@ -249,6 +324,20 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
     expected = pending_step(state)
     wanted = type(expected).__name__ if expected is not None else "no step result"
     return f"tool call {state.call.call_id!r} waits for {wanted}, not {type(result).__name__}"
+
+
+def unknown_outcome(call: ToolCall, why: str, message: str) -> str:
+    """The error result the model receives for a call whose outcome is unknown.
+
+    >>> from helikon.ids import CallId
+    >>> unknown_outcome(ToolCall(CallId("c1"), "pay", "{}"), RESUMED, "tool 'pay' has no reconcile callback")
+    "the outcome of tool call 'c1' (pay) is unknown: it was started before the run was resumed, \
+and it may or may not have taken effect (tool 'pay' has no reconcile callback)"
+    """
+    return (
+        f"the outcome of tool call {call.call_id!r} ({call.name}) is unknown: {why}, "
+        f"and it may or may not have taken effect ({message})"
+    )
 
 
 _HOOK_DECISIONS = (Allow, Deny, ReplaceInput, ReplaceOutput, InjectSystemMessage)
@@ -412,6 +501,8 @@ __all__ = [
     "Permitting",
     "PostHooks",
     "PreHooks",
+    "RESUMED",
+    "Reconciling",
     "Running",
     "Settled",
     "ToolCallState",
@@ -419,7 +510,10 @@ __all__ = [
     "feed_approval",
     "feed_step",
     "open_call",
+    "may_rerun",
     "pending_step",
+    "resumed_step",
     "settled",
+    "unknown_outcome",
     "waits_on_step",
 ]

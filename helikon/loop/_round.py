@@ -30,7 +30,7 @@ from helikon.effects import (
 )
 from helikon.errors import AgentError, InvalidToolArgs, StepError
 from helikon.events import AgentEvent, ApprovalRequested, ToolOutputItem
-from helikon.items import Item, system_text
+from helikon.items import Item, ToolCall, system_text
 from helikon.loop._calls import (
     Settled,
     ToolCallState,
@@ -38,6 +38,7 @@ from helikon.loop._calls import (
     feed_approval,
     feed_step,
     pending_step,
+    resumed_step,
     waits_on_step,
 )
 from helikon.loop._outcome import Outcome
@@ -79,9 +80,15 @@ def advance_round(
 
 
 def round_effect(phase: ExecutingTools | NeedsApproval, spec: AgentSpec) -> Effect:
-    """The effect a stored round waits on (for resuming)."""
+    """The effect a stored round waits on (for resuming): a started tool
+    call is re-run or reconciled, never silently run again
+    (:func:`~helikon.loop._calls.resumed_step`)."""
     if type(phase) is ExecutingTools:
-        steps: list[CallStep] = [s for s in map(pending_step, phase.calls) if s is not None]
+        steps: list[CallStep] = []
+        for call in phase.calls:
+            step = resumed_step(call, spec)
+            if step is not None:
+                steps.append(step)
         return ExecuteTools(tuple(steps))
     requests = tuple(r for r in map(approval_request, phase.calls) if r is not None)
     return _ask(spec, requests)
@@ -129,6 +136,10 @@ def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec)
         return Failure(StepError("no approval was asked for"))
     answers = {d.call_id: d for d in result.decisions}
     waiting = [c.call.call_id for c in phase.calls if approval_request(c) is not None]
+    if answered_before(state, result):
+        # Answers given again (to an earlier question of this run): consumed
+        # when first given, they change nothing; the run waits on.
+        return Success(Outcome(state, (), round_effect(phase, spec)))
     missing = [cid for cid in waiting if cid not in answers]
     if missing:
         return Failure(StepError(f"no decision for tool call(s) {', '.join(missing)}"))
@@ -146,6 +157,21 @@ def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec)
         calls.append(fed)
         events.extend(more)
     return Success(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
+
+
+def answered_before(state: RunState, result: ApprovalsGiven) -> bool:
+    """Whether every decision of ``result`` is about a tool call of this run
+    that no longer waits for a human: answers delivered a second time, which
+    were consumed when first given and change nothing."""
+    if not result.decisions:
+        return False
+    phase = state.phase
+    known = {item.call_id for item in state.conversation if type(item) is ToolCall}
+    if type(phase) is ExecutingTools or type(phase) is NeedsApproval:
+        waiting = {c.call.call_id for c in phase.calls if approval_request(c) is not None}
+        known.update(c.call.call_id for c in phase.calls)
+        known -= waiting
+    return all(d.call_id in known for d in result.decisions)
 
 
 def _settle(
@@ -178,4 +204,4 @@ def _settle(
     return next_turn(state, spec, turn, events, appended)
 
 
-__all__ = ["advance_round", "on_approvals_given", "on_tools_executed", "round_effect"]
+__all__ = ["advance_round", "answered_before", "on_approvals_given", "on_tools_executed", "round_effect"]

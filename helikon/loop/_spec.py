@@ -103,6 +103,10 @@ class AgentSpec:
         description: what the agent does (telemetry's ``gen_ai.agent.description``).
         price: its model's price (resolved from the run's price source when
             the run starts), or None: its turns cost None.
+        idempotent_tools: the names of the tools declared idempotent
+            (``@tool(idempotent=True)``): a started call of one whose result
+            was lost is run again with the same call id (see
+            :func:`helikon.loop.may_rerun`).
     """
 
     name: str
@@ -120,6 +124,7 @@ class AgentSpec:
     governance: Governance = Governance()
     description: str = ""
     price: ModelPrice | None = None
+    idempotent_tools: tuple[str, ...] = ()
 
     @property
     def model_tools(self) -> tuple[ToolDef, ...]:

@@ -30,7 +30,7 @@ from helikon.errors import StepError
 from helikon.loop import _transition as rules
 from helikon.loop._model_form import model_answer
 from helikon.loop._outcome import Outcome
-from helikon.loop._round import Step, on_approvals_given, on_tools_executed
+from helikon.loop._round import Step, answered_before, on_approvals_given, on_tools_executed
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
     ApplyingHandoff,
@@ -119,6 +119,9 @@ def transition(state: RunState, result: EffectResult, spec: AgentSpec) -> Result
     if type(result) is ModelResponded:
         result = model_answer(result)  # a model's values enter in normal form, or fail the call
     handler = TABLE.get((type(state.phase), type(result)))
+    if handler is None and type(result) is ApprovalsGiven and answered_before(state, result):
+        # The same answers delivered again change nothing: consumed once.
+        return rules.resume(state, spec)
     if handler is None:
         return Failure(
             StepError(f"phase {type(state.phase).__name__} does not accept {type(result).__name__}")

@@ -57,7 +57,7 @@ from helikon.observability._runs import (
     parent_of,
     stamps_of,
 )
-from helikon.observability._telemetry import Signals, resolve_signals
+from helikon.observability._telemetry import Signals, replayed, replaying, resolve_signals
 from helikon.observability._waves import Tree, Wave, owner, settle
 
 #: The live events that are pieces of a streamed model answer.
@@ -160,6 +160,8 @@ class ObservingInterpreter:
         to report to adds no call at all to a run's steps."""
         self._signals = self.telemetry.signals()
         inner_part = getattr(self.inner, "perform_part", None)
+        if self._signals is not None and replaying(self.inner):
+            self._signals = replayed(self._signals)  # a replay performs nothing anew
         if self._signals is None:
             self.__dict__["perform"] = self.inner.perform
             self.__dict__["observe"] = self._inner_observe

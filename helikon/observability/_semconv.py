@@ -94,6 +94,9 @@ TAGS: Final = "langfuse.trace.tags"
 RUN_ID: Final = "helikon.run.id"
 TURN: Final = "helikon.turn"
 SUSPENDED: Final = "helikon.run.suspended"
+#: On every span of a replayed run (a :class:`~helikon.interpreters.ReplayInterpreter`):
+#: what it describes was performed before, not now.
+REPLAY: Final = "helikon.replay"
 
 #: The attributes the conventions list for ``gen_ai.client.operation.duration``
 #: and ``gen_ai.client.token.usage`` (besides ``gen_ai.token.type`` on the latter).

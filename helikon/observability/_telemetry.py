@@ -9,7 +9,7 @@ effect straight through, so an unconfigured observer costs next to nothing.
 
 from __future__ import annotations
 
-from typing import final
+from typing import Any, final
 
 import attrs
 from opentelemetry import metrics, trace
@@ -87,4 +87,45 @@ def resolve_signals(
     )
 
 
-__all__ = ["SCOPE", "Signals", "configured", "resolve_signals"]
+@final
+class _ReplayTracer(trace.Tracer):
+    """A tracer whose spans say they describe a replay (``helikon.replay``)."""
+
+    def __init__(self, inner: trace.Tracer) -> None:
+        self._inner = inner
+
+    def start_span(self, name: str, *args: Any, **kwargs: Any) -> trace.Span:
+        kwargs["attributes"] = {**(kwargs.get("attributes") or {}), sc.REPLAY: True}
+        return self._inner.start_span(name, *args, **kwargs)
+
+    def start_as_current_span(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        kwargs["attributes"] = {**(kwargs.get("attributes") or {}), sc.REPLAY: True}
+        return self._inner.start_as_current_span(name, *args, **kwargs)
+
+
+def replayed(signals: Signals) -> Signals:
+    """``signals`` for a replayed run: nothing it reports is new work, so its
+    spans are marked ``helikon.replay=true`` and its metrics (token usage,
+    durations, tool calls) are not recorded at all — a replay never counts
+    as spending."""
+    return attrs.evolve(
+        signals,
+        tracer=_ReplayTracer(signals.tracer),
+        token_usage=metrics.NoOpHistogram(sc.TOKEN_USAGE),
+        duration=metrics.NoOpHistogram(sc.OPERATION_DURATION),
+        tool_calls=metrics.NoOpCounter(sc.TOOL_CALLS),
+    )
+
+
+def replaying(interpreter: object) -> bool:
+    """Whether ``interpreter`` (or one it wraps, through ``inner``) replays a
+    recording (its ``replaying`` attribute is true)."""
+    seen = 0
+    while interpreter is not None and seen < 16:
+        if getattr(interpreter, "replaying", False) is True:
+            return True
+        interpreter, seen = getattr(interpreter, "inner", None), seen + 1
+    return False
+
+
+__all__ = ["SCOPE", "Signals", "configured", "replayed", "replaying", "resolve_signals"]

@@ -31,6 +31,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from helikon.errors import ConfigError
 from helikon.interpreters._children import resolve
+from helikon.loop import AgentSpec, may_rerun
 from helikon.temporal._activities import AgentActivities, CtxFactory, Registration
 from helikon.temporal._posture import WorkerPosture
 from helikon.temporal._wire import ActivitySettings, ToolAttempts
@@ -111,8 +112,11 @@ class TemporalAgentWorker:
         tool_max_attempts: attempts of a ``call_step`` activity (per-tool
             overrides at :meth:`register`), and of the hooks', guardrails'
             and opaque children's activities. Tool errors are data and never
-            retried; a crash mid-call is, so tools must be idempotent or be
-            registered with one attempt.
+            retried. A lost attempt of a tool that may be re-run (declared
+            idempotent, or read-only) is retried with the same call id; any
+            other tool has one attempt, and a lost one is a call whose
+            outcome is unknown, which the machine reconciles (its
+            ``reconcile`` callback, else an error the model sees).
         instructions_max_attempts: attempts of ``render_instructions``.
         graceful_shutdown_timeout: how long :meth:`shutdown` lets in-flight
             activities finish before cancelling them (they are then retried
@@ -192,9 +196,9 @@ class TemporalAgentWorker:
                 for every activity that runs user code; it may be async. A
                 seed it rejects (by raising) fails the run at once. Without
                 a factory the user ctx is ``None`` and a seed is refused.
-            tool_max_attempts: per-tool attempt limits (``{"charge": 1}``
-                for a tool that must never run twice), for a tool of that
-                name in any agent the run reaches.
+            tool_max_attempts: per-tool attempt limits, for a tool of that
+                name in any agent the run reaches (a tool that may not be
+                re-run has one attempt whatever is given).
 
         Raises:
             ConfigError: ``agent`` is not a helikon agent, its name is taken,
@@ -208,12 +212,17 @@ class TemporalAgentWorker:
             raise ConfigError(f"an agent named {agent.name!r} is already registered on this worker")
         if ctx_factory is not None and not callable(ctx_factory):
             raise ConfigError(f"agent {agent.name!r}: ctx_factory must be callable")
-        overrides: list[ToolAttempts] = []
-        known = _tool_names(agent)
+        known = _tools(agent)
+        # A tool that may not be re-run gets one attempt: a lost attempt is a
+        # call whose outcome is unknown, which the machine reconciles (Temporal
+        # never runs it again). A re-runnable one is retried with its call id.
+        limits = {tool: 1 for tool, rerun in known.items() if not rerun}
         for tool, attempts in sorted((tool_max_attempts or {}).items()):
             if tool not in known:
                 raise ConfigError(f"agent {agent.name!r} has no tool {tool!r} (in tool_max_attempts)")
-            overrides.append(ToolAttempts(tool, _attempts(attempts, f"tool_max_attempts[{tool!r}]")))
+            limit = _attempts(attempts, f"tool_max_attempts[{tool!r}]")
+            limits[tool] = min(limit, limits.get(tool, limit))
+        overrides = [ToolAttempts(tool, limits[tool]) for tool in sorted(limits)]
         settings = ActivitySettings(
             model_timeout_s=self._model_timeout,
             tool_timeout_s=self._tool_timeout,
@@ -290,7 +299,13 @@ def _check_durable(agent: object) -> None:
 def _tool_names(agent: Any) -> frozenset[str]:
     """The names of the tools of every agent ``agent`` can reach (its
     handoff targets, workflow children and swarm members, at any depth)."""
-    names: set[str] = set()
+    return frozenset(_tools(agent))
+
+
+def _tools(agent: Any) -> dict[str, bool]:
+    """Every tool ``agent`` can reach, by name: whether it may be re-run
+    (:func:`helikon.loop.may_rerun`: declared idempotent, or read-only)."""
+    tools: dict[str, bool] = {}
     seen: set[int] = set()
     queue: list[Any] = [agent]
     while queue:
@@ -298,13 +313,16 @@ def _tool_names(agent: Any) -> frozenset[str]:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        names.update(getattr(current, "tool_map", {}))
+        spec = getattr(current, "spec", None)
+        for name in getattr(current, "tool_map", {}):
+            rerun = isinstance(spec, AgentSpec) and may_rerun(spec, name)
+            tools[name] = tools.get(name, True) and rerun
         queue.extend(resolve(handoff) for handoff in getattr(current, "handoffs", ()))
         queue.extend(child for _, child in getattr(current, "children", ()))
         members = getattr(current, "members", None)
         if isinstance(members, Mapping):
             queue.extend(members.values())
-    return frozenset(names)
+    return tools
 
 
 __all__ = ["TemporalAgentWorker", "replayer", "sandbox_passthrough", "workflow_runner"]

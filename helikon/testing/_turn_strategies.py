@@ -30,7 +30,9 @@ from helikon.effects import (
     HookAnswered,
     InvokeTool,
     PolicyAnswered,
+    ReconcileTool,
     StepResult,
+    ToolNotPerformed,
     ToolRaised,
     ToolReturned,
 )
@@ -150,6 +152,8 @@ def step_results(step: CallStep) -> st.SearchStrategy[StepResult]:
             return st.one_of(st.builds(PolicyAnswered, st.just(cid), policy_decisions()), raised)
         case InvokeTool(call_id=cid):
             return tool_outcomes(cid)
+        case ReconcileTool(call_id=cid):
+            return st.one_of(tool_outcomes(cid), st.builds(ToolNotPerformed, st.just(cid)), raised)
 
 
 @attrs.frozen

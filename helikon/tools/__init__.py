@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import typing
 
+from helikon.effects import Reconciled
 from helikon.tools._convert import convert, to_json
 from helikon.tools._decorator import FunctionTool, tool, tools
 from helikon.tools._schema import type_schema
@@ -110,6 +111,7 @@ __all__ = [
     "OsSandboxBackend",
     "OsSandboxError",
     "ReadTool",
+    "Reconciled",
     "ResourceLimits",
     "Sandbox",
     "SandboxGuarantees",

@@ -132,6 +132,12 @@ class FunctionTool(Generic[P, R]):
     #: What the tool does to the world; permission modes decide by it.
     effect: ToolEffect
     _plan: _Plan
+    #: Running it twice with the same ``ToolContext.call_id`` does what
+    #: running it once does: a started call whose result was lost is re-run.
+    idempotent: bool = False
+    #: ``reconcile(ctx, args) -> Reconciled`` (sync or async): what became
+    #: of a started call whose result was lost (see ``docs/interpreters.md``).
+    reconcile: Callable[..., Any] | None = None
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the wrapped function directly."""
@@ -178,6 +184,8 @@ def tool(
     description: str | None = None,
     effect: ToolEffect | None = None,
     thread: bool | None = None,
+    idempotent: bool | None = None,
+    reconcile: Callable[..., Any] | None = None,
 ) -> FunctionTool[P, R]: ...
 @overload
 def tool(
@@ -186,6 +194,8 @@ def tool(
     description: str | None = None,
     effect: ToolEffect | None = None,
     thread: bool | None = None,
+    idempotent: bool | None = None,
+    reconcile: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 def tool(
     fn: Callable[P, R] | None = None,
@@ -195,6 +205,8 @@ def tool(
     description: str | None = None,
     effect: ToolEffect | None = None,
     thread: bool | None = None,
+    idempotent: bool | None = None,
+    reconcile: Callable[..., Any] | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a function into a :class:`FunctionTool`.
 
@@ -234,6 +246,16 @@ def tool(
             or, with ``False``, on the event loop, which saves the thread hop
             (about 150 µs) but blocks the run while it runs and cannot be
             interrupted. Only for quick, pure computations.
+        idempotent: running the tool twice with the same
+            ``ToolContext.call_id`` (its idempotency key) does what running
+            it once does. A call that was started and whose result was lost
+            (a crash, a lost worker) is then simply run again; otherwise it
+            is reconciled.
+        reconcile: ``reconcile(ctx, args) -> Reconciled`` (sync or async):
+            asked, for a started call whose result was lost, whether it
+            happened (``Reconciled(True, output)``) or not
+            (``Reconciled(False)``: the call then runs). Without it, the
+            model is told that the call's outcome is unknown.
 
     Decorating a :class:`FunctionTool` again returns a copy with just the
     given options changed: ``tool(add, name="plus")``.
@@ -252,8 +274,13 @@ def tool(
                 description=func.description if description is None else description,
                 effect=effect or func.effect,
                 plan=plan,
+                idempotent=func.idempotent if idempotent is None else idempotent,
+                reconcile=func.reconcile if reconcile is None else reconcile,
             )
-        return _build(func, name, description, effect or ToolEffect.SIDE_EFFECT, thread is not False)
+        built = _build(func, name, description, effect or ToolEffect.SIDE_EFFECT, thread is not False)
+        if idempotent or reconcile is not None:
+            built = attrs.evolve(built, idempotent=bool(idempotent), reconcile=reconcile)
+        return built
 
     return decorate if fn is None else decorate(fn)
 

@@ -67,7 +67,10 @@ class Scripted:
         return stream()
 
 
-@tool
+# Idempotent (keyed by its call id): a state stored after its call was
+# started resumes by running it again with the same call id (issue 36), so a
+# run resumed after any step gives the uninterrupted run's events.
+@tool(idempotent=True)
 async def refund(amount: int) -> str:
     """Refund money.
 

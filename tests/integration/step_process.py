@@ -11,6 +11,7 @@ once the run is over.
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,15 @@ def main(kind: str, state_file: Path) -> None:
         live, result = trio.run(lambda: perform(agent, effect, run_id="r"))
         outcome = advance(agent, state, result)
         events = [*live, *outcome.events]
+        state_file.write_bytes(dump_state(outcome.state))
+        # An effect the stored state would not give again (it starts tool
+        # steps, which the stored state now marks started) is this job's to
+        # perform: a later job would reconcile them instead.
+        while outcome.effect != pending(agent, outcome.state):
+            live, result = trio.run(functools.partial(perform, agent, outcome.effect, run_id="r"))
+            outcome = advance(agent, outcome.state, result)
+            events.extend((*live, *outcome.events))
+            state_file.write_bytes(dump_state(outcome.state))
     state_file.write_bytes(dump_state(outcome.state))
     for event in events:
         sys.stdout.buffer.write(to_json(event, AgentEvent) + b"\n")

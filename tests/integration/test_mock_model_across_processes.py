@@ -50,7 +50,9 @@ def test_one_effect_per_fresh_process_gives_the_events_of_one_process(tmp_path: 
     assert type(events[-1]).__name__ == "RunCompleted"
     # every scripted reply was played exactly once, each in its own process
     assert sum(type(e).__name__ == "TurnStarted" for e in events) == len(SCRIPTS)
-    assert processes > len(SCRIPTS) + 1
+    # (a tool round runs in the job whose step started it: a stored state
+    # marks its calls started, and a later job would reconcile them)
+    assert processes > len(SCRIPTS)
 
 
 def test_across_processes_each_model_skips_the_turns_of_the_agent_before_a_handoff(tmp_path: Path) -> None:

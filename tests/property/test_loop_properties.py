@@ -61,6 +61,7 @@ from helikon.effects import (
     InstructionsRendered,
     ModelCallFailed,
     ModelResponded,
+    ReconcileTool,
     RenderInstructions,
     Terminate,
     ToolsExecuted,
@@ -102,6 +103,7 @@ from helikon.loop import (
     parse_json,
     pending_step,
     resume,
+    resumed_step,
     schema_errors,
     start,
     transition,
@@ -329,7 +331,13 @@ def fed(out: Outcome, result: EffectResult, spec: AgentSpec) -> Outcome:
     assert transition(out.state, result, spec).unwrap() == first
     reloaded = from_json(to_json(out.state), RunState)
     assert transition(reloaded, result, from_json(to_json(spec), AgentSpec)).unwrap() == first
-    assert resume(from_json(to_json(first.state), RunState), spec).unwrap().effect == first.effect
+    stored = resume(from_json(to_json(first.state), RunState), spec).unwrap().effect
+    if type(first.state.phase) is ExecutingTools:
+        # A stored round re-runs or reconciles its started calls (issue 36).
+        phase = first.state.phase
+        assert stored == ExecuteTools(tuple(s for s in (resumed_step(c, spec) for c in phase.calls) if s))
+    else:
+        assert stored == first.effect
     return first
 
 
@@ -559,7 +567,16 @@ def test_resuming_a_reloaded_state_at_any_step_gives_the_same_events(recorded: S
         outcome, emitted = replay(spec, whole, input, k)
         loaded_spec = from_json(to_json(spec), AgentSpec)
         pending = resume(from_json(to_json(outcome.state), RunState), loaded_spec).unwrap()
-        assert pending.effect == outcome.effect
+        if pending.effect != outcome.effect:
+            # A tool step the state marks started may have run: a stored state
+            # re-runs it only if it may be re-run, and reconciles it otherwise.
+            phase = outcome.state.phase
+            assert type(phase) is ExecutingTools and type(outcome.effect) is ExecuteTools
+            assert pending.effect == ExecuteTools(
+                tuple(s for s in (resumed_step(c, spec) for c in phase.calls) if s is not None)
+            )
+            assert any(type(s) is ReconcileTool for s in pending.effect.steps)
+            continue
         remaining = model[sum(type(s.effect) is CallModel for s in whole.steps[:k]) :]
         resumed = interpreter(spec, remaining, tools, callbacks).resume(loaded_spec, pending)
         assert [*emitted, *resumed.events] == list(whole.events)

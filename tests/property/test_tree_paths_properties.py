@@ -224,10 +224,13 @@ def one_effect_per_job(node: Node, mode: str) -> tuple[list[Any], Usage, Trace]:
     recorder = RecordingInterpreter(LiveInterpreter("r"))
     outcome = start(build(node), "go", run_id="r", ctx=context(approvals=mode), recorder=recorder)
     stored, events = dump_state(outcome.state), list(outcome.events)
+    carried: Any = None
     while not isinstance(outcome.effect, Terminate):
         agent, ctx = build(node), context(approvals=mode)  # a fresh worker
         state = load_state(stored)
-        effect = pending(agent, state, ctx=ctx)
+        # An effect that starts tool steps is performed by the job whose step
+        # asked for it: the stored state marks them started (issue 36).
+        effect = pending(agent, state, ctx=ctx) if carried is None else carried
         if isinstance(effect, AwaitApproval):  # the human's job: approve each call it names
             event(f"suspended with {len(effect.requests)} request(s)")
             live: tuple[Any, ...] = ()
@@ -239,6 +242,8 @@ def one_effect_per_job(node: Node, mode: str) -> tuple[list[Any], Usage, Trace]:
         outcome = advance(agent, state, result, ctx=ctx, recorder=recorder)
         stored = dump_state(outcome.state)
         events += [*live, *outcome.events]
+        asked = outcome.effect
+        carried = None if asked == pending(agent, outcome.state, ctx=ctx) else asked
     end = events[-1]
     assert isinstance(end, RunCompleted | RunFailed)
     return events, end.usage, Trace.from_bytes(recorder.trace.to_bytes())

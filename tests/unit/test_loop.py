@@ -37,6 +37,7 @@ from helikon.effects import (
     ModelCallFailed,
     ModelResponded,
     PolicyAnswered,
+    ReconcileTool,
     RenderInstructions,
     RunHooks,
     RunInterrupted,
@@ -711,7 +712,12 @@ def test_a_run_resumed_after_an_approval_still_knows_the_call_was_approved() -> 
     # stored right after the approval and resumed must not ask the human again.
     approved = step(held_for_approval(), ApprovalsGiven((ApprovalDecision(CallId("c2"), True),)), ASKING)
     stored = from_json(to_json(approved.state), RunState)
-    assert resume(stored, ASKING).unwrap().effect == approved.effect
+    resumed = resume(stored, ASKING).unwrap().effect
+    # The approved call is started: resumed, it is reconciled, never asked again.
+    assert type(approved.effect) is ExecuteTools and type(resumed) is ExecuteTools
+    assert [(type(s), s.call_id) for s in resumed.steps] == [
+        (ReconcileTool, s.call_id) for s in approved.effect.steps
+    ]
 
 
 BASH = ToolDef("Bash", "Run a command.", {"type": "object"}, effect=ToolEffect.SIDE_EFFECT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from helikon.codec import from_json, to_json
@@ -178,15 +179,18 @@ def test_every_performed_effect_is_recorded_with_its_result() -> None:
 
 
 def test_a_run_resumed_from_a_reloaded_state_finishes_like_the_original() -> None:
+    # ``add`` may be re-run (idempotent): a checkpoint taken after its call was
+    # started resumes by running it again, with the same call id.
+    spec = attrs.evolve(SPEC, idempotent_tools=("add",))
     script = [call_tools(("c1", "add", {"a": 2, "b": 3})), say("5")]
-    whole = TestInterpreter(script, {"add": add}).run(SPEC, "2+3?", "r1")
+    whole = TestInterpreter(script, {"add": add}).run(spec, "2+3?", "r1")
 
     # A checkpoint after the model's first turn holds only the state, as JSON.
-    begun = start(SPEC, AgentInput.from_user_text("2+3?"), RunId("r1"))
-    first = transition(begun.state, whole.steps[0].result, SPEC).unwrap()
+    begun = start(spec, AgentInput.from_user_text("2+3?"), RunId("r1"))
+    first = transition(begun.state, whole.steps[0].result, spec).unwrap()
     state = from_json(to_json(first.state), RunState)
 
-    rest = TestInterpreter(script[1:], {"add": add}).resume(SPEC, resume(state, SPEC).unwrap())
+    rest = TestInterpreter(script[1:], {"add": add}).resume(spec, resume(state, spec).unwrap())
     deltas = [ToolCallDelta("c1", "add", '{"a":2,"b":3}', 0)]
     assert whole.events == (*begun.events, *deltas, *first.events, *rest.events)
     assert rest.steps == whole.steps[1:]

@@ -23,7 +23,7 @@ from helikon import (
     start,
     tool,
 )
-from helikon.effects import ExecuteTools, Terminate
+from helikon.effects import ExecuteTools, ReconcileTool, Terminate
 from helikon.ids import CallId, RunId
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.items import ToolCall, ToolResult, user_text
@@ -64,13 +64,24 @@ def state_before_tools(agent: LlmAgent[Any]) -> Any:
 
 
 def test_pending_effect_of_a_loaded_state_is_the_effect_it_stopped_at() -> None:
-    agent = make_agent()
+    agent = make_agent().with_tools(tool(add, idempotent=True))
     outcome = state_before_tools(agent)
 
     loaded = load_state(dump_state(outcome.state))
 
     assert pending_effect(agent, loaded) == outcome.effect
     assert pending(agent, loaded) == outcome.effect
+
+
+def test_a_loaded_state_with_a_started_call_reconciles_it() -> None:
+    # ``add`` is not declared idempotent: its call was started when the state
+    # was stored, so the loaded state asks what became of it.
+    agent = make_agent()
+    outcome = state_before_tools(agent)
+
+    effect = pending_effect(agent, load_state(dump_state(outcome.state)))
+
+    assert effect == ExecuteTools((ReconcileTool(CallId("call_r_1_0"), "add", {"a": 1, "b": 2}),))
 
 
 def test_a_state_of_another_agent_is_refused() -> None:

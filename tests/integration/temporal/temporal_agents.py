@@ -198,11 +198,14 @@ def flaky(counts: Counts) -> LlmAgent[Any]:
     return LlmAgent(name="flaky", model=ByTurnModel(scripts, counts), tools=[charge, explode])
 
 
-def gated_tools(counts: Counts, gate: Any | None) -> tuple[Any, Any]:
+def gated_tools(
+    counts: Counts, gate: Any | None, *, idempotent: bool = False, reconcile: Any = None
+) -> tuple[Any, Any]:
     """``fast`` and ``slow``; ``slow`` waits on ``gate`` the first time.
 
     ``gate`` has ``started()`` (called when ``slow`` starts its first
     attempt) and an awaitable ``wait()``; with ``None`` nothing blocks.
+    ``slow`` is declared idempotent, or given a reconcile callback, as asked.
     """
 
     @tool
@@ -215,7 +218,7 @@ def gated_tools(counts: Counts, gate: Any | None) -> tuple[Any, Any]:
         counts.tool("fast")
         return n
 
-    @tool
+    @tool(idempotent=idempotent, reconcile=reconcile)
     async def slow(ctx: ToolContext[Any], n: int) -> int:
         """Return n, slowly.
 
@@ -230,9 +233,9 @@ def gated_tools(counts: Counts, gate: Any | None) -> tuple[Any, Any]:
     return fast, slow
 
 
-def gated(counts: Counts, gate: Any | None) -> LlmAgent[Any]:
+def gated(counts: Counts, gate: Any | None, **options: Any) -> LlmAgent[Any]:
     """Three turns, one tool each; ``slow`` waits on ``gate`` the first time (see :func:`gated_tools`)."""
-    fast, slow = gated_tools(counts, gate)
+    fast, slow = gated_tools(counts, gate, **options)
     scripts = [
         call_tools(("fast", {"n": 1})),
         call_tools(("slow", {"n": 2})),
@@ -348,11 +351,11 @@ def parallel_desk(counts: Counts) -> ParallelAgent:
     return ParallelAgent("desk", "Both at once.").add(notes_agent(counts)).add(billing_agent(counts))
 
 
-def pipeline(counts: Counts, gate: Any | None) -> SequentialAgent:
+def pipeline(counts: Counts, gate: Any | None, **options: Any) -> SequentialAgent:
     """Two children in turn, one tool each; the second's ``slow`` waits on
     ``gate`` the first time, and its instructions read the first's output
     from the run-scoped state."""
-    fast, slow = gated_tools(counts, gate)
+    fast, slow = gated_tools(counts, gate, **options)
     first = LlmAgent(
         name="first",
         model=StepModel("first", [call_tools(("fast", {"n": 1})), say("One.")], counts, "fast"),

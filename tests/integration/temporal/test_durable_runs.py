@@ -27,9 +27,11 @@ from helikon import (
     AgentAsTool,
     AgentEvent,
     LlmAgent,
+    Reconciled,
     RunConfig,
     RunContext,
     RunError,
+    ToolContext,
     ToolOutputItem,
     collect,
 )
@@ -138,7 +140,8 @@ def test_a_worker_stopped_mid_tool_call_is_replaced_and_the_run_finishes(tempora
         # worker's sticky queue to another worker (a real server does, after
         # the sticky schedule-to-start timeout).
         first = TemporalAgentWorker(env.client, task_queue=QUEUE, max_cached_workflows=0)
-        first.register(gated(counts, gate))
+        # ``slow`` is idempotent: a lost attempt is retried with its call id.
+        first.register(gated(counts, gate, idempotent=True))
         serving = asyncio.create_task(first.run())
         run = await TemporalRunner(env.client, task_queue=QUEUE).start("gated", "go", run_id="run-crash")
         await asyncio.wait_for(gate.entered.wait(), timeout=20)
@@ -147,7 +150,8 @@ def test_a_worker_stopped_mid_tool_call_is_replaced_and_the_run_finishes(tempora
         await first.shutdown()  # the in-flight slow call is cancelled with the worker
         await serving
 
-        async with TemporalAgentWorker(env.client, task_queue=QUEUE).register(gated(counts, None)):
+        second = TemporalAgentWorker(env.client, task_queue=QUEUE)
+        async with second.register(gated(counts, None, idempotent=True)):
             result = await run.result()
         history = await run.handle.fetch_history()
         await replayer(runtime=runtime_of(env)).replay_workflow(history)  # raises on non-determinism
@@ -159,7 +163,7 @@ def test_a_worker_stopped_mid_tool_call_is_replaced_and_the_run_finishes(tempora
     # Finished model turns and tools did not run again; only the call in flight did.
     assert counts.turns == {1: 1, 2: 1, 3: 1}
     assert counts.tools == {"fast": 1, "slow": 2}
-    assert result.events == live_events(gated(Counts(), None), "go", "run-crash")
+    assert result.events == live_events(gated(Counts(), None, idempotent=True), "go", "run-crash")
     # The history holds one scheduled activity per effect: the retry is invisible to it.
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_type.name
@@ -289,6 +293,37 @@ def test_a_tool_with_one_attempt_is_not_rerun_after_a_lost_worker(temporal: Any)
     assert slow.is_error and "tool 'slow' did not complete" in slow.content
     assert counts.tools == {"fast": 1, "slow": 1}  # never run twice
     assert result.final_output == "Done: 1 and 20."  # the (scripted) model was told, and went on
+
+
+@pytest.mark.parametrize("happened", [True, False])
+def test_a_lost_call_of_a_tool_that_reconciles_is_reconciled(temporal: Any, happened: bool) -> None:
+    counts = Counts()
+    asked: list[str] = []
+
+    def reconcile(ctx: ToolContext[Any], args: Any) -> Reconciled:
+        asked.append(ctx.call_id)
+        return Reconciled(True, args["n"] * 10) if happened else Reconciled(False)
+
+    async def body(env: Any) -> Any:
+        gate = Gate()
+        first = TemporalAgentWorker(env.client, task_queue=QUEUE, max_cached_workflows=0)
+        first.register(gated(counts, gate, reconcile=reconcile))
+        serving = asyncio.create_task(first.run())
+        run = await TemporalRunner(env.client, task_queue=QUEUE).start("gated", "go", run_id="run-rec")
+        await asyncio.wait_for(gate.entered.wait(), timeout=20)
+        await first.shutdown()
+        await serving
+        async with TemporalAgentWorker(env.client, task_queue=QUEUE).register(
+            gated(counts, None, reconcile=reconcile)
+        ):
+            return await run.result()
+
+    result = temporal(body)
+
+    slow = next(e.item for e in result.events if type(e) is ToolOutputItem and e.item.name == "slow")
+    assert len(asked) == 1 and slow.content == "20" and not slow.is_error
+    assert counts.tools == {"fast": 1, "slow": 1 if happened else 2}
+    assert result.final_output == "Done: 1 and 20."
 
 
 def test_agent_as_tool_runs_its_nested_run_inside_the_tool_activity(temporal: Any) -> None:

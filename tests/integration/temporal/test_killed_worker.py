@@ -46,7 +46,7 @@ def kill_mid_run(temporal: Any, tmp_path: Path, kind: str, run_id: str) -> tuple
             sys.executable, str(SCRIPT), target, QUEUE, str(log), str(marker), kind
         )
         try:
-            agent = make(Counts(log), None)
+            agent = make(Counts(log), None, idempotent=True)  # re-run with its call id
             run = await TemporalRunner(env.client, task_queue=QUEUE).start(agent.name, "go", run_id=run_id)
             while not marker.exists():
                 await asyncio.sleep(0.02)

@@ -44,7 +44,8 @@ async def main(target: str, queue: str, log: str, marker: str, agent: str = "gat
     worker = TemporalAgentWorker(
         client, task_queue=queue, heartbeat_timeout=HEARTBEAT, max_cached_workflows=0
     )
-    worker.register(AGENTS[agent](Counts(Path(log)), Hang(Path(marker))))
+    # ``slow`` is idempotent: its lost call is re-run with the same call id.
+    worker.register(AGENTS[agent](Counts(Path(log)), Hang(Path(marker)), idempotent=True))
     await worker.run()
 
 

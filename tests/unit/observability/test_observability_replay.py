@@ -22,6 +22,7 @@ from helikon import Handoff, ParallelAgent, SequentialAgent, collect
 from helikon.errors import ModelError, RunError
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.model import Usage
+from helikon.observability._semconv import OPERATION_DURATION, REPLAY, TOKEN_USAGE, TOOL_CALLS
 from helikon.testing import call_tools, say
 from helikon.trace import Trace
 
@@ -94,4 +95,28 @@ def test_a_replay_under_the_observer_gives_the_recorded_runs_span_tree(scenario:
     recorded, replayed = live.finished(), replay.finished()
     assert len(recorded) >= 3
     assert shape(replayed) == shape(recorded)
-    assert flat(replayed) == flat(recorded)
+    # Every span of the replay says so (issue 36: a replay is no new work).
+    assert all((s.attributes or {}).get(REPLAY) is True for s in replayed)
+    assert not any(REPLAY in (s.attributes or {}) for s in recorded)
+    assert unmarked(flat(replayed)) == flat(recorded)
+    # ... and a replay records no metrics: no tokens spent, no tool called.
+    assert live.metric_points(TOKEN_USAGE) and not replay.metric_points(TOKEN_USAGE)
+    assert not replay.metric_points(OPERATION_DURATION) and not replay.metric_points(TOOL_CALLS)
+
+
+def unmarked(spans: list[tuple[str, dict[str, object], str]]) -> list[tuple[str, dict[str, object], str]]:
+    return [(path, {k: v for k, v in kept.items() if k != REPLAY}, status) for path, kept, status in spans]
+
+
+def test_a_loose_replay_is_marked_and_counts_nothing_either() -> None:
+    live, replay = Pipeline.new(), Pipeline.new()
+    recorder = RecordingInterpreter(LiveInterpreter(run_id="loose-1"))
+    run(lambda: collect(budget_agent().run(None, "go", interpreter=live.observer(recorder))))
+    trace = Trace.from_bytes(recorder.trace.to_bytes())
+
+    loose = ReplayInterpreter(trace, strict=False)
+    run(lambda: collect(budget_agent().run(None, "go", interpreter=replay.observer(loose))))
+
+    assert replay.finished() and all((s.attributes or {}).get(REPLAY) is True for s in replay.finished())
+    assert live.metric_points(TOOL_CALLS) and not replay.metric_points(TOOL_CALLS)
+    assert not replay.metric_points(TOKEN_USAGE)
