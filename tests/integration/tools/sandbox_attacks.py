@@ -72,6 +72,41 @@ def metadata_attacks(
     ]
 
 
+def own_file_attacks(owned: str, directory: str, inside_name: str) -> list[tuple[str, str]]:
+    """Changes to files outside the root that the command's own uid owns (``owned`` and
+    ``directory``): no path rule sees them, only the read-only mounts stop them."""
+    return [
+        # times
+        ("touch -d", f"touch -d '2001-02-03 04:05' {owned}"),
+        ("touch now", f"touch {owned}"),
+        ("touch -r", f"touch -r / {owned}"),
+        ("touch -m -t", f"touch -m -t 200001010000 {owned}"),
+        ("touch a directory", f"touch -d @5 {directory}"),
+        ("os.utime", py(f"import os; os.utime({owned!r}, (1, 1))")),
+        ("os.utime ns", py(f"import os; os.utime({owned!r}, ns=(3, 3))")),
+        ("futimens", py(f"import os; os.utime(os.open({owned!r}, os.O_RDONLY), (2, 2))")),
+        ("utimes", py(f"import ctypes; assert ctypes.CDLL(None).utimes({owned!r}.encode(), None) == 0")),
+        (
+            "utimensat by dir_fd",
+            py(
+                f"import os; d = os.open({directory!r}, os.O_RDONLY); "
+                f"os.utime({os_basename(owned)!r}, (4, 4), dir_fd=d)"
+            ),
+        ),
+        # the mode
+        ("chmod", f"chmod 0777 {owned}"),
+        ("chmod a directory", f"chmod 0777 {directory}"),
+        ("fchmod", py(f"import os; os.chmod(os.open({owned!r}, os.O_RDONLY), 0o777)")),
+        # xattrs (seccomp refuses them as well)
+        ("user xattr", py(f"import os; os.setxattr({owned!r}, 'user.pwned', b'1')")),
+        # size and names
+        ("truncate", f"truncate -s 0 {owned}"),
+        ("os.truncate", py(f"import os; os.truncate({owned!r}, 1)")),
+        ("rename into it", f"echo replaced > {inside_name} && mv -f {inside_name} {owned}"),
+        ("new file beside it", f"echo new > {directory}/new.txt"),
+    ]
+
+
 def os_basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
@@ -189,6 +224,7 @@ def run_all(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     backend = OsSandboxBackend(
         Sandbox.open(str(spec["root"])),
         read_paths=(*DEFAULT_READ_PATHS, *spec.get("read_paths", [])),
+        write_paths=tuple(spec.get("write_paths", ())),
         timeout=float(spec.get("timeout", 20)),
     )
     proxy = None

@@ -46,6 +46,9 @@ ROOT = os.geteuid() == 0
 NOBODY = 65534
 SECRET = b"TOP SECRET sentinel\n"
 OLD_TIME = 1_000_000_000
+#: The uid a command runs as: nobody when the tests run as root (the backend drops to it, and the
+#: as-nobody run is nobody), else the caller's own.
+COMMAND_UID = NOBODY if ROOT else os.getuid()
 
 
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
@@ -121,17 +124,25 @@ class Arena:
     def tagged(self) -> str:
         return str(self.outside / "tagged.txt")
 
+    @property
+    def own(self) -> Path:
+        """A directory outside the root owned by the uid the command runs as."""
+        return self.outside / "own"
+
+    def own_file_attacks(self) -> list[tuple[str, str]]:
+        return attacks.own_file_attacks(str(self.own / "owned.txt"), str(self.own), "inside.txt")
+
     def metadata_attacks(self) -> list[tuple[str, str]]:
         return attacks.metadata_attacks(self.secret, self.suid, self.plain, self.tagged, str(self.outside))
 
     def snapshot(self) -> dict[str, object]:
         """Everything the metadata attacks could change."""
         state: dict[str, object] = {}
-        for path in (self.outside, *sorted(self.outside.iterdir())):
+        for path in (self.outside, *sorted(self.outside.iterdir()), *sorted(self.own.iterdir())):
             info = os.lstat(path)
             xattrs = {name: os.getxattr(path, name) for name in sorted(os.listxattr(path))}
             content = path.read_bytes() if path.is_file() else None
-            state[path.name] = (info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, xattrs, content)
+            state[str(path)] = (info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, xattrs, content)
         return state
 
 
@@ -151,6 +162,13 @@ def arena() -> Iterator[Arena]:
             path.chmod(mode)
             os.utime(path, (OLD_TIME, OLD_TIME))
         os.setxattr(outside / "tagged.txt", "user.keep", b"kept")
+        own = outside / "own"
+        own.mkdir(mode=0o755)
+        (own / "owned.txt").write_bytes(SECRET)
+        (own / "owned.txt").chmod(0o644)
+        for path in (own / "owned.txt", own):
+            os.chown(path, COMMAND_UID, COMMAND_UID)
+            os.utime(path, (OLD_TIME, OLD_TIME))
         os.utime(outside, (OLD_TIME, OLD_TIME))
         yield Arena(base, root, outside)
     finally:
@@ -218,6 +236,21 @@ def test_metadata_outside_the_root_does_not_change(arena: Arena, as_nobody: bool
     assert arena.snapshot() == before
     secret_mode = os.stat(arena.secret).st_mode & 0o7777
     assert secret_mode == 0o600 and os.stat(arena.suid).st_mode & 0o7777 == 0o4755
+
+
+@pytest.mark.parametrize("as_nobody", WHO)
+def test_files_outside_the_root_that_the_command_s_uid_owns_keep_their_metadata(
+    arena: Arena, as_nobody: bool
+) -> None:
+    """Its times, mode, xattrs, size and name stay as they were: Landlock and seccomp cannot see
+    ``utimensat`` or ``chmod`` of a file the command owns; every mount outside the root is read-only."""
+    before = arena.snapshot()
+    results = run_spec(spec_for(arena, arena.own_file_attacks(), as_nobody), as_nobody=as_nobody)
+    assert_all_failed(results)
+    assert arena.snapshot() == before
+    assert (arena.own / "owned.txt").read_bytes() == SECRET
+    assert "read-only-outside" in results["_"]["confinement"]
+    assert "Read-only file system" in str(results["touch -d"]["output"])
 
 
 def test_work_on_the_root_s_own_files_still_works(arena: Arena) -> None:
