@@ -24,13 +24,15 @@ order:
    it forked, re-grouped or daemonised.
 
 ``I`` then makes every mount private, mounts a fresh ``/proc`` (which lists
-only the sandbox's own processes), and, when ``P`` runs as root, drops to
-an unprivileged uid and gid (``setgroups([])``, ``setresgid``,
-``setresuid``) after mounting the sandbox root through an idmapped mount
-that shows the root's owner as that uid, so the command can write its root
-but owns no file outside it (no ``chown``, ``setxattr``, ``utimensat`` or
-ACL change on files it does not own). The SysV IPC namespace is empty and
-private.
+only the sandbox's own processes), makes every mount read-only but the
+sandbox root, the private temporary directory and the write paths, which
+it mounts back writable on top (:func:`read_only_outside`: outside them no
+time, mode, xattr, size or name changes, whoever owns the file), and, when
+``P`` runs as root, drops to an unprivileged uid and gid
+(``setgroups([])``, ``setresgid``, ``setresuid``); the root and the write
+paths are then idmapped mounts that show their owners as that uid, so the
+command can write them but owns no file outside them. The SysV IPC
+namespace is empty and private.
 """
 
 from __future__ import annotations

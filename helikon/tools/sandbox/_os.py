@@ -7,11 +7,13 @@ The launcher (``_launch.py``) applies, in the child and before ``exec``:
   process it starts dies with it or at the timeout, with a fresh ``/proc``
   listing only those; an empty IPC namespace; a network namespace holding
   only loopback, plus, with network proxied, a relay to the egress proxy on
-  the proxy's own address and port; not root, a user namespace makes these
-  possible;
+  the proxy's own address and port; every mount read-only but the root,
+  the private temporary directory and ``write_paths`` (no metadata change
+  outside them, even of the command's own files); not root, a user
+  namespace makes these possible;
 - **an unprivileged uid**: when this process is root, the command runs as
   ``user``/``group`` (65534, ``nobody``, by default) and sees the sandbox
-  root, through an idmapped mount, as its own;
+  root and the write paths, through idmapped mounts, as its own;
 - **Landlock**: read and write beneath the sandbox root and a private
   temporary directory (``HOME`` and ``TMPDIR``), read and execute the system
   paths programs need (:data:`DEFAULT_READ_PATHS`), nothing else; with

@@ -277,6 +277,70 @@ def test_work_on_the_root_s_own_files_still_works(arena: Arena) -> None:
     assert list(arena.root.iterdir()) == []
 
 
+@pytest.mark.parametrize("as_nobody", WHO)
+def test_write_paths_are_writable_and_idmapped_like_the_root(arena: Arena, as_nobody: bool) -> None:
+    """A write path outside the root stays writable under the read-only mounts, and, like the root,
+    is seen by the command as its own while what it creates there belongs on disk to the path's owner."""
+    shared = arena.base / "shared"
+    shared.mkdir(mode=0o755)
+    owner = NOBODY if as_nobody or not ROOT else os.getuid()
+    os.chown(shared, owner, owner)
+    work = (
+        f"echo made > {shared}/made && mkdir {shared}/d && touch -d 2001-01-01 {shared}/made && "
+        f"chmod 600 {shared}/made && mv {shared}/made {shared}/d/moved && ls -ln {shared}/d/moved && "
+        f"touch -d @7 {arena.own / 'owned.txt'} 2>&1; echo done"
+    )
+    spec = spec_for(arena, [("work", work)], as_nobody, write_paths=[str(shared)])
+    results = run_spec(spec, as_nobody=as_nobody)
+    output = str(results["work"]["output"])
+    assert output.endswith("done\n") and "Read-only file system" in output, output
+    assert f" {COMMAND_UID} {COMMAND_UID} " in output, "the command sees what it made as its own"
+    moved = shared / "d" / "moved"
+    assert moved.read_bytes() == b"made\n" and moved.stat().st_mode & 0o777 == 0o600
+    assert (moved.stat().st_uid, moved.stat().st_gid) == (owner, owner), "on disk: the path's owner"
+    assert (shared / "d").stat().st_uid == owner
+    assert os.stat(arena.own / "owned.txt").st_mtime_ns == OLD_TIME * 10**9
+
+
+NO_MOUNT_SETATTR = """
+import errno, json, sys
+import anyio
+from helikon.tools.sandbox import _seccomp
+from helikon.tools.sandbox._seccomp import _JEQ_K, RET_ALLOW, RET_ERRNO, _Program
+p = _Program()
+p.load(0)
+p.jump(_JEQ_K, _seccomp.SYSCALLS[_seccomp.machine()]["mount_setattr"], "enosys")
+p.ret(RET_ALLOW)
+p.label("enosys")
+p.ret(RET_ERRNO | errno.ENOSYS)
+_seccomp.install(p.assemble())
+from helikon.tools import OsSandboxBackend, Sandbox
+root, target = sys.argv[1], sys.argv[2]
+stay = {"user": None, "group": None} if len(sys.argv) > 3 else {}
+backend = OsSandboxBackend(Sandbox.open(root), **stay)
+result = anyio.run(backend.run, f"touch -d @9 {target} && echo touched")
+print(json.dumps([backend.guarantees().confinement, backend.isolation_unavailable, result.stdout]))
+"""
+
+
+def test_a_kernel_without_mount_setattr_keeps_the_namespaces_and_says_what_is_missing(arena: Arena) -> None:
+    """Refuse ``mount_setattr`` (Linux < 5.12 has none): the namespaces still hold, the read-only
+    mounts do not, and ``confinement`` and ``isolation_unavailable`` say so; a time outside changes
+    (exactly what the missing ``read-only-outside`` means). As root, without ``mount_setattr`` there
+    is no idmapped root either, so the command stays root (``user=None``)."""
+    target = arena.own / "owned.txt"
+    if ROOT:
+        os.chown(target, 0, 0)
+    argv = [sys.executable, "-c", NO_MOUNT_SETATTR, str(arena.root), str(target), *(["stay"] if ROOT else [])]
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    confinement, why_not, stdout = json.loads(ran.stdout)
+    assert "pid-namespace" in confinement and "process-tree-kill" in confinement, confinement
+    assert "read-only-outside" not in confinement
+    assert "read-only" in why_not and "mount_setattr" in why_not, why_not
+    assert stdout == "touched\n" and os.stat(target).st_mtime == 9
+
+
 # -- the network, proxied --------------------------------------------------------------------------
 
 
