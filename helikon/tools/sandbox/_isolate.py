@@ -24,13 +24,15 @@ order:
    it forked, re-grouped or daemonised.
 
 ``I`` then makes every mount private, mounts a fresh ``/proc`` (which lists
-only the sandbox's own processes), and, when ``P`` runs as root, drops to
-an unprivileged uid and gid (``setgroups([])``, ``setresgid``,
-``setresuid``) after mounting the sandbox root through an idmapped mount
-that shows the root's owner as that uid, so the command can write its root
-but owns no file outside it (no ``chown``, ``setxattr``, ``utimensat`` or
-ACL change on files it does not own). The SysV IPC namespace is empty and
-private.
+only the sandbox's own processes), makes every mount read-only but the
+sandbox root, the private temporary directory and the write paths, which
+it mounts back writable on top (:func:`read_only_outside`: outside them no
+time, mode, xattr, size or name changes, whoever owns the file), and, when
+``P`` runs as root, drops to an unprivileged uid and gid
+(``setgroups([])``, ``setresgid``, ``setresuid``); the root and the write
+paths are then idmapped mounts that show their owners as that uid, so the
+command can write them but owns no file outside them. The SysV IPC
+namespace is empty and private.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import fcntl
 import os
 import signal
 import socket
+import stat
 import struct
 import threading
 import time
@@ -71,7 +74,9 @@ AT_EMPTY_PATH: Final = 0x1000
 AT_RECURSIVE: Final = 0x8000
 MOVE_MOUNT_F_EMPTY_PATH: Final = 0x4
 MOVE_MOUNT_T_EMPTY_PATH: Final = 0x40
+MOUNT_ATTR_RDONLY: Final = 0x00000001
 MOUNT_ATTR_IDMAP: Final = 0x00100000
+AT_FDCWD: Final = -100
 
 SIOCGIFFLAGS: Final = 0x8913
 SIOCSIFFLAGS: Final = 0x8914
@@ -276,50 +281,126 @@ def _here(root_fd: int) -> int:
     return fd
 
 
+def _mount_syscall(number: int, *args: Any, what: str) -> int:
+    return _check(_libc().syscall(ctypes.c_long(number), *args), what)
+
+
+def _clone_tree(fd: int) -> int:
+    """A detached recursive copy of the mount tree at ``fd`` (``open_tree(OPEN_TREE_CLONE)``)."""
+    flags = ctypes.c_uint(OPEN_TREE_CLONE | AT_EMPTY_PATH | AT_RECURSIVE)
+    return _mount_syscall(SYS_OPEN_TREE, ctypes.c_int(fd), b"", flags, what="open_tree")
+
+
+def _set_attr(fd: int, path: bytes, attr: _MountAttr, what: str) -> None:
+    flags = ctypes.c_uint((AT_EMPTY_PATH if not path else 0) | AT_RECURSIVE)
+    size = ctypes.c_size_t(ctypes.sizeof(attr))
+    _mount_syscall(SYS_MOUNT_SETATTR, ctypes.c_int(fd), path, flags, ctypes.byref(attr), size, what=what)
+
+
+def _idmap(tree: int, source: int, to: tuple[int, int], what: str) -> None:
+    """Show ``source``'s owner (uid and gid) as ``to`` throughout the detached ``tree``."""
+    info = os.fstat(source)
+    userns = _idmap_userns((info.st_uid, info.st_gid), to)
+    try:
+        _set_attr(
+            tree,
+            b"",
+            _MountAttr(MOUNT_ATTR_IDMAP, 0, 0, userns),
+            f"mount_setattr(MOUNT_ATTR_IDMAP) on {what}",
+        )
+    finally:
+        os.close(userns)
+
+
+def _attach(tree: int, target: int) -> None:
+    flags = ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+    _mount_syscall(
+        SYS_MOVE_MOUNT, ctypes.c_int(tree), b"", ctypes.c_int(target), b"", flags, what="move_mount"
+    )
+
+
 def idmapped_root(inherited_fd: int, to: tuple[int, int]) -> None:
     """Mount the sandbox root over itself, its owner shown as ``to``; move into it."""
     root_fd = _here(inherited_fd)
-    info = os.fstat(root_fd)
-    userns = _idmap_userns((info.st_uid, info.st_gid), to)
-    libc = _libc()
     try:
-        tree = _check(
-            libc.syscall(
-                ctypes.c_long(SYS_OPEN_TREE),
-                ctypes.c_int(root_fd),
-                b"",
-                ctypes.c_uint(OPEN_TREE_CLONE | AT_EMPTY_PATH | AT_RECURSIVE),
-            ),
-            "open_tree",
-        )
-        attr = _MountAttr(MOUNT_ATTR_IDMAP, 0, 0, userns)
-        _check(
-            libc.syscall(
-                ctypes.c_long(SYS_MOUNT_SETATTR),
-                ctypes.c_int(tree),
-                b"",
-                ctypes.c_uint(AT_EMPTY_PATH | AT_RECURSIVE),
-                ctypes.byref(attr),
-                ctypes.c_size_t(ctypes.sizeof(attr)),
-            ),
-            "mount_setattr(MOUNT_ATTR_IDMAP) on the sandbox root",
-        )
-        _check(
-            libc.syscall(
-                ctypes.c_long(SYS_MOVE_MOUNT),
-                ctypes.c_int(tree),
-                b"",
-                ctypes.c_int(root_fd),
-                b"",
-                ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH),
-            ),
-            "move_mount",
-        )
-        os.fchdir(tree)
-        os.close(tree)
+        tree = _clone_tree(root_fd)
+        try:
+            _idmap(tree, root_fd, to, "the sandbox root")
+            _attach(tree, root_fd)
+            os.fchdir(tree)
+        finally:
+            os.close(tree)
     finally:
-        os.close(userns)
         os.close(root_fd)
+
+
+def _open_path(path: str) -> int:
+    return os.open(path, os.O_PATH | os.O_CLOEXEC)
+
+
+def read_only_outside(
+    inherited_fd: int | None, writable: list[tuple[str, bool]], to: tuple[int, int] | None
+) -> None:
+    """Make every mount read-only except the sandbox root and the ``writable`` paths; move into the root.
+
+    Each kept path is first copied as a detached mount tree (idmapped to
+    show its owner as ``to`` for the root, and for a path whose flag is
+    true); then every mount of this namespace is made read-only
+    (``mount_setattr(MOUNT_ATTR_RDONLY, AT_RECURSIVE)`` on ``/``), and the
+    copies are mounted back over their paths, outermost first. Outside
+    them no file's times, mode, xattrs, size or names can change
+    (``EROFS``), whoever owns it. A write path on a filesystem that refuses
+    idmapped mounts is kept writable without the idmap. Missing paths,
+    device files (writable on a read-only mount) and paths beneath the root
+    (already writable) are skipped.
+    """
+    kept: list[tuple[str, int, int]] = []  # (path, tree, the source's descriptor)
+    root_fd = None if inherited_fd is None else _here(inherited_fd)
+    try:
+        root_path = None if root_fd is None else os.readlink(f"/proc/self/fd/{root_fd}")
+        if root_fd is not None and root_path is not None:
+            tree = _clone_tree(root_fd)
+            kept.append((root_path, tree, root_fd))
+            if to is not None:
+                _idmap(tree, root_fd, to, "the sandbox root")
+        for path, mapped in writable:
+            real = os.path.realpath(path)
+            if root_path is not None and (real + "/").startswith(root_path.rstrip("/") + "/"):
+                continue
+            try:
+                source = _open_path(real)
+            except FileNotFoundError:
+                continue
+            mode = os.fstat(source).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                os.close(source)
+                continue
+            tree = _clone_tree(source)
+            kept.append((real, tree, source))
+            if mapped and to is not None:
+                with contextlib.suppress(OSError):  # no idmapped mounts on its filesystem: stays plain
+                    _idmap(tree, source, to, real)
+        _set_attr(
+            AT_FDCWD, b"/", _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), "mount_setattr(MOUNT_ATTR_RDONLY) on /"
+        )
+        for path, tree, source in sorted(kept, key=lambda item: item[0].count("/")):
+            target = _open_path(path)
+            try:
+                was, now = os.fstat(source), os.fstat(target)
+                if (was.st_dev, was.st_ino) != (now.st_dev, now.st_ino):
+                    raise OSError(f"{path!r} was replaced while the sandbox started")
+                _attach(tree, target)
+            finally:
+                os.close(target)
+            if source == root_fd:
+                os.fchdir(tree)
+    finally:
+        for _, tree, source in kept:
+            os.close(tree)
+            if source != root_fd:
+                os.close(source)
+        if root_fd is not None:
+            os.close(root_fd)
 
 
 def drop_bounding_set() -> None:
@@ -348,7 +429,9 @@ def isolate(plan: dict[str, Any], root_fd: int | None) -> None:
 
     ``plan``: ``namespaces`` (bool), ``network`` ("deny" or "proxied"),
     ``proxy`` ([host, port] or None), ``user``/``group`` (the uid and gid
-    to run as when root, or None to stay root).
+    to run as when root, or None to stay root), ``read_only_outside``
+    (bool: every mount read-only but the root and ``writable``, a list of
+    ``[path, idmapped]``).
     """
     proxy = tuple(plan["proxy"]) if plan.get("proxy") else None
     root = os.geteuid() == 0
@@ -363,10 +446,13 @@ def isolate(plan: dict[str, Any], root_fd: int | None) -> None:
         # PID 1 of the new namespace: its parent is outside it, so getppid() is 0.
         parent_death_signal(signal.SIGKILL, 0)
         private_proc()
-    if root and plan.get("user") is not None:
-        to = (int(plan["user"]), int(plan["group"]))
-        if root_fd is not None:
-            idmapped_root(root_fd, to)
+    to = (int(plan["user"]), int(plan["group"])) if root and plan.get("user") is not None else None
+    if plan.get("namespaces") and plan.get("read_only_outside"):
+        writable = [(str(path), bool(mapped)) for path, mapped in plan.get("writable", [])]
+        read_only_outside(root_fd, writable, to)
+    elif to is not None and root_fd is not None:
+        idmapped_root(root_fd, to)
+    if to is not None:
         drop_bounding_set()  # needs CAP_SETPCAP, which the uid drop takes away
         drop_to(*to)
         if plan.get("namespaces"):

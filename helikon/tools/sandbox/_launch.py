@@ -16,7 +16,8 @@ order it:
 3. applies the ``setrlimit`` caps;
 4. with confinement asked for: isolates the command (``_isolate.py``: the
    relay to the egress proxy, new network, IPC, mount and PID namespaces, a
-   fresh ``/proc``, and, as root, an idmapped root and an unprivileged uid),
+   fresh ``/proc``, every mount read-only but the root and the write
+   paths, and, as root, idmapped root and write paths and an unprivileged uid),
    then drops every capability it still holds, sets ``no_new_privs``,
    applies Landlock and installs the seccomp filter;
 5. closes the root's descriptor and execs the command.

@@ -7,11 +7,13 @@ The launcher (``_launch.py``) applies, in the child and before ``exec``:
   process it starts dies with it or at the timeout, with a fresh ``/proc``
   listing only those; an empty IPC namespace; a network namespace holding
   only loopback, plus, with network proxied, a relay to the egress proxy on
-  the proxy's own address and port; not root, a user namespace makes these
-  possible;
+  the proxy's own address and port; every mount read-only but the root,
+  the private temporary directory and ``write_paths`` (no metadata change
+  outside them, even of the command's own files); not root, a user
+  namespace makes these possible;
 - **an unprivileged uid**: when this process is root, the command runs as
   ``user``/``group`` (65534, ``nobody``, by default) and sees the sandbox
-  root, through an idmapped mount, as its own;
+  root and the write paths, through idmapped mounts, as its own;
 - **Landlock**: read and write beneath the sandbox root and a private
   temporary directory (``HOME`` and ``TMPDIR``), read and execute the system
   paths programs need (:data:`DEFAULT_READ_PATHS`), nothing else; with
@@ -151,6 +153,8 @@ def _confine_plan(
     *,
     namespaces: bool,
     user: tuple[int, int] | None,
+    read_only_outside: bool = False,
+    writable: list[tuple[str, bool]] | None = None,
 ) -> dict[str, Any]:
     return {
         "arch": arch,
@@ -163,6 +167,8 @@ def _confine_plan(
             "proxy": None if proxy is None else list(proxy),
             "user": None if user is None else user[0],
             "group": None if user is None else user[1],
+            "read_only_outside": namespaces and read_only_outside,
+            "writable": [[path, mapped] for path, mapped in writable or []],
         },
     }
 
@@ -174,29 +180,54 @@ _TRIAL_ISOLATION: Final = (
     '[ "$(id -u)" = "$HELIKON_TRIAL_UID" ] || exit 8; '
     '[ "$(grep -c : /proc/net/dev)" = 1 ] || exit 9; exit 0'
 )
+# And the read-only mounts: a file outside the root that the command's own uid owns keeps its
+# time, while the root stays writable.
+_TRIAL_READ_ONLY: Final = (
+    'touch -c -d @1 "$HELIKON_TRIAL_OUTSIDE" 2>/dev/null && exit 10; : > ./written 2>/dev/null || exit 11; '
+) + _TRIAL_ISOLATION
+_OLD: Final = 1_000_000_000
 
 
-def _run_trial(arch: str, abi: int, script: str, *, namespaces: bool, user: tuple[int, int] | None) -> None:
+def _run_trial(
+    arch: str,
+    abi: int,
+    script: str,
+    *,
+    namespaces: bool,
+    user: tuple[int, int] | None,
+    read_only_outside: bool = False,
+) -> None:
     work = tempfile.mkdtemp(prefix="helikon-sbx-trial-")
+    outside = tempfile.mkdtemp(prefix="helikon-sbx-trial-outside-")
+    sentinel = os.path.join(outside, "sentinel")
     fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        paths = [(".", _ALL), *((p, _READ) for p in DEFAULT_READ_PATHS), ("/dev/null", _WRITE_DEV)]
-        plan = {
-            "root_fd": fd,
-            "limits": {},
-            "confine": _confine_plan(arch, abi, paths, None, namespaces=namespaces, user=user),
-        }
-        argv = [sys.executable, "-I", "-S", "-B", LAUNCHER, json.dumps(plan), "--", "/bin/sh", "-c", script]
         uid = os.geteuid() if user is None else user[0]
-        env = {"PATH": SANDBOX_PATH, "HELIKON_TRIAL_UID": str(uid)}
+        with open(sentinel, "w"):
+            pass
+        os.utime(sentinel, (_OLD, _OLD))
+        os.chmod(outside, 0o755)
+        if user is not None:
+            os.chown(sentinel, *user)
+        paths = [(".", _ALL), *((p, _READ) for p in DEFAULT_READ_PATHS), ("/dev/null", _WRITE_DEV)]
+        confine = _confine_plan(
+            arch, abi, paths, None, namespaces=namespaces, user=user, read_only_outside=read_only_outside
+        )
+        plan = {"root_fd": fd, "limits": {}, "confine": confine}
+        argv = [sys.executable, "-I", "-S", "-B", LAUNCHER, json.dumps(plan), "--", "/bin/sh", "-c", script]
+        env = {"PATH": SANDBOX_PATH, "HELIKON_TRIAL_UID": str(uid), "HELIKON_TRIAL_OUTSIDE": sentinel}
         ran = subprocess.run(argv, capture_output=True, text=True, pass_fds=(fd,), timeout=60, env=env)
+        moved = os.stat(sentinel).st_mtime_ns != _OLD * 10**9
     except (OSError, subprocess.SubprocessError) as exc:
         raise OsSandboxError(f"the trial run of the sandbox failed: {exc}") from None
     finally:
         os.close(fd)
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(outside, ignore_errors=True)
     if ran.returncode == FAILED and ran.stderr.startswith(MARKER):
         raise OsSandboxError(f"the kernel refused the sandbox: {ran.stderr[len(MARKER) :].strip()}")
+    if ran.returncode == 0 and read_only_outside and moved:
+        raise OsSandboxError("the sandbox does not hold on this system (a time outside the root changed)")
     if ran.returncode != 0:
         what = {
             3: "Landlock did not confine the filesystem",
@@ -205,6 +236,8 @@ def _run_trial(arch: str, abi: int, script: str, *, namespaces: bool, user: tupl
             7: "/proc showed other processes",
             8: "the command did not run as the expected uid",
             9: "the network namespace held more than loopback",
+            10: "a time outside the root changed",
+            11: "the root was not writable",
         }
         reason = what.get(ran.returncode, f"exit status {ran.returncode}: {ran.stderr.strip()}")
         raise OsSandboxError(f"the sandbox does not hold on this system ({reason})")
@@ -238,17 +271,27 @@ def _blocking_ancestor(root: str, uid: int, gid: int) -> str | None:
 
 
 @functools.cache
-def _isolation(arch: str, abi: int, user: tuple[int, int] | None) -> tuple[bool, str]:
-    """Whether namespaces (and, as root, the uid drop to ``user``) hold here: ``(ok, why not)``.
+def _isolation(arch: str, abi: int, user: tuple[int, int] | None) -> tuple[bool, bool, str]:
+    """Whether namespaces (and, as root, the uid drop to ``user``) hold here, and whether every
+    mount outside the root can be made read-only: ``(namespaces, read-only, why not)``.
 
     Probed, not assumed: a confined ``sh`` must find itself PID 1 with a
-    private ``/proc`` and running as the expected uid.
+    private ``/proc``, running as the expected uid, unable to change the time
+    of a file outside the root that it owns, and able to write its root.
+    Without the read-only mounts (a kernel before 5.12 has no
+    ``mount_setattr``) the namespaces are tried alone.
     """
+    try:
+        _run_trial(arch, abi, _TRIAL_READ_ONLY, namespaces=True, user=user, read_only_outside=True)
+    except OsSandboxError as exc:
+        first = str(exc)
+    else:
+        return True, True, ""
     try:
         _run_trial(arch, abi, _TRIAL_ISOLATION, namespaces=True, user=user)
     except OsSandboxError as exc:
-        return False, str(exc)
-    return True, ""
+        return False, False, str(exc)
+    return True, False, f"mounts outside the root cannot be made read-only: {first}"
 
 
 @final
@@ -293,6 +336,7 @@ class OsSandboxBackend:
     _arch: str = attrs.field(init=False, eq=False, repr=False)
     _abi: int = attrs.field(init=False, eq=False, repr=False)
     _namespaces: bool = attrs.field(init=False, eq=False, repr=False)
+    _read_only: bool = attrs.field(init=False, eq=False, repr=False)
     _why_not: str = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -306,7 +350,7 @@ class OsSandboxBackend:
                 "the network through the egress proxy)"
             )
         _trial(arch, abi)
-        namespaces, why_not = _isolation(arch, abi, self._run_as())
+        namespaces, read_only, why_not = _isolation(arch, abi, self._run_as())
         if namespaces and os.geteuid() == 0 and self.user is not None and self.group is not None:
             blocking = _blocking_ancestor(self.sandbox.root, self.user, self.group)
             if blocking is not None:
@@ -318,6 +362,7 @@ class OsSandboxBackend:
         object.__setattr__(self, "_arch", arch)
         object.__setattr__(self, "_abi", abi)
         object.__setattr__(self, "_namespaces", namespaces)
+        object.__setattr__(self, "_read_only", read_only)
         object.__setattr__(self, "_why_not", why_not)
 
     def _run_as(self) -> tuple[int, int] | None:
@@ -330,7 +375,8 @@ class OsSandboxBackend:
 
     @property
     def isolation_unavailable(self) -> str:
-        """Why the namespaces (and the uid drop) do not hold here; ``""`` when they do."""
+        """Why the namespaces, the uid drop or the read-only mounts outside the root do not hold here
+        (``""`` when they all do)."""
         return self._why_not
 
     def allow_network(
@@ -392,6 +438,8 @@ class OsSandboxBackend:
                 "ipc-namespace",
                 "process-tree-kill",
             ]
+        if self._namespaces and self._read_only:
+            held.append("read-only-outside")
         if os.geteuid() != 0:
             held.append("caller-uid")
         elif self._namespaces and self._run_as() is not None:
@@ -445,7 +493,16 @@ class OsSandboxBackend:
         paths += [(p, _READ) for p in self.read_paths]
         paths += [(p, _WRITE_DEV) for p in DEFAULT_WRITE_PATHS]
         paths += [(p, _ALL) for p in self.write_paths]
-        confine = _confine_plan(self._arch, self._abi, paths, proxy, namespaces=self._namespaces, user=run_as)
+        confine = _confine_plan(
+            self._arch,
+            self._abi,
+            paths,
+            proxy,
+            namespaces=self._namespaces,
+            user=run_as,
+            read_only_outside=self._read_only,
+            writable=[(home, False), *((p, True) for p in self.write_paths)],
+        )
         plan = {"limits": self.limits.as_plan(), "confine": confine}
         try:
             return await execute(

@@ -72,6 +72,41 @@ def metadata_attacks(
     ]
 
 
+def own_file_attacks(owned: str, directory: str, inside_name: str) -> list[tuple[str, str]]:
+    """Changes to files outside the root that the command's own uid owns (``owned`` and
+    ``directory``): no path rule sees them, only the read-only mounts stop them."""
+    return [
+        # times
+        ("touch -d", f"touch -d '2001-02-03 04:05' {owned}"),
+        ("touch now", f"touch {owned}"),
+        ("touch -r", f"touch -r / {owned}"),
+        ("touch -m -t", f"touch -m -t 200001010000 {owned}"),
+        ("touch a directory", f"touch -d @5 {directory}"),
+        ("os.utime", py(f"import os; os.utime({owned!r}, (1, 1))")),
+        ("os.utime ns", py(f"import os; os.utime({owned!r}, ns=(3, 3))")),
+        ("futimens", py(f"import os; os.utime(os.open({owned!r}, os.O_RDONLY), (2, 2))")),
+        ("utimes", py(f"import ctypes; assert ctypes.CDLL(None).utimes({owned!r}.encode(), None) == 0")),
+        (
+            "utimensat by dir_fd",
+            py(
+                f"import os; d = os.open({directory!r}, os.O_RDONLY); "
+                f"os.utime({os_basename(owned)!r}, (4, 4), dir_fd=d)"
+            ),
+        ),
+        # the mode
+        ("chmod", f"chmod 0777 {owned}"),
+        ("chmod a directory", f"chmod 0777 {directory}"),
+        ("fchmod", py(f"import os; os.chmod(os.open({owned!r}, os.O_RDONLY), 0o777)")),
+        # xattrs (seccomp refuses them as well)
+        ("user xattr", py(f"import os; os.setxattr({owned!r}, 'user.pwned', b'1')")),
+        # size and names
+        ("truncate", f"truncate -s 0 {owned}"),
+        ("os.truncate", py(f"import os; os.truncate({owned!r}, 1)")),
+        ("rename into it", f"echo replaced > {inside_name} && mv -f {inside_name} {owned}"),
+        ("new file beside it", f"echo new > {directory}/new.txt"),
+    ]
+
+
 def os_basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
@@ -144,25 +179,35 @@ def proc_attacks(pid: int, token: str) -> list[tuple[str, str]]:
 
 def escape_commands(token: str) -> list[tuple[str, str]]:
     """Commands that try to outlive their timeout (each leaves a ``sleep <token>`` behind if it can)."""
-    # Six processes that keep moving: each forks, the child takes a new process group, the parent
-    # exits, so a kill by a list of pids comes too late. They give up by themselves after 20 s.
+    # Six processes that keep moving once the kill has begun: each waits on a pipe whose write end
+    # only the first process holds; that one stays in the command's process group, so the group
+    # kill closes the pipe and wakes them at that very moment. Then, for half a second, each
+    # forks, the child takes a new process group and the parent exits, over and over: they are
+    # mid-regroup while any sweep of pids runs, and a group kill never reaches them. A survivor
+    # then sits still (so that the test's own look at /proc, which a chain outruns as easily as
+    # a sweep does, finds it) and gives up by itself after 20 s.
     regroup = (
         "import os, time\n"
-        "start = time.monotonic()\n"
+        "r, w = os.pipe()\n"
         "for _ in range(6):\n"
         "    if os.fork() == 0:\n"
-        "        break\n"
-        "else:\n"
-        "    os._exit(0)\n"
-        "while time.monotonic() - start < 20:\n"
-        "    if os.fork() != 0:\n"
+        "        os.close(w)\n"
+        "        os.setpgid(0, 0)\n"
+        "        os.read(r, 1)\n"
+        "        end = time.monotonic() + 0.5\n"
+        "        while time.monotonic() < end:\n"
+        "            if os.fork() != 0:\n"
+        "                os._exit(0)\n"
+        "            os.setpgid(0, 0)\n"
+        "        time.sleep(20)\n"
         "        os._exit(0)\n"
-        "    os.setpgid(0, 0)\n"
-        f'    token = "{token}"\n'
+        "os.close(r)\n"
+        "time.sleep(300)\n"
+        f'token = "{token}"\n'
     )
     return [
         # the issue's example: keep forking into new process groups
-        ("fork into new groups", py(regroup) + "; sleep 300"),
+        ("fork into new groups", py(regroup)),
         # a process whose first thread exits: /proc/<pid> shows a zombie while its other thread runs
         (
             "leader-less process",
@@ -184,11 +229,12 @@ def escape_commands(token: str) -> list[tuple[str, str]]:
 def run_all(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Run ``spec["attacks"]`` through an OsSandboxBackend built from ``spec`` (in this process)."""
     from helikon.tools import EgressPolicy, EgressProxy, OsSandboxBackend, Sandbox
-    from helikon.tools.sandbox import DEFAULT_READ_PATHS
+    from helikon.tools.sandbox import DEFAULT_READ_PATHS, _process
 
     backend = OsSandboxBackend(
         Sandbox.open(str(spec["root"])),
         read_paths=(*DEFAULT_READ_PATHS, *spec.get("read_paths", [])),
+        write_paths=tuple(spec.get("write_paths", ())),
         timeout=float(spec.get("timeout", 20)),
     )
     proxy = None
@@ -197,6 +243,9 @@ def run_all(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
         backend = backend.allow_network(True, proxy=proxy)
     confinement = list(getattr(backend.guarantees(), "confinement", ()))
     out: dict[str, dict[str, Any]] = {"_": {"confinement": confinement}}
+    sweeps = _process._SWEEPS
+    if spec.get("sweep") is False:  # the kill is the process group's alone: no /proc sweep after it
+        _process._SWEEPS = 0  # type: ignore[misc]
     try:
         for name, command in spec["attacks"]:
             result = anyio.run(backend.run, command)
@@ -206,6 +255,7 @@ def run_all(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 "output": result.stdout + result.stderr,
             }
     finally:
+        _process._SWEEPS = sweeps  # type: ignore[misc]
         if proxy is not None:
             proxy.close()
     return out
