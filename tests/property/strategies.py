@@ -317,13 +317,17 @@ def wrong_kinds(step: CallStep) -> tuple[StepResult, ...]:
 
 @st.composite
 def wrong_step_results(draw: st.DrawFn, steps: tuple[CallStep, ...]) -> ToolsExecuted:
-    """Results that miss a step, add one, answer the wrong call id, or answer
-    a step with a result of the wrong kind."""
+    """Results that answer no step, answer one twice, add one, answer the
+    wrong call id, or answer a step with a result of the wrong kind. (Some
+    steps missing is a partial answer, which the loop accepts: the rest stay
+    pending.)"""
     results: list[StepResult] = [draw(step_results(s)) for s in steps]
-    how = draw(st.sampled_from(["missing", "extra", "wrong_id", "wrong_kind"]))
+    how = draw(st.sampled_from(["none", "twice", "extra", "wrong_id", "wrong_kind"]))
     i = draw(st.integers(0, len(results) - 1))
-    if how == "missing":
-        del results[i]
+    if how == "none":
+        results = []
+    elif how == "twice":
+        results.insert(draw(st.integers(0, len(results))), results[i])
     elif how == "extra":
         stranger = CallId(max((s.call_id for s in steps), key=len) + "?")
         results.insert(draw(st.integers(0, len(results))), ToolReturned(stranger, "surprise"))
