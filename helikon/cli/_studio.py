@@ -55,7 +55,9 @@ def load_app(spec: str) -> Any:
     help="A directory of trace files (*.jsonl) to list (repeatable).",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port.")
-def studio_command(agents_file: Path | None, app_spec: str | None, trace_dirs: tuple[Path, ...], port: int) -> None:
+def studio_command(
+    agents_file: Path | None, app_spec: str | None, trace_dirs: tuple[Path, ...], port: int
+) -> None:
     """Open runs step by step and chat with agents, in a web UI on 127.0.0.1.
 
     It listens on this machine only and refuses requests from other origins.

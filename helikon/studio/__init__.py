@@ -16,7 +16,9 @@ try:
     import hypercorn  # noqa: F401
     import starlette  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise ImportError("helikon.studio needs Starlette and Hypercorn: pip install 'paigasus-helikon[studio]'") from exc
+    raise ImportError(
+        "helikon.studio needs Starlette and Hypercorn: pip install 'paigasus-helikon[studio]'"
+    ) from exc
 
 from helikon.studio._app import HOST, Studio, agents_of
 from helikon.studio._catalog import Catalogue, RunEntry, status_of, summary, timeline

@@ -60,6 +60,10 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
+def _paths(directories: Iterable[str | Path]) -> tuple[Path, ...]:
+    return tuple(Path(d) for d in directories)
+
+
 @attrs.frozen
 class Studio:
     """The studio: recorded runs from disk and the runs made through it.
@@ -75,7 +79,7 @@ class Studio:
 
     agents: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
     context: Any = None
-    traces: tuple[Path, ...] = attrs.field(default=(), converter=lambda ds: tuple(Path(d) for d in ds))
+    traces: tuple[Path, ...] = attrs.field(default=(), converter=_paths)
     golden: Path | None = None
     title: str = "helikon studio"
     catalogue: Catalogue = attrs.field(init=False)
@@ -87,7 +91,7 @@ class Studio:
             sources.append(("golden", self.golden))
         catalogue = Catalogue(sources)
         object.__setattr__(self, "catalogue", catalogue)
-        recorded = [Recorded(agent, catalogue.add) for agent in self.agents]
+        recorded: Any = tuple(Recorded(agent, catalogue.add) for agent in self.agents)
         server = AgentServer(agents=recorded, context=self.context, title=f"{self.title}: chat")
         object.__setattr__(self, "server", server)
 
@@ -103,7 +107,7 @@ class Studio:
         return Response(_asset(name), media_type=media)
 
     async def list_runs(self, request: Request) -> JSONResponse:
-        """``GET /api/runs``: every run, newest first (a file that is not a trace is listed with its error)."""
+        """``GET /api/runs``: every run, newest first (a file that is no trace is listed with its error)."""
         rows: list[dict[str, Any]] = []
         for entry in await anyio.to_thread.run_sync(self.catalogue.entries):
             try:

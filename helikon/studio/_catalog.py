@@ -50,7 +50,7 @@ def _walk_calls(effect: Effect) -> Iterable[Effect]:
 
 
 def status_of(trace: Trace) -> str:
-    """``completed``, ``failed``, ``cancelled``, ``suspended`` (it waits for an approval) or ``incomplete``."""
+    """``completed``, ``failed``, ``cancelled``, ``suspended`` (at an approval) or ``incomplete``."""
     for event in reversed(trace.final_events):
         if isinstance(event, RunCompleted):
             return "completed"
@@ -148,7 +148,9 @@ class Catalogue:
 
     def add(self, trace: Trace, when: float) -> RunEntry:
         """Keep a run the studio recorded; returns its entry."""
-        entry = RunEntry(_run_id("studio", trace.header.run_id), "studio", trace.header.run_id, when, None, trace)
+        entry = RunEntry(
+            _run_id("studio", trace.header.run_id), "studio", trace.header.run_id, when, None, trace
+        )
         with self._lock:
             self._recorded[entry.id] = entry
         return entry

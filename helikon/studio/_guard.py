@@ -21,7 +21,6 @@ LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 _PORT = re.compile(r"[0-9]{1,5}")
 
 
-
 def security_headers(inline: tuple[str, ...] = ()) -> tuple[tuple[bytes, bytes], ...]:
     """Every response's: no framing by others, no sniffing, scripts and styles
     from this origin only (plus the ``inline`` ones, by their CSP hashes:

@@ -29,7 +29,9 @@ class Recorded:
         self.description: str = str(getattr(agent, "description", "") or "")
         self._keep = keep
 
-    def run(self, ctx: Any, input: Any, *, interpreter: Any = None, **options: Any) -> AsyncIterator[AgentEvent]:
+    def run(
+        self, ctx: Any, input: Any, *, interpreter: Any = None, **options: Any
+    ) -> AsyncIterator[AgentEvent]:
         recorder = RecordingInterpreter(interpreter if interpreter is not None else LiveInterpreter())
         return self._recorded(recorder, self.agent.run(ctx, input, interpreter=recorder, **options))
 

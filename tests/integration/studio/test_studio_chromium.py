@@ -10,6 +10,7 @@ Screenshots are saved in the test's temporary directory.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -105,7 +106,7 @@ def assert_laid_out(page: Any, selectors: list[str], width: int) -> None:
             assert box is not None and box["width"] > 0 and box["height"] > 0, selector
             assert box["x"] >= -0.5 and box["x"] + box["width"] <= width + 0.5, (selector, n, box, width)
             boxes.append(box)
-        for a, b in zip(boxes, boxes[1:], strict=False):
+        for a, b in itertools.pairwise(boxes):
             apart = (
                 a["y"] + a["height"] <= b["y"] + 0.5
                 or b["y"] + b["height"] <= a["y"] + 0.5

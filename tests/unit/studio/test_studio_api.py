@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
+from tests_support_studio import GOLDEN, agent_with
 
 from helikon import RunContext, tool
 from helikon.studio import Studio
 from helikon.testing import call_tools, say
-from tests_support_studio import GOLDEN, agent_with
 
 BASE = "http://127.0.0.1:8765"
 SECRET = "sk-studio-5e1f0c77aa9d"
@@ -32,7 +32,11 @@ def test_the_run_list_shows_agent_status_turns_tokens_and_time_of_each_golden() 
         rows = runs_by_name(client)
     assert len(rows) == len(list(GOLDEN.glob("*.jsonl")))
     single = rows["single_tool.jsonl"]
-    assert (single["agent"], single["status"], single["source"]) == ("budget-assistant", "completed", "golden")
+    assert (single["agent"], single["status"], single["source"]) == (
+        "budget-assistant",
+        "completed",
+        "golden",
+    )
     assert (single["turns"], single["steps"]) == (2, 3)
     assert (single["input_tokens"], single["output_tokens"]) == (100, 21)
     assert single["time"].endswith("Z")
@@ -55,7 +59,7 @@ def test_a_tree_runs_wave_is_nested_by_agent_path_with_each_members_request_and_
     assert optimist["effect"]["request"]["messages"][0]["content"][0]["text"] == "What will the market do?"
     said = "".join(e.get("text", "") for e in optimist["result"]["events"])
     assert said == "It will go up."
-    assert [e["type"] for e in data["start"]][0] == "RunStarted"
+    assert data["start"][0]["type"] == "RunStarted"
     assert data["end"][-1]["type"] == "RunCompleted"
     assert data["run"]["agent"] == "three-lenses"
 

@@ -102,8 +102,11 @@ def test_a_cross_site_fetch_is_refused_even_without_an_origin(client: TestClient
 
 
 def test_a_websocket_from_a_foreign_origin_is_closed(client: TestClient) -> None:
-    with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect(
-        "/server/agents/desk/runs/x/events", headers={"origin": "http://evil.example"}
+    with (
+        pytest.raises(WebSocketDisconnect) as closed,
+        client.websocket_connect(
+            "/server/agents/desk/runs/x/events", headers={"origin": "http://evil.example"}
+        ),
     ):
         pass
     assert closed.value.code == 1008
