@@ -106,6 +106,10 @@ class Studio:
         name, media = _ASSETS[request.url.path]
         return Response(_asset(name), media_type=media)
 
+    async def no_icon(self, request: Request) -> Response:
+        """``GET /favicon.ico``: none (a browser asks for it on every page, the chat page's too)."""
+        return Response(status_code=204)
+
     async def list_runs(self, request: Request) -> JSONResponse:
         """``GET /api/runs``: every run, newest first (a file that is no trace is listed with its error)."""
         rows: list[dict[str, Any]] = []
@@ -134,6 +138,7 @@ class Studio:
         routes = [
             Route("/", self.page, methods=["GET"]),
             *(Route(path, self.asset, methods=["GET"]) for path in _ASSETS),
+            Route("/favicon.ico", self.no_icon, methods=["GET"]),
             Route("/api/runs", self.list_runs, methods=["GET"]),
             Route("/api/runs/{run_id}", self.show_run, methods=["GET"]),
             Mount("/server", self.server.app()),

@@ -186,3 +186,46 @@ def test_a_tree_runs_sub_agent_step_expands_laid_out_at_1280_and_390_px(
             browser.close()
     assert errors == []
     assert all((shots / name).stat().st_size > 1000 for name in ("runs-390.png", "tree-run-1280.png"))
+
+
+def test_a_chat_through_the_studio_is_recorded_and_opens_as_a_run(
+    launch_chromium: Callable[[Any], Any],
+) -> None:
+    """The agent server's chat page works under the studio's policy (its inline
+    script admitted by hash), its run is recorded, and the page asks nothing of
+    any other origin."""
+    from playwright.sync_api import sync_playwright
+
+    desk = LlmAgent(
+        name="desk",
+        model=MockModel([call_tools(("lookup", {"term": "tides"})), say("Tides come twice a day.")]),
+        tools=[lookup],
+    )
+    studio = Studio(agents=[desk])
+    errors: list[str] = []
+    requested: list[str] = []
+    with serving(studio) as base, sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requested.append(r.url))
+            page.goto(f"{base}/")
+            page.wait_for_selector("#runs-status:has-text('no runs yet')")
+            page.click("#nav-chat")
+            page.wait_for_selector("#agent option[value='desk']", state="attached")
+            page.fill("#message", "when are the tides?")
+            page.press("#message", "Enter")
+            page.wait_for_selector(".msg.tool:has-text('tool call: lookup')")
+            page.wait_for_selector(".msg.assistant:has-text('Tides come twice a day.')")
+            page.goto(f"{base}/")
+            page.click(".run-row:has-text('desk')")
+            page.wait_for_selector("#run-head .status.completed")
+            page.locator("#timeline > li.step details > summary").nth(1).click()
+            page.wait_for_selector(".body:has-text('tool calls')")
+            assert '"term": "tides"' in page.locator(".body").first.inner_text()
+        finally:
+            browser.close()
+    assert errors == []
+    assert requested and all(url.startswith(f"{base}/") or url.startswith("data:") for url in requested)
