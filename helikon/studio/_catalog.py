@@ -22,8 +22,10 @@ from helikon.effects import AllPerformed, CallModel, Effect, EffectResult, Perfo
 from helikon.events import AgentEvent, RunCompleted, RunFailed
 from helikon.trace import Trace, TraceFormatError
 
-#: The most trace files read from one directory (the newest first).
+#: The most trace files listed from one directory (the first, by path).
 MAX_FILES = 2000
+#: The most runs recorded by the studio kept (in memory; the oldest go first).
+MAX_RECORDED = 1000
 
 
 @attrs.frozen
@@ -153,6 +155,8 @@ class Catalogue:
         )
         with self._lock:
             self._recorded[entry.id] = entry
+            while len(self._recorded) > MAX_RECORDED:
+                del self._recorded[next(iter(self._recorded))]
         return entry
 
     def _scan(self) -> dict[str, RunEntry]:
@@ -211,4 +215,4 @@ class Catalogue:
         return trace
 
 
-__all__ = ["Catalogue", "RunEntry", "status_of", "summary", "timeline"]
+__all__ = ["MAX_FILES", "MAX_RECORDED", "Catalogue", "RunEntry", "status_of", "summary", "timeline"]

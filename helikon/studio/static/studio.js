@@ -50,7 +50,7 @@ function runRow(run) {
     el("span", { class: "status " + run.status, text: run.status }),
     el("span", { class: "turns", text: `${run.turns} turns` }),
     el("span", { class: "tokens", text: tokens(run) }),
-    el("span", { class: "time muted", text: run.time }),
+    el("span", { class: "time muted", text: run.time.slice(0, 16).replace("T", " "), title: run.time }),
     el("span", { class: "name muted", text: `${run.source}: ${run.name}` }),
   );
   const search = `${run.agent} ${run.status} ${run.source} ${run.name} ${run.run_id}`.toLowerCase();

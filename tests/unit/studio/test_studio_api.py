@@ -9,12 +9,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 from starlette.testclient import TestClient
 from tests_support_studio import GOLDEN, agent_with
 
 from helikon import RunContext, tool
-from helikon.studio import Studio
+from helikon.studio import Catalogue, Studio
+from helikon.studio._catalog import MAX_RECORDED
 from helikon.testing import call_tools, say
+from helikon.trace import Trace
 
 BASE = "http://127.0.0.1:8765"
 SECRET = "sk-studio-5e1f0c77aa9d"
@@ -120,3 +123,15 @@ def test_a_run_made_through_the_studio_is_recorded_with_its_secrets_scrubbed() -
     tools = page.json()["steps"][1]
     assert tools["effect_type"] == "ExecuteTools"
     assert "token=" in str(tools["result"])  # the output is there, the secret is not
+
+
+def test_the_studio_keeps_its_newest_recorded_runs_only() -> None:
+    trace = Trace.load(GOLDEN / "plain_answer.jsonl")
+    catalogue = Catalogue()
+    ids = [
+        catalogue.add(attrs.evolve(trace, header=attrs.evolve(trace.header, run_id=f"run-{n}")), float(n)).id
+        for n in range(MAX_RECORDED + 2)
+    ]
+    kept = [entry.id for entry in catalogue.entries()]
+    assert len(kept) == MAX_RECORDED
+    assert ids[0] not in kept and ids[1] not in kept and kept[0] == ids[-1]
