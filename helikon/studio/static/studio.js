@@ -138,6 +138,39 @@ function modelText(result) {
   return chunks.filter((c) => typeof c.text === "string").map((c) => c.text).join("");
 }
 
+function rest(value, ...drop) {
+  const shown = Object.fromEntries(Object.entries(value || {}).filter(([key]) => !drop.includes(key)));
+  return Object.keys(shown).length ? " " + JSON.stringify(shown) : "";
+}
+
+// Governance decisions: the permission policy's and hooks' answers, approvals, denials, guardrails.
+function governance(node) {
+  const lines = [];
+  const result = node.result || {};
+  for (const answer of result.results || []) {
+    if (answer.type === "PolicyAnswered") {
+      const decision = answer.decision || {};
+      lines.push(`policy on ${answer.call_id}: ${decision.type}${rest(decision, "type")}`);
+    } else if (answer.type === "HookAnswered") {
+      const decision = answer.decision || { type: "no decision" };
+      lines.push(`hook on ${answer.call_id}: ${decision.type}${rest(decision, "type")}`);
+    }
+  }
+  for (const decision of result.decisions || []) {
+    const why = decision.reason ? `: ${decision.reason}` : "";
+    lines.push(`approval of ${decision.call_id}: ${decision.approved ? "approved" : "denied"}${why}`);
+  }
+  for (const event of node.events || []) {
+    if (["PermissionDenied", "ApprovalRequested", "GuardrailTriggered"].includes(event.type)) {
+      lines.push(eventLine(event));
+    }
+  }
+  if (!lines.length) return null;
+  const list = el("ul", { class: "events governance" });
+  for (const line of lines) list.append(el("li", { text: line }));
+  return list;
+}
+
 function details(node) {
   const body = el("div", { class: "body" });
   const effect = node.effect, result = node.result;
@@ -162,6 +195,8 @@ function details(node) {
     const took = node.elapsed != null ? `, ${node.elapsed.toFixed(3)} s after the previous step` : "";
     body.append(el("p", { class: "timing", text: `clock: ${node.now}${took}` }));
   }
+  const ruled = governance(node);
+  if (ruled) body.append(el("h3", { text: "governance" }), ruled);
   const events = eventList(node.events || []);
   if (events) body.append(el("h3", { text: "events" }), events);
   if (node.children.length) {

@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from helikon import LlmAgent, RunContext, collect, tool
+from helikon.governance import Allow, Deny
 from helikon.interpreters import RecordingInterpreter
 from helikon.studio import Studio
 from helikon.testing import MockModel, call_tools, say
@@ -93,6 +94,25 @@ def record_hostile_run(directory: Path) -> None:
     recorder.trace.dump(directory / "hostile.jsonl")
 
 
+def record_denied_run(directory: Path) -> None:
+    def policy(ctx: Any, tool: str, args: Any) -> Any:
+        return Deny("no lookups today") if tool == "lookup" else Allow()
+
+    agent = LlmAgent(
+        name="policed-agent",
+        model=MockModel([call_tools(("lookup", {"term": "tides"})), say("I may not look it up.")]),
+        tools=[lookup],
+    )
+    recorder = RecordingInterpreter()
+    ctx = RunContext.ephemeral(None).with_permission_policy(policy)
+
+    async def go() -> None:
+        await collect(agent.run(ctx, "look up the tides", interpreter=recorder))
+
+    trio.run(go)
+    recorder.trace.dump(directory / "denied.jsonl")
+
+
 def assert_laid_out(page: Any, selectors: list[str], width: int) -> None:
     """Every element shown lies inside the viewport's width; siblings of one list do not overlap."""
     assert page.evaluate("document.documentElement.scrollWidth") <= width, "the page scrolls sideways"
@@ -125,6 +145,7 @@ def test_a_tree_runs_sub_agent_step_expands_laid_out_at_1280_and_390_px(
     traces.mkdir()
     shutil.copy(GOLDEN / "parallel_fan_out.jsonl", traces / "fan_out.jsonl")
     record_hostile_run(traces)
+    record_denied_run(traces)
     shots = tmp_path / "screenshots"
     shots.mkdir()
     studio = Studio(traces=[traces], golden=GOLDEN)
@@ -138,7 +159,7 @@ def test_a_tree_runs_sub_agent_step_expands_laid_out_at_1280_and_390_px(
                 page.on("pageerror", lambda e: errors.append(str(e)))
                 page.goto(f"{base}/")
                 page.wait_for_selector(".run-row:has-text('three-lenses')")
-                assert page.locator("#runs > li").count() == 2 + len(list(GOLDEN.glob("*.jsonl")))
+                assert page.locator("#runs > li").count() == 3 + len(list(GOLDEN.glob("*.jsonl")))
                 page.fill("#filter", "traces fan_out")
                 assert page.locator("#runs > li").count() == 1
                 assert_laid_out(page, ["header#top", "#runs-tools", "#runs > li", ".run-row span"], width)
@@ -182,6 +203,16 @@ def test_a_tree_runs_sub_agent_step_expands_laid_out_at_1280_and_390_px(
             assert page.locator("main img, main script").count() == 0
             assert page.evaluate("window.__pwned === undefined")
             page.screenshot(path=str(shots / "hostile-1280.png"), full_page=True)
+
+            # a tool round shows the permission policy's decision
+            page.goto(f"{base}/")
+            page.click(".run-row:has-text('policed-agent')")
+            page.wait_for_selector("#run-head .status.completed")
+            page.locator("#timeline > li.step details > summary").nth(1).click()
+            ruled = page.locator(".governance")
+            ruled.wait_for()
+            assert "Deny" in ruled.inner_text() and "no lookups today" in ruled.inner_text()
+            assert "denied: lookup: no lookups today" in ruled.inner_text()
         finally:
             browser.close()
     assert errors == []
