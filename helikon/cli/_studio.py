@@ -7,7 +7,9 @@ agents of ``--agents agents.toml`` or ``--app module:attr`` (every run recorded)
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,11 +88,19 @@ def studio_command(
     studio = Studio(agents=agents, context=context, traces=trace_dirs, golden=golden, title=title)
 
     async def go() -> None:
-        async with trio.open_nursery() as nursery:
-            url = await nursery.start(studio.serve, port)
-            console(sys.stderr).print(f"helikon studio at {escape(str(url))}/ (Ctrl-C stops it)")
+        # Ctrl-C (and SIGTERM) stop the server through its cancel scope: a
+        # KeyboardInterrupt raised inside a connection's task would fail it instead.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                url = await nursery.start(studio.serve, port)
+                console(sys.stderr).print(f"helikon studio at {escape(str(url))}/ (Ctrl-C stops it)")
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    break
 
-    trio.run(go)
+    with contextlib.suppress(KeyboardInterrupt):  # a Ctrl-C before the receiver was installed
+        trio.run(go)
+    console(sys.stderr).print("helikon studio stopped")
 
 
 __all__ = ["load_app", "studio_command"]

@@ -1,6 +1,6 @@
 """``helikon studio`` as a real process: it prints its URL (on 127.0.0.1,
 the port the OS gave), lists the ``--traces`` directory's traces beside the
-project's golden ones, refuses a foreign ``Host``, and stops on Ctrl-C."""
+project's golden ones, refuses a foreign ``Host``, and stops cleanly on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -53,7 +53,11 @@ def test_the_command_serves_traces_and_goldens_on_loopback_only(tmp_path: Path) 
     finally:
         process.send_signal(signal.SIGINT)
         try:
-            process.wait(timeout=15)
+            _, rest = process.communicate(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+            raise
+    # Ctrl-C stops it cleanly
+    assert process.returncode == 0, rest
+    assert "Traceback" not in rest and "helikon studio stopped" in rest
