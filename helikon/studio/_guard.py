@@ -41,46 +41,72 @@ SECURITY_HEADERS: Final = (
 )
 
 
-def loopback_host(value: str) -> bool:
-    """Whether a ``Host`` header (``name[:port]``) names this machine."""
+def authority(value: str, default_port: int = 80) -> tuple[str, int] | None:
+    """``(name, port)`` of a ``Host`` header (``name[:port]``) that names this
+    machine, the name normalised (lower case, no trailing dot); else None."""
     value = value.strip().lower()
     if value.startswith("["):
         name, bracket, rest = value[1:].partition("]")
         if not bracket:
-            return False
+            return None
     else:
-        name, _, rest = value.partition(":")
-        rest = ":" + rest if _ else ""
-    if rest and not (rest.startswith(":") and _PORT.fullmatch(rest[1:]) and 0 < int(rest[1:]) < 65536):
-        return False
+        name, colon, rest = value.partition(":")
+        rest = ":" + rest if colon else ""
+    port = default_port
+    if rest:
+        if not (rest.startswith(":") and _PORT.fullmatch(rest[1:]) and 0 < int(rest[1:]) < 65536):
+            return None
+        port = int(rest[1:])
     if name.endswith(".") and not name.endswith(".."):
         name = name[:-1]
-    return name in LOOPBACK_NAMES
+    return (name, port) if name in LOOPBACK_NAMES else None
+
+
+def loopback_host(value: str) -> bool:
+    """Whether a ``Host`` header (``name[:port]``) names this machine."""
+    return authority(value) is not None
+
+
+def origin_authority(value: str) -> tuple[str, int] | None:
+    """``(name, port)`` of an ``Origin`` header that is an http(s) origin on a loopback name; else None."""
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or parts.path or parts.query or parts.fragment:
+        return None
+    if "@" in parts.netloc:
+        return None
+    return authority(parts.netloc, 443 if parts.scheme == "https" else 80)
 
 
 def loopback_origin(value: str) -> bool:
     """Whether an ``Origin`` header is an http(s) origin on a loopback name."""
-    try:
-        parts = urlsplit(value.strip())
-    except ValueError:
-        return False
-    if parts.scheme not in ("http", "https") or parts.path or parts.query or parts.fragment:
-        return False
-    if parts.username is not None or parts.password is not None:
-        return False
-    return loopback_host(parts.netloc)
+    return origin_authority(value) is not None
 
 
 def refusal(scope: Scope) -> str | None:
-    """Why a request is refused (``None``: it is admitted)."""
+    """Why a request is refused (``None``: it is admitted).
+
+    The ``Host`` must name this machine; an ``Origin``, when sent, must be
+    the very origin the ``Host`` names (another local server's page, on
+    another port, is another origin); a browser's ``Sec-Fetch-Site``, when
+    sent, must say the request is same-origin (or typed by the user).
+    """
     headers: dict[str, list[str]] = {}
     for key, value in scope.get("headers", []):
         headers.setdefault(key.decode("latin-1").lower(), []).append(value.decode("latin-1"))
     hosts = headers.get("host", [])
-    if len(hosts) != 1 or not loopback_host(hosts[0]):
+    host = authority(hosts[0]) if len(hosts) == 1 else None
+    if host is None:
         return "the Host header does not name this machine (127.0.0.1, localhost or [::1])"
     origins = headers.get("origin", [])
-    if len(origins) > 1 or (origins and not loopback_origin(origins[0])):
+    if len(origins) > 1 or (
+        origins
+        and (  # the studio serves plain HTTP: its page's origin is http://{Host}
+            not origins[0].strip().lower().startswith("http://") or origin_authority(origins[0]) != host
+        )
+    ):
         return "the request comes from another origin"
     if headers.get("sec-fetch-site", ["same-origin"])[0] not in ("same-origin", "none"):
         return "the request comes from another site"
@@ -133,6 +159,7 @@ __all__ = [
     "LOOPBACK_NAMES",
     "SECURITY_HEADERS",
     "LocalOnly",
+    "authority",
     "loopback_host",
     "loopback_origin",
     "refusal",

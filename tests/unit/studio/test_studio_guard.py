@@ -44,7 +44,22 @@ REFUSED_HOSTS = [
     "user@localhost",
     "",
 ]
-ALLOWED_ORIGINS = ["http://127.0.0.1:8765", "http://localhost", "http://[::1]:8765", "http://localhost.:8765"]
+#: (Host, Origin): the page's own origin, however its name is spelled.
+SAME_ORIGINS = [
+    ("127.0.0.1:8765", "http://127.0.0.1:8765"),
+    ("localhost:8765", "http://LOCALHOST:8765"),
+    ("localhost.:8765", "http://localhost:8765"),
+    ("[::1]:8765", "http://[::1]:8765"),
+    ("localhost", "http://localhost"),
+    ("localhost:80", "http://localhost"),
+]
+#: Loopback origins that are not the page's: another local server's page.
+OTHER_LOCAL_ORIGINS = [
+    "http://127.0.0.1:3000",
+    "http://localhost:8765",
+    "https://127.0.0.1:8765",
+    "http://[::1]",
+]
 REFUSED_ORIGINS = [
     "http://evil.example",
     "https://evil.example:8765",
@@ -80,11 +95,20 @@ def test_a_foreign_host_is_refused_on_every_route(host: str, client: TestClient)
         assert "desk" not in response.text
 
 
-@pytest.mark.parametrize("origin", ALLOWED_ORIGINS)
-def test_a_same_machine_origin_may_post(origin: str, client: TestClient) -> None:
+@pytest.mark.parametrize(("host", "origin"), SAME_ORIGINS)
+def test_the_pages_own_origin_may_post(host: str, origin: str, client: TestClient) -> None:
     assert loopback_origin(origin)
-    response = client.post("/server/agents/desk/runs", json={"input": "hello"}, headers={"origin": origin})
+    response = client.post(
+        "/server/agents/desk/runs", json={"input": "hello"}, headers={"host": host, "origin": origin}
+    )
     assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("origin", OTHER_LOCAL_ORIGINS)
+def test_another_local_origin_is_refused(origin: str, client: TestClient) -> None:
+    assert loopback_origin(origin)  # on this machine, but not this studio's page (Host 127.0.0.1:8765)
+    response = client.post("/server/agents/desk/runs", json={"input": "hello"}, headers={"origin": origin})
+    assert response.status_code == 403
 
 
 @pytest.mark.parametrize("origin", REFUSED_ORIGINS)
