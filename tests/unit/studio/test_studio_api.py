@@ -5,7 +5,9 @@ that are not traces listed with their error."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from starlette.testclient import TestClient
 from tests_support_studio import GOLDEN, agent_with
 
 from helikon import RunContext, tool
+from helikon.governance import GuardRule
 from helikon.studio import Catalogue, Studio
 from helikon.studio._catalog import MAX_RECORDED
 from helikon.testing import call_tools, say
@@ -135,3 +138,45 @@ def test_the_studio_keeps_its_newest_recorded_runs_only() -> None:
     kept = [entry.id for entry in catalogue.entries()]
     assert len(kept) == MAX_RECORDED
     assert ids[0] not in kept and ids[1] not in kept and kept[0] == ids[-1]
+
+
+@tool
+async def pay(amount: int) -> str:
+    """Pay an amount.
+
+    Args:
+        amount: how much.
+    """
+    return f"paid {amount}"
+
+
+def wait_for(client: TestClient, url: str, status: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 20
+    while True:
+        described: dict[str, Any] = client.get(url).json()
+        if described["status"] == status:
+            return described
+        assert time.monotonic() < deadline, described
+        time.sleep(0.05)
+
+
+def test_a_studio_run_approved_by_a_human_is_recorded_with_the_approval() -> None:
+    desk = agent_with("desk", call_tools(("pay", {"amount": 12})), say("Paid."), tools=[pay])
+    ctx = RunContext.ephemeral(None).with_guard_rules([GuardRule.tool("pay")]).with_suspend_on_approval()
+    with TestClient(Studio(agents=[desk], context=ctx).app(), base_url=BASE) as client:
+        started = client.post("/server/agents/desk/runs?mode=async", json={"input": "pay 12"})
+        assert started.status_code == 202, started.text
+        url = f"/server/agents/desk/runs/{started.headers['x-run-id']}"
+        waiting = wait_for(client, url, "awaiting_approval")
+        call_id = waiting["pending_approvals"][0]["call_id"]
+        decisions = {"decisions": [{"call_id": call_id, "approved": True, "reason": "ok by me"}]}
+        assert client.post(f"{url}/approvals", json=decisions).status_code == 200
+        wait_for(client, url, "completed")
+        rows = client.get("/api/runs").json()["runs"]
+        assert [(r["agent"], r["status"]) for r in rows] == [("desk", "completed")]
+        steps = client.get(f"/api/runs/{rows[0]['id']}").json()["steps"]
+    kinds = [(step["effect_type"], step["result_type"]) for step in steps]
+    assert ("AskApprovals", "ApprovalsGiven") in kinds
+    given = steps[kinds.index(("AskApprovals", "ApprovalsGiven"))]["result"]["decisions"]
+    assert [(d["call_id"], d["approved"]) for d in given] == [(call_id, True)]
+    assert "paid 12" in json.dumps(steps)
