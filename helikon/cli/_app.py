@@ -49,6 +49,7 @@ class _Lazy(click.Group):
     LAZY: ClassVar[dict[str, tuple[str, str]]] = {
         "mcp": ("helikon.cli._mcp", "mcp_group"),
         "serve": ("helikon.cli._serve", "serve_command"),
+        "studio": ("helikon.cli._studio", "studio_command"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -73,6 +73,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon.evals",
             "helikon.testing",
             "helikon.server",
+            "helikon.studio",
             "helikon.protocols.agui",
             "helikon.protocols._agui_events",
             "helikon.protocols.a2a",
