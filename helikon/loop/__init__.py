@@ -6,6 +6,7 @@ gives the next. Nothing here does IO, reads the clock or draws random
 numbers: interpreters do that and feed the results back.
 """
 
+from helikon._conversation import Conversation
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._answers import (
     ANSWERS,
@@ -64,6 +65,7 @@ from helikon.loop._transition import FINALIZE_PROMPT, REPAIR_PROMPT, resume, sta
 from helikon.loop._validate import parse_json, schema_errors, schema_problem
 
 __all__ = [
+    "Conversation",
     "Timed",
     "deadline_after",
     "on_time",

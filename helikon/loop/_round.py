@@ -65,7 +65,7 @@ def advance_round(
     steps = [step for step in map(pending_step, calls) if step is not None]
     requests = [] if steps else [r for r in map(approval_request, calls) if r is not None]
     if steps or requests:
-        conversation = (*state.conversation, *appended) if appended else None
+        conversation = state.conversation.append(appended) if appended else None
         if steps:
             running = evolve(state, phase=ExecutingTools(turn, calls, invalid), conversation=conversation)
             return Outcome(running, tuple(events), ExecuteTools(tuple(steps)), tuple(appended))

@@ -98,7 +98,10 @@ def test_a_continued_conversation_is_read_only_where_it_is_new() -> None:
     model = MockModel([call_tools(("add", {"a": 1, "b": 2})) for _ in range(1000)])
     items: list[Item] = [system_text("be brief"), user_text("add")]
     for k in range(500):
-        items += [ToolCall(CallId(f"c{k}"), "add", '{"a": 1, "b": 2}'), ToolResult(CallId(f"c{k}"), "add", "3")]
+        items += [
+            ToolCall(CallId(f"c{k}"), "add", '{"a": 1, "b": 2}'),
+            ToolResult(CallId(f"c{k}"), "add", "3"),
+        ]
     first = Counting(items)
     assert model.position(ModelRequest(cast(tuple[Item, ...], first))) == 500
     assert len(first.read) == len(items)  # a conversation it never saw is read whole, once
