@@ -150,7 +150,9 @@ def policy_step(call_id: CallId, answer: Answer) -> StepResult:
             return CallbackRaised(call_id, described(error))
 
 
-def approval_decision(call_id: CallId, answer: Answer, path: tuple[str, ...] = ()) -> ApprovalDecision:
+def approval_decision(
+    call_id: CallId, answer: Answer, path: tuple[str, ...] = ()
+) -> ApprovalDecision:
     """An approval handler's answer: only ``Allow()`` approves. ``path`` is
     the asking member's (the request's), so the answer reaches that call only.
 
