@@ -288,8 +288,7 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
                 return Success(fail(state, InvalidToolArgs(call.name, arg_errors), events, appended, usage))
             invalid = True
     events.extend(pipeline_events)
-    state = evolve(state, usage=usage)
-    return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended))
+    return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
 
 
 def _hand_off(

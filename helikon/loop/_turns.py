@@ -159,9 +159,22 @@ def complete(
 
 
 def next_turn(
-    state: RunState, spec: AgentSpec, turn: int, events: list[AgentEvent], appended: list[Item]
+    state: RunState,
+    spec: AgentSpec,
+    turn: int,
+    events: list[AgentEvent],
+    appended: list[Item],
+    *,
+    strikes: int | None = None,
+    usage: Usage | None = None,
 ) -> Outcome:
-    state = evolve(state, phase=CallingModel(turn + 1), conversation=state.conversation.append(appended))
+    state = evolve(
+        state,
+        phase=CallingModel(turn + 1),
+        conversation=state.conversation.append(appended),
+        usage=usage,
+        strikes=strikes,
+    )
     return begin_turn(state, spec, events, appended)
 
 
