@@ -59,7 +59,10 @@ class Interpreter(Protocol):
 
     An interpreter may also define ``observe(env, outcome)``: :func:`drive`
     calls it with every outcome before emitting its events (recording and
-    replay use it to see the machine's events).
+    replay use it to see the machine's events); and ``result_of(effect,
+    env)``: an awaitable of the result of an effect that streams no events
+    (or None, then :func:`drive` iterates ``perform``), which spares an
+    async generator per effect.
     """
 
     def new_run_id(self) -> RunId:
@@ -113,6 +116,8 @@ async def drive(
         if clock is not None and env.spec.config.timeout is not None:
             outcome = timed(outcome, clock(), env.spec.config.timeout)
     observe = getattr(interpreter, "observe", None)
+    # an interpreter may perform an effect that streams nothing as one awaitable
+    plain = getattr(interpreter, "result_of", None)
     while True:
         if observe is not None:
             observe(env, outcome)
@@ -122,11 +127,15 @@ async def drive(
         if type(effect) is Terminate:
             return
         result: EffectResult | None = None
-        async for item in interpreter.perform(effect, env):
-            if is_result(item):
-                result = item
-            elif is_event(item):
-                yield item
+        awaitable = plain(effect, env) if plain is not None else None
+        if awaitable is not None:
+            result = await awaitable
+        else:
+            async for item in interpreter.perform(effect, env):
+                if is_result(item):
+                    result = item
+                elif is_event(item):
+                    yield item
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         if clock is not None and outcome.state.deadline is not None:

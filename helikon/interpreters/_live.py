@@ -103,45 +103,61 @@ class LiveInterpreter:
         return RunId(self._run_id if self._run_id is not None else uuid.uuid4().hex)
 
     async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
-        if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
-            stopped = interruption(env)
-            if stopped is not None:
-                yield stopped
-                return
+        if type(effect) in _PLAIN:
+            yield await self._plain(effect, env)
+            return
+        stopped = interruption(env)
+        if stopped is not None:
+            yield stopped
+            return
         match effect:
             case CallModel():
                 async for item in self._call_model(effect, env):
                     yield item
-            case ExecuteTools(steps=steps):
-                limit = env.spec.config.parallel_tool_call_limit
-                yield await _interruptible(run_async(tool_round(steps, callbacks_of(env)), limit), env)
-            case AskApprovals(requests=requests):
-                yield await _interruptible(run_async(approvals(requests, callbacks_of(env))), env)
-            case CheckGuardrails(stage=stage, text=text):
-                yield await _interruptible(run_async(guardrails(stage, text, callbacks_of(env))), env)
-            case RunHooks(turn=turn):
-                yield await _interruptible(run_async(turn_hooks(turn, callbacks_of(env))), env)
             case AwaitApproval(requests=requests):
                 raise RunSuspended(requests)
-            case RenderInstructions(turn=turn, state=written):
-                for key, text in written:  # the run-scoped state, as the run's state holds it
-                    env.ctx.state[key] = text
-                yield await _interruptible(run_async(instructions(turn, callbacks_of(env))), env)
             case PerformAll(effects=effects):
                 async for item in self._perform_all(effects, env):
                     yield item
             case RunAgents(runs=runs, depth=depth):
                 async for item in self._run_opaque(runs, depth, env):
                     yield item
-            case NotifyHooks(event=event):
-                yield await run_async(notify(event, callbacks_of(env)))
-            case StoreOutput(key=key, text=text):
-                env.ctx.state[key] = text  # the book's run-scoped state[key]
-                yield OutputStored()
             case Handoff():
                 raise StepError("a handoff is the agent tree's to perform (see helikon.agents)")
             case Terminate():
                 raise StepError("there is nothing to perform after Terminate")
+
+    def result_of(self, effect: Effect, env: RunEnv) -> Awaitable[EffectResult] | None:
+        """The result of an effect that streams no events, as one awaitable
+        (what :func:`~helikon.interpreters._drive.drive` awaits instead of
+        iterating :meth:`perform`); None for an effect that may stream."""
+        return self._plain(effect, env) if type(effect) in _PLAIN else None
+
+    async def _plain(self, effect: Effect, env: RunEnv) -> EffectResult:
+        if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
+            stopped = interruption(env)
+            if stopped is not None:
+                return stopped
+        match effect:
+            case ExecuteTools(steps=steps):
+                limit = env.spec.config.parallel_tool_call_limit
+                return await _interruptible(run_async(tool_round(steps, callbacks_of(env)), limit), env)
+            case AskApprovals(requests=requests):
+                return await _interruptible(run_async(approvals(requests, callbacks_of(env))), env)
+            case CheckGuardrails(stage=stage, text=text):
+                return await _interruptible(run_async(guardrails(stage, text, callbacks_of(env))), env)
+            case RunHooks(turn=turn):
+                return await _interruptible(run_async(turn_hooks(turn, callbacks_of(env))), env)
+            case RenderInstructions(turn=turn, state=written):
+                for key, text in written:  # the run-scoped state, as the run's state holds it
+                    env.ctx.state[key] = text
+                return await _interruptible(run_async(instructions(turn, callbacks_of(env))), env)
+            case NotifyHooks(event=event):
+                return await run_async(notify(event, callbacks_of(env)))
+            case StoreOutput(key=key, text=text):
+                env.ctx.state[key] = text  # the book's run-scoped state[key]
+                return OutputStored()
+        raise StepError(f"{type(effect).__name__} is not a plain effect")
 
     async def _perform_all(
         self, effects: tuple[AtPath, ...], env: RunEnv
@@ -249,6 +265,7 @@ class LiveInterpreter:
         stopped = interruption(env)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
+
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectResult:
     """``work`` under the run's cancel token and deadline (an interruption
     result if either fires first, or if the run was cancelled meanwhile).
@@ -262,6 +279,11 @@ async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectRe
         return interruption(env) or _cancelled()
     return result
 
+
+#: Effects that stream no events: performed to one result, no async generator.
+_PLAIN = frozenset(
+    {ExecuteTools, AskApprovals, CheckGuardrails, RunHooks, RenderInstructions, NotifyHooks, StoreOutput}
+)
 
 #: Effects that only record what the machine decided (observing hooks, a
 #: stored output): performed even past the deadline, as every interpreter does.

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon._deprecated",
             "helikon.ids",
             "helikon.items",
+            "helikon._conversation",
             "helikon.model",
             "helikon.events",
             "helikon.errors",
