@@ -15,6 +15,7 @@ wrap their network waits in :meth:`CancellationToken.scope`.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -272,10 +273,20 @@ async def _interruptible(work: Awaitable[EffectResult], env: RunEnv) -> EffectRe
     Work that completed is reported as it is, even past the deadline: what
     becomes of it is the machine's decision, from the clock reading drive
     takes next (see :mod:`helikon.loop._clock`)."""
+    import anyio
+
+    token = env.ctx.cancel
     result: EffectResult | None = None
-    with env.ctx.cancel.scope(env.deadline):
-        result = await work
-    if result is None or env.ctx.cancel.cancelled:
+    # What ``token.scope(deadline)`` does, without its context-manager
+    # generator (this wraps every tool round, the hot path of a run).
+    deadline = env.deadline if env.deadline is not None else token.deadline
+    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
+        remove = token.on_cancel(scope.cancel)
+        try:
+            result = await work
+        finally:
+            remove()
+    if result is None or token.cancelled:
         return interruption(env) or _cancelled()
     return result
 
