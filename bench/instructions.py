@@ -59,8 +59,8 @@ def per_turn(workload: str, small: int, large: int, turns_per_unit: int, model: 
     return (high - low) / ((large - small) * turns_per_unit)
 
 
-def emit(workload: str, metric: str, value: float, **extra: object) -> None:
-    line = {"sdk": "helikon", "workload": workload, "metric": metric, "value": value, "unit": "instructions"}
+def emit(workload: str, metric: str, value: float, unit: str = "instructions", **extra: object) -> None:
+    line = {"sdk": "helikon", "workload": workload, "metric": metric, "value": value, "unit": unit}
     print(json.dumps({**line, **extra}), flush=True)
 
 
@@ -79,7 +79,7 @@ def main() -> None:
             for size in (int(s) for s in args.sizes.split(",")):
                 late = per_turn("W5", size, size + 20, 1, model)
                 emit("W5", "instructions_per_turn", round(late), model=model, turns=f"{size}->{size + 20}")
-                emit("W5", "late_over_early", round(late / early, 3), model=model, turns=size)
+                emit("W5", "late_over_early", round(late / early, 3), "x", model=model, turns=size)
 
 
 if __name__ == "__main__":
