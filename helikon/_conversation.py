@@ -76,6 +76,15 @@ class Conversation(Sequence[Item]):
         grown._extend(more)
         return grown
 
+    def items(self, *before: Item) -> tuple[Item, ...]:
+        """The items as one tuple, after ``before`` (copied chunk by chunk at
+        C speed: much faster than ``tuple(conversation)``, which iterates)."""
+        out = list(before)
+        for chunk in self._chunks:
+            out += chunk
+        out += self._tail
+        return tuple(out)
+
     def __len__(self) -> int:
         return self._size
 
@@ -85,7 +94,7 @@ class Conversation(Sequence[Item]):
     def __getitem__(self, index: slice) -> tuple[Item, ...]: ...
     def __getitem__(self, index: SupportsIndex | slice) -> Item | tuple[Item, ...]:
         if isinstance(index, slice):
-            return tuple(self)[index]
+            return self.items()[index]
         at = index.__index__()
         if at < 0:
             at += self._size
@@ -118,7 +127,7 @@ class Conversation(Sequence[Item]):
             # equal conversations are chunked alike, and mostly share their chunks
             return self._size == other._size and self._chunks == other._chunks and self._tail == other._tail
         if type(other) is tuple:
-            return self._size == len(other) and tuple(self) == other
+            return self._size == len(other) and self.items() == other
         return NotImplemented
 
     def __hash__(self) -> int:

@@ -75,9 +75,9 @@ def evolve(
 
 def request(state: RunState, spec: AgentSpec) -> ModelRequest:
     if state.instructions is not None:
-        messages: tuple[Item, ...] = (system_text(state.instructions), *state.conversation)
+        messages = state.conversation.items(system_text(state.instructions))
     else:
-        messages = tuple(state.conversation)
+        messages = state.conversation.items()
     if type(state.phase) is CallingModel or spec.output is None:
         settings = spec.settings
         choice = settings.tool_choice

@@ -37,6 +37,7 @@ def test_it_reads_as_the_tuple_of_its_items(parts: list[list[Item]]) -> None:
     assert conversation == plain and plain == conversation and (conversation != plain) is False
     assert conversation == Conversation(plain) and hash(conversation) == hash(plain)
     assert all(item in conversation for item in plain)
+    assert conversation.items() == plain and conversation.items(ITEMS[0]) == (ITEMS[0], *plain)
 
 
 @given(batches, st.lists(st.sampled_from(ITEMS), min_size=1, max_size=3))
