@@ -6,7 +6,7 @@ the two instruction counts by the turns the larger size adds: start-up,
 imports and the first-call caches cancel out.
 
 - ``W1``: 3 and 23 runs of the 10-turn W1 loop (scripted model), per turn;
-- ``W5``: one run of 20 and of 40 turns (the early turns) and of N and N+20
+- ``W5``: one run of 20 and of 220 turns (the early turns) and of N and N+200
   turns (the late turns, N = 1000 and 2000), per turn, with the scripted
   model (framework only) and with ``MockModel``; ``late_over_early`` is the
   ratio.
@@ -29,6 +29,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = os.path.join(HERE, "long_run.py")
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+#: Turns a W5 measurement adds: wide enough that a full collection of the
+#: cyclic GC (millions of instructions, every few hundred turns) is spread
+#: over it rather than landing in one narrow window or the other.
+WINDOW = 200
 
 
 def instructions(workload: str, size: int, model: str = "scripted") -> int:
@@ -46,7 +50,8 @@ def instructions(workload: str, size: int, model: str = "scripted") -> int:
             "--model",
             model,
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same hashing in every run
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     found = _COLLECTED.search(proc.stderr)
     if proc.returncode != 0 or found is None:
         raise SystemExit(f"callgrind run failed ({' '.join(cmd)}):\n{proc.stderr[-2000:]}")
@@ -74,11 +79,12 @@ def main() -> None:
         emit("W1", "instructions_per_model_turn", round(per_turn("W1", 3, 23, 10)), runs="3->23", turns=10)
     if "W5" in args.workloads:
         for model in args.model.split(","):
-            early = per_turn("W5", 20, 40, 1, model)
-            emit("W5", "instructions_per_turn", round(early), model=model, turns="20->40")
+            early = per_turn("W5", 20, 20 + WINDOW, 1, model)
+            emit("W5", "instructions_per_turn", round(early), model=model, turns=f"20->{20 + WINDOW}")
             for size in (int(s) for s in args.sizes.split(",")):
-                late = per_turn("W5", size, size + 20, 1, model)
-                emit("W5", "instructions_per_turn", round(late), model=model, turns=f"{size}->{size + 20}")
+                late = per_turn("W5", size, size + WINDOW, 1, model)
+                turns = f"{size}->{size + WINDOW}"
+                emit("W5", "instructions_per_turn", round(late), model=model, turns=turns)
                 emit("W5", "late_over_early", round(late / early, 3), "x", model=model, turns=size)
 
 
