@@ -327,7 +327,20 @@ def converter() -> Converter:
     conv.register_unstructure_hook_factory(_is_tagged_union, _make_union_unstructure(conv))
     conv.register_unstructure_hook_factory(_is_fixed_tuple, _make_fixed_tuple_unstructure(conv))
     conv.register_unstructure_hook_factory(_has_emitter_path, _make_event_unstructure(conv))
+    _register_conversation(conv)
     return conv
+
+
+def _register_conversation(conv: Converter) -> None:
+    """A :class:`~helikon.loop.Conversation` travels as the tuple of its
+    items does: the same JSON array, read back into a conversation."""
+    from helikon._conversation import Conversation
+    from helikon.items import Item
+
+    items: Any = tuple[Item, ...]
+    as_tuple = conv.get_structure_hook(items)
+    conv.register_structure_hook(Conversation, lambda value, _: Conversation(as_tuple(value, items)))
+    conv.register_unstructure_hook(Conversation, lambda value: conv.unstructure(tuple(value), items))
 
 
 def unstructure(value: object, as_type: object = None) -> Any:

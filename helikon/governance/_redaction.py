@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Final
 
 from helikon._json import JsonValue
@@ -155,6 +156,17 @@ def encoded_forms(secret: str) -> tuple[str, ...]:
 
 
 def _scan_list(secrets: Iterable[str]) -> tuple[str, ...]:
+    if type(secrets) is tuple:
+        return _scan_tuple(secrets)  # a run's secrets: one tuple for the whole run
+    return _scan(secrets)
+
+
+@lru_cache(maxsize=16)
+def _scan_tuple(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    return _scan(secrets)
+
+
+def _scan(secrets: Iterable[str]) -> tuple[str, ...]:
     forms = {form for secret in known_secrets(secrets) for form in encoded_forms(secret)}
     return tuple(sorted(forms, key=lambda v: (-len(v), v)))
 

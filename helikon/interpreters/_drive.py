@@ -65,7 +65,10 @@ class Interpreter(Protocol):
     replay use it to see the machine's events). One that defines
     ``perform_part(effect, env)`` (as ``perform``, for one part of a wave)
     gets waves performed part by part, each part's next effect started as
-    soon as its answer came (see :mod:`helikon.interpreters._waves`).
+    soon as its answer came (see :mod:`helikon.interpreters._waves`). One
+    that defines ``result_of(effect, env)`` returns an awaitable of the
+    result of an effect that streams no events (or None, then :func:`drive`
+    iterates ``perform``), which spares an async generator per effect.
     """
 
     def new_run_id(self) -> RunId:
@@ -163,6 +166,8 @@ async def drive(
     observe = getattr(interpreter, "observe", None)
     perform_part = getattr(interpreter, "perform_part", None)
     observed = False
+    # an interpreter may perform an effect that streams nothing as one awaitable
+    plain = getattr(interpreter, "result_of", None)
     while True:
         if not observed:
             if observe is not None:
@@ -183,11 +188,15 @@ async def drive(
             observed = True
             continue
         result: EffectResult | None = None
-        async for item in interpreter.perform(effect, env):
-            if is_result(item):
-                result = item
-            elif is_event(item):
-                yield item
+        awaitable = plain(effect, env) if plain is not None else None
+        if awaitable is not None:
+            result = await awaitable
+        else:
+            async for item in interpreter.perform(effect, env):
+                if is_result(item):
+                    result = item
+                elif is_event(item):
+                    yield item
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         now: float | None = None

@@ -130,7 +130,7 @@ def permission_settings(ctx: RunContext[Any]) -> PermissionSettings:
     return settings
 
 
-_environment_secrets: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ())
+_environment_secrets: tuple[tuple[tuple[Any, Any], ...], tuple[str, ...]] = ((), ())
 
 
 def run_secrets(ctx: RunContext[Any]) -> tuple[str, ...]:
@@ -143,9 +143,12 @@ def run_secrets(ctx: RunContext[Any]) -> tuple[str, ...]:
     global _environment_secrets
     if not ctx.redact_output:
         return ()
-    snapshot = tuple(os.environ.items())
+    # the raw environment (CPython keeps it as bytes in ``_data``): copied at
+    # C speed, where ``os.environ.items()`` decodes every name and value
+    raw = getattr(os.environ, "_data", None)
+    snapshot = tuple(raw.items() if isinstance(raw, dict) else os.environ.items())
     if snapshot != _environment_secrets[0]:
-        _environment_secrets = (snapshot, secret_values_from_environment(dict(snapshot)))
+        _environment_secrets = (snapshot, secret_values_from_environment(dict(os.environ)))
     return (*_environment_secrets[1], *ctx.extra_secrets)
 
 

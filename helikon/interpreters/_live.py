@@ -16,6 +16,7 @@ wrap their network waits in :meth:`CancellationToken.scope`.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -122,41 +123,25 @@ class LiveInterpreter:
         """Perform ``effect`` in ``env``, its work cut short at the machine's
         deadline (:func:`due`; ``at`` gives it for an effect of a tree's wave)."""
         limit = due(env) if at is None else at[0]
-        if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
-            stopped = interruption(env, limit)
-            if stopped is not None:
-                yield stopped
-                return
+        if type(effect) in _PLAIN:
+            yield await self._plain(effect, env, limit)
+            return
+        stopped = interruption(env, limit)
+        if stopped is not None:
+            yield stopped
+            return
         match effect:
             case CallModel():
                 async for item in self._call_model(effect, env, limit):
                     yield item
-            case ExecuteTools(steps=steps):
-                most = env.spec.config.parallel_tool_call_limit
-                yield await _interruptible(run_async(tool_round(steps, callbacks_of(env)), most), env, limit)
-            case AskApprovals(requests=requests):
-                yield await _interruptible(run_async(approvals(requests, callbacks_of(env))), env, limit)
-            case CheckGuardrails(stage=stage, text=text):
-                yield await _interruptible(run_async(guardrails(stage, text, callbacks_of(env))), env, limit)
-            case RunHooks(turn=turn):
-                yield await _interruptible(run_async(turn_hooks(turn, callbacks_of(env))), env, limit)
             case AwaitApproval(requests=requests):
                 raise RunSuspended(requests)
-            case RenderInstructions(turn=turn, state=written):
-                for key, text in written:  # the run-scoped state, as the run's state holds it
-                    env.ctx.state[key] = text
-                yield await _interruptible(run_async(instructions(turn, callbacks_of(env))), env, limit)
             case PerformAll(effects=effects):
                 async for item in self._perform_all(effects, env):
                     yield item
             case RunAgents(runs=runs, depth=depth):
                 async for item in self._run_opaque(runs, depth, env):
                     yield item
-            case NotifyHooks(event=event):
-                yield await run_async(notify(event, callbacks_of(env)))
-            case StoreOutput(key=key, text=text):
-                env.ctx.state[key] = text  # the book's run-scoped state[key]
-                yield OutputStored()
             case Handoff():
                 raise StepError("a handoff is the agent tree's to perform (see helikon.agents)")
             case Terminate():
@@ -167,6 +152,38 @@ class LiveInterpreter:
         :func:`~helikon.interpreters.drive` runs a wave's parts concurrently
         and feeds each one's result as soon as it comes."""
         return self.perform(effect, env)
+
+    def result_of(self, effect: Effect, env: RunEnv) -> Awaitable[EffectResult] | None:
+        """The result of an effect that streams no events, as one awaitable
+        (what :func:`~helikon.interpreters._drive.drive` awaits instead of
+        iterating :meth:`perform`); None for an effect that may stream."""
+        return self._plain(effect, env, due(env)) if type(effect) in _PLAIN else None
+
+    async def _plain(self, effect: Effect, env: RunEnv, limit: Limit) -> EffectResult:
+        if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
+            stopped = interruption(env, limit)
+            if stopped is not None:
+                return stopped
+        match effect:
+            case ExecuteTools(steps=steps):
+                most = env.spec.config.parallel_tool_call_limit
+                return await _interruptible(run_async(tool_round(steps, callbacks_of(env)), most), env, limit)
+            case AskApprovals(requests=requests):
+                return await _interruptible(run_async(approvals(requests, callbacks_of(env))), env, limit)
+            case CheckGuardrails(stage=stage, text=text):
+                return await _interruptible(run_async(guardrails(stage, text, callbacks_of(env))), env, limit)
+            case RunHooks(turn=turn):
+                return await _interruptible(run_async(turn_hooks(turn, callbacks_of(env))), env, limit)
+            case RenderInstructions(turn=turn, state=written):
+                for key, text in written:  # the run-scoped state, as the run's state holds it
+                    env.ctx.state[key] = text
+                return await _interruptible(run_async(instructions(turn, callbacks_of(env))), env, limit)
+            case NotifyHooks(event=event):
+                return await run_async(notify(event, callbacks_of(env)))
+            case StoreOutput(key=key, text=text):
+                env.ctx.state[key] = text  # the book's run-scoped state[key]
+                return OutputStored()
+        raise StepError(f"{type(effect).__name__} is not a plain effect")
 
     async def _perform_all(
         self, effects: tuple[AtPath, ...], env: RunEnv
@@ -279,19 +296,35 @@ class LiveInterpreter:
         stopped = interruption(env, limit)
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
+
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv, limit: Limit) -> EffectResult:
     """``work`` under the run's cancel token and ``limit`` (an interruption
     result if either fires first, or if the run was cancelled meanwhile).
     Work that completed is reported as it is, even past the deadline: what
     becomes of it is the machine's decision, from the clock reading drive
     takes next (see :mod:`helikon.loop._clock`)."""
+    import anyio
+
+    token = env.ctx.cancel
     result: EffectResult | None = None
-    with env.ctx.cancel.scope(limit[0] if limit is not None else None):
-        result = await work
-    if result is None or env.ctx.cancel.cancelled:
+    # What ``token.scope(deadline)`` does, without its context-manager
+    # generator (this wraps every tool round, the hot path of a run).
+    deadline = limit[0] if limit is not None else token.deadline
+    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
+        remove = token.on_cancel(scope.cancel)
+        try:
+            result = await work
+        finally:
+            remove()
+    if result is None or token.cancelled:
         return interruption(env, limit) or _cancelled()
     return result
 
+
+#: Effects that stream no events: performed to one result, no async generator.
+_PLAIN = frozenset(
+    {ExecuteTools, AskApprovals, CheckGuardrails, RunHooks, RenderInstructions, NotifyHooks, StoreOutput}
+)
 
 #: Effects that only record what the machine decided (observing hooks, a
 #: stored output): performed even past the deadline, as every interpreter does.

@@ -76,6 +76,9 @@ async def ask_approval(request: ApprovalRequest, env: RunEnv) -> ApprovalDecisio
 
 def _tool_context(env: RunEnv, call_id: CallId, actions: Actions) -> ToolContext[Any]:
     ctx = env.ctx
+    governed = env.derived.get("governed")
+    if governed is None:  # the run's permission record: one per run
+        governed = env.derived["governed"] = ctx.governed()
     return ToolContext(
         ctx.user_ctx,
         ctx.state,
@@ -88,7 +91,7 @@ def _tool_context(env: RunEnv, call_id: CallId, actions: Actions) -> ToolContext
         ctx.agent_depth,
         env.spec.config.max_agent_depth,
         ctx.permission_mode,
-        ctx.governed(),
+        governed,
     )
 
 

@@ -6,6 +6,7 @@ gives the next. Nothing here does IO, reads the clock or draws random
 numbers: interpreters do that and feed the results back.
 """
 
+from helikon._conversation import Conversation
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._answers import (
     ANSWERS,
@@ -73,6 +74,7 @@ __all__ = [
     "ORDER_OF_LIMITS",
     "exceeded",
     "turn_usage",
+    "Conversation",
     "Timed",
     "deadline_after",
     "on_time",

@@ -46,6 +46,7 @@ from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._states import ExecutingTools, NeedsApproval, RunState
 from helikon.loop._turns import evolve, fail, next_turn
 from helikon.loop._validate import parse_json
+from helikon.model import Usage
 
 Step = Result[Outcome, StepError]
 
@@ -58,25 +59,33 @@ def advance_round(
     invalid: bool,
     events: list[AgentEvent],
     appended: list[Item],
+    usage: Usage | None = None,
 ) -> Outcome:
     """The round's next outcome: run the pending steps, ask the pending
     questions, or settle the round.
 
     ``appended`` are items of this step not yet in ``state.conversation``
-    (the model turn's message and calls, when the round opens).
+    (the model turn's message and calls, when the round opens), ``usage``
+    the run's usage when this step changed it (one new state per step).
     """
     steps = [step for step in map(pending_step, calls) if step is not None]
     requests = [] if steps else [r for r in map(approval_request, calls) if r is not None]
     if steps or requests:
-        conversation = (*state.conversation, *appended) if appended else None
+        conversation = state.conversation.append(appended) if appended else None
         if steps:
-            running = evolve(state, phase=ExecutingTools(turn, calls, invalid), conversation=conversation)
+            running = evolve(
+                state, phase=ExecutingTools(turn, calls, invalid), conversation=conversation, usage=usage
+            )
             return Outcome(running, tuple(events), ExecuteTools(tuple(steps)), tuple(appended))
-        waiting = evolve(state, phase=NeedsApproval(turn, calls, invalid), conversation=conversation)
+        waiting = evolve(
+            state, phase=NeedsApproval(turn, calls, invalid), conversation=conversation, usage=usage
+        )
         for r in requests:
             events.append(ApprovalRequested(r.call_id, r.tool, parse_json(r.arguments)[0]))
         return Outcome(waiting, tuple(events), _ask(spec, tuple(requests)), tuple(appended))
-    return _settle(state, spec, turn, calls, invalid, events, appended)
+    return _settle(
+        state, spec, turn, calls, invalid, events, appended, state.usage if usage is None else usage
+    )
 
 
 def round_effect(phase: ExecutingTools | NeedsApproval, spec: AgentSpec) -> Effect:
@@ -182,6 +191,7 @@ def _settle(
     invalid: bool,
     events: list[AgentEvent],
     appended: list[Item],
+    usage: Usage,
 ) -> Outcome:
     """Every call has its result: add them in call order, then the hooks'
     system messages; then fail or start the next turn."""
@@ -199,9 +209,10 @@ def _settle(
                 failed = InvalidToolArgs(call.call.name, stage.invalid)
     appended.extend(injected)
     if failed is not None:
-        return fail(state, failed, events, appended, state.usage)
-    state = evolve(state, strikes=state.strikes + 1 if invalid else 0)
-    return next_turn(state, spec, turn, events, appended)
+        return fail(state, failed, events, appended, usage)
+    return next_turn(
+        state, spec, turn, events, appended, strikes=state.strikes + 1 if invalid else 0, usage=usage
+    )
 
 
 __all__ = ["advance_round", "answered_before", "on_approvals_given", "on_tools_executed", "round_effect"]

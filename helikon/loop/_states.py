@@ -13,6 +13,7 @@ from typing import TypeAlias
 
 import attrs
 
+from helikon._conversation import EMPTY, Conversation, as_conversation
 from helikon.errors import AgentError
 from helikon.ids import RunId
 from helikon.items import Item
@@ -151,7 +152,9 @@ class RunState:
         run_id: the run's id, given by the interpreter at start.
         agent: the name of the agent running.
         phase: the phase the run is in.
-        conversation: every item so far, input included, in order.
+        conversation: every item so far, input included, in order (a
+            :class:`~helikon.loop.Conversation`, shared with the states
+            before it; any sequence of items given is made one).
         usage: token usage summed over every model call so far.
         instructions: the system instructions of the current turn.
         strikes: consecutive tool rounds with invalid arguments so far.
@@ -168,7 +171,7 @@ class RunState:
     run_id: RunId
     agent: str
     phase: LoopState
-    conversation: tuple[Item, ...] = ()
+    conversation: Conversation = attrs.field(default=EMPTY, converter=as_conversation)
     usage: Usage = Usage()
     instructions: str | None = None
     strikes: int = 0

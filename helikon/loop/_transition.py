@@ -29,6 +29,7 @@ from __future__ import annotations
 import attrs
 from returns.result import Failure, Result, Success
 
+from helikon._conversation import EMPTY
 from helikon.effects import (
     CallModel,
     CheckGuardrails,
@@ -138,7 +139,7 @@ def start(spec: AgentSpec, input: AgentInput, run_id: RunId, depth: int = 0) -> 
     state = RunState(run_id, spec.name, phase, input.items, instructions=spec.instructions, depth=depth)
     if depth > spec.config.max_agent_depth:
         error = MaxAgentDepthExceeded(spec.config.max_agent_depth)
-        empty = evolve(state, conversation=())
+        empty = evolve(state, conversation=EMPTY)
         return fail(empty, error, [RunStarted(spec.name, run_id)], list(input.items), state.usage)
     if spec.input_guardrails:
         text = "\n".join(text_of(i.content) for i in input.items if isinstance(i, UserMessage))
@@ -254,11 +255,11 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             state = evolve(
                 state,
                 phase=Finalizing(turn + 1),
-                conversation=(*state.conversation, *appended),
+                conversation=state.conversation.append(appended),
                 usage=usage,
             )
             return Success(begin_turn(state, spec, events, appended))
-        conversation = (*state.conversation, *appended)
+        conversation = state.conversation.append(appended)
         return Success(complete(state, spec, response.text, events, appended, usage, conversation))
 
     for call in response.calls:
@@ -296,8 +297,7 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             return Success(fail(state, broken, events, appended, usage))
         usage = usage + Usage(tool_calls=runnable)
     events.extend(pipeline_events)
-    state = evolve(state, usage=usage)
-    return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended))
+    return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
 
 
 def _hand_off(
@@ -322,11 +322,10 @@ def _hand_off(
         events.append(ToolOutputItem(result))
     events.append(HandoffItem(spec.name, target))
     events.append(AgentUpdated(target))
-    conversation = (*state.conversation, *appended)
-    state = evolve(
-        state, phase=ApplyingHandoff(target, conversation), conversation=conversation, usage=usage
-    )
-    return Outcome(state, tuple(events), Handoff(target, conversation, state.depth + 1), tuple(appended))
+    conversation = state.conversation.append(appended)
+    transcript = tuple(conversation)
+    state = evolve(state, phase=ApplyingHandoff(target, transcript), conversation=conversation, usage=usage)
+    return Outcome(state, tuple(events), Handoff(target, transcript, state.depth + 1), tuple(appended))
 
 
 def on_handoff_completed(state: RunState, result: HandoffCompleted, spec: AgentSpec) -> Step:
@@ -367,7 +366,7 @@ def on_hooks_ran(state: RunState, result: HooksRan, spec: AgentSpec) -> Step:
         error = OtherError(f"a hook stopped the run before turn {phase.turn}: {result.denied}")
         return Success(fail(state, error, [], [], state.usage))
     injected: list[Item] = [system_text(text) for text in result.injected]
-    state = evolve(state, phase=phase.next, conversation=(*state.conversation, *injected))
+    state = evolve(state, phase=phase.next, conversation=state.conversation.append(injected))
     return Success(turn_effect(state, spec, [], injected))
 
 
@@ -388,7 +387,7 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
         events.append(MessageOutput(message))
     value, error = parse_json(response.text)
     errors = (error,) if error is not None else schema_errors(value, output.schema)
-    conversation = (*state.conversation, *appended)
+    conversation = state.conversation.append(appended)
     if not errors:
         return Success(complete(state, spec, response.text, events, appended, usage, conversation))
     if type(phase) is Finalizing:
@@ -398,7 +397,7 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
         state = evolve(
             state,
             phase=RepairingOutput(phase.turn + 1),
-            conversation=(*conversation, prompt),
+            conversation=conversation.append((prompt,)),
             usage=usage,
         )
         return Success(begin_turn(state, spec, events, appended))

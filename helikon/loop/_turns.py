@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import attrs
 
+from helikon._conversation import Conversation
 from helikon.effects import CallModel, CheckGuardrails, Effect, RenderInstructions, RunHooks, Terminate
 from helikon.errors import AgentError
 from helikon.events import AgentEvent, RunCompleted, RunFailed, TurnStarted
@@ -50,7 +51,7 @@ def evolve(
     state: RunState,
     *,
     phase: LoopState | None = None,
-    conversation: tuple[Item, ...] | None = None,
+    conversation: Conversation | None = None,
     usage: Usage | None = None,
     strikes: int | None = None,
 ) -> RunState:
@@ -74,7 +75,7 @@ def evolve(
 
 
 def request(state: RunState, spec: AgentSpec) -> ModelRequest:
-    messages = state.conversation
+    messages = state.conversation.items()
     if type(state.phase) is CallingModel or spec.output is None:
         settings = spec.settings
         choice = settings.tool_choice
@@ -93,7 +94,7 @@ def request(state: RunState, spec: AgentSpec) -> ModelRequest:
 _FORCED = (ToolChoiceRequired, ToolChoiceNamed)
 
 
-def _forced_tool_called(conversation: tuple[Item, ...], choice: object) -> bool:
+def _forced_tool_called(conversation: Conversation, choice: object) -> bool:
     """Whether the model called the tool a forced ``choice`` asks for since the
     latest user message (then the choice has done its work: the model chooses)."""
     name = choice.name if type(choice) is ToolChoiceNamed else None
@@ -139,8 +140,7 @@ def fail(
     state: RunState, error: AgentError, events: list[AgentEvent], appended: list[Item], usage: Usage
 ) -> Outcome:
     events.append(RunFailed(error, usage))
-    conversation = (*state.conversation, *appended) if appended else state.conversation
-    final = evolve(state, phase=Failed(error), conversation=conversation, usage=usage)
+    final = evolve(state, phase=Failed(error), conversation=state.conversation.append(appended), usage=usage)
     return Outcome(final, tuple(events), Terminate(), tuple(appended))
 
 
@@ -151,7 +151,7 @@ def complete(
     events: list[AgentEvent],
     appended: list[Item],
     usage: Usage,
-    conversation: tuple[Item, ...],
+    conversation: Conversation,
 ) -> Outcome:
     """Finish with ``output`` — after the output guardrails, if any."""
     if spec.output_guardrails:
@@ -163,9 +163,22 @@ def complete(
 
 
 def next_turn(
-    state: RunState, spec: AgentSpec, turn: int, events: list[AgentEvent], appended: list[Item]
+    state: RunState,
+    spec: AgentSpec,
+    turn: int,
+    events: list[AgentEvent],
+    appended: list[Item],
+    *,
+    strikes: int | None = None,
+    usage: Usage | None = None,
 ) -> Outcome:
-    state = evolve(state, phase=CallingModel(turn + 1), conversation=(*state.conversation, *appended))
+    state = evolve(
+        state,
+        phase=CallingModel(turn + 1),
+        conversation=state.conversation.append(appended),
+        usage=usage,
+        strikes=strikes,
+    )
     return begin_turn(state, spec, events, appended)
 
 

@@ -48,7 +48,21 @@ def schema_errors(instance: JsonValue, schema: JsonObject) -> tuple[str, ...]:
     >>> schema_errors({"a": "x"}, schema)
     ("$.a: 'x' is not of type 'integer'",)
     """
-    return _compile(msgspec.json.encode(schema, order="sorted"))(instance)
+    hit = _by_identity.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1](instance)
+    check = _compile(msgspec.json.encode(schema, order="sorted"))
+    if len(_by_identity) >= _IDENTITIES:
+        _by_identity.clear()
+    _by_identity[id(schema)] = (schema, check)
+    return check(instance)
+
+
+#: The checker of each schema object met lately, by identity: a tool's schema
+#: is one object for the whole run, so its checker is found without encoding
+#: it again (the entry holds the schema, so its id is not reused meanwhile).
+_by_identity: dict[int, tuple[JsonObject, Callable[[JsonValue], tuple[str, ...]]]] = {}
+_IDENTITIES = 256
 
 
 def schema_problem(schema: object) -> str | None:

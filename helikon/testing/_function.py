@@ -28,7 +28,7 @@ from helikon.model import (
     ToolCallChunk,
     Usage,
 )
-from helikon.testing._mock import Pause, ScriptItem, _play, say
+from helikon.testing._mock import Pause, ScriptItem, _play, keep, say
 
 #: What a model function answers: text (streamed word by word, like
 #: :func:`~helikon.testing.say`), a list of script items (what ``say`` and
@@ -54,8 +54,9 @@ class FunctionModel:
     Raising a :class:`~helikon.errors.ModelError` fails the model call as a
     provider's error would; a :class:`~helikon.testing.Pause` in the answer
     waits, and an async function is awaited, until the run is cancelled or
-    times out. Every request is kept
-    in :attr:`requests`. Unlike a :class:`~helikon.testing.MockModel`, it has
+    times out. The latest ``keep_requests`` requests (100 by default;
+    ``None`` keeps every one) are kept in :attr:`requests`; :attr:`calls`
+    counts every call. Unlike a :class:`~helikon.testing.MockModel`, it has
     no position of its own: a run resumed in a fresh process gets the same
     answers as long as the function depends on the request alone.
 
@@ -80,8 +81,13 @@ class FunctionModel:
         *,
         model_id: str = "function-model",
         capabilities: ModelCapabilities | None = None,
+        keep_requests: int | None = 100,
     ) -> None:
+        if keep_requests is not None and keep_requests < 0:
+            raise ValueError("keep_requests must be None or at least 0")
         self._function = function
+        self._calls = 0
+        self.keep_requests = keep_requests
         self.requests: list[ModelRequest] = []
         self._model_id = model_id
         self._capabilities = capabilities or ModelCapabilities.all()
@@ -101,10 +107,11 @@ class FunctionModel:
     @property
     def calls(self) -> int:
         """How many times the model was invoked."""
-        return len(self.requests)
+        return self._calls
 
     def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
-        self.requests.append(request)
+        self._calls += 1
+        keep(self.requests, request, self.keep_requests)
         return self._answer(request, cancel)
 
     async def _answer(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:

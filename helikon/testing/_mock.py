@@ -57,8 +57,10 @@ class MockModel:
     Running out of scripts raises a :class:`~helikon.errors.ModelError`
     (never loops). A :class:`~helikon.errors.ModelError` inside a script is
     raised at that point of the stream; a :class:`Pause` sleeps (and stops
-    early when the run is cancelled). Every request is kept in
-    :attr:`requests` for assertions.
+    early when the run is cancelled). The latest ``keep_requests`` requests
+    (100 by default; ``None`` keeps every one) are kept in :attr:`requests`
+    for assertions, so a long run holds no quadratic memory; :attr:`calls`
+    counts every call.
 
     **Its position survives a fresh process.** Which script a call plays is
     not only a counter kept in the object: the model also reads the request.
@@ -98,11 +100,17 @@ class MockModel:
         model_id: str = "mock-model",
         capabilities: ModelCapabilities | None = None,
         estimate_usage: bool = False,
+        keep_requests: int | None = 100,
     ) -> None:
+        if keep_requests is not None and keep_requests < 0:
+            raise ValueError("keep_requests must be None or at least 0")
         self._scripts: list[Sequence[ScriptItem]] = list(scripts)
         self.estimate_usage = estimate_usage
         self._next = 0
         self._turns: dict[int, _Turn | None] = {}
+        self._readers: list[_Reader] = []
+        self._calls = 0
+        self.keep_requests = keep_requests
         self.requests: list[ModelRequest] = []
         self._model_id = model_id
         self._capabilities = capabilities or ModelCapabilities.all()
@@ -122,7 +130,7 @@ class MockModel:
     @property
     def calls(self) -> int:
         """How many times the model was invoked."""
-        return len(self.requests)
+        return self._calls
 
     @property
     def scripts(self) -> tuple[Sequence[ScriptItem], ...]:
@@ -137,6 +145,7 @@ class MockModel:
     def add(self, *scripts: Sequence[ScriptItem]) -> MockModel:
         """Append more scripts; returns the model for chaining."""
         self._scripts.extend(scripts)
+        self._readers.clear()  # a turn no script explained may match a new one
         return self
 
     @classmethod
@@ -161,14 +170,21 @@ class MockModel:
         return cls(scripts.scripts_for(case_id), model_id=model_id, estimate_usage=estimate_usage)
 
     def position(self, request: ModelRequest) -> int:
-        """The index of the script a call with ``request`` plays (see the class docs)."""
-        turns = _conversation_turns(_this_run(request.messages))
-        if len(turns) <= self._next:  # cannot have played more than it counted
+        """The index of the script a call with ``request`` plays (see the class docs).
+
+        O(1) amortised over a run: the model remembers how far it read each
+        of the last few conversations it saw and reads only the items a
+        request adds to one of them (a conversation that does not continue
+        one it saw, say in a fresh process, is read whole once).
+        """
+        turns, played = self._reader(request.messages).position(self)
+        if turns <= self._next:  # cannot have played more than it counted
             return self._next
-        return max(self._next, self._played(turns))
+        return max(self._next, played)
 
     def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
-        self.requests.append(request)
+        self._calls += 1
+        keep(self.requests, request, self.keep_requests)
         index = self.position(request)
         if index >= len(self._scripts):
             raise ModelError.other(f"MockModel has no script left for call {index + 1}")
@@ -177,6 +193,33 @@ class MockModel:
         if self.estimate_usage and not any(isinstance(item, Usage) for item in script):
             script = _with_usage(script, request)
         return _play(script, cancel)
+
+    def _reader(self, messages: Sequence[Item]) -> _Reader:
+        """The reader of a conversation ``messages`` continues, brought up to
+        date; a new one (replacing the oldest) when it continues none."""
+        for n, reader in enumerate(self._readers):
+            if reader.continued_by(messages):
+                if n:
+                    self._readers.insert(0, self._readers.pop(n))
+                break
+        else:
+            reader = _Reader()
+            self._readers.insert(0, reader)
+            del self._readers[_READERS:]
+        reader.read(messages, self)
+        return reader
+
+    def _advance(self, played: int, turn: _Turn) -> int:
+        """``played`` after one more turn of the conversation (see :meth:`_played`)."""
+        index = played
+        while index < len(self._scripts):
+            expected = self._turn_of(index)
+            if expected == turn:
+                return index + 1
+            if expected is not None:  # a visible script that is not this turn
+                return played
+            index += 1
+        return played
 
     def _played(self, turns: Sequence[_Turn]) -> int:
         """How many scripts, in order, left their turn in ``turns``.
@@ -187,15 +230,7 @@ class MockModel:
         """
         played = 0
         for turn in turns:
-            index = played
-            while index < len(self._scripts):
-                expected = self._turn_of(index)
-                if expected == turn:
-                    played = index + 1
-                    break
-                if expected is not None:  # a visible script that is not this turn
-                    break
-                index += 1
+            played = self._advance(played, turn)
         return played
 
     def _turn_of(self, index: int) -> _Turn | None:
@@ -210,6 +245,103 @@ class _Turn:
 
     text: str
     calls: tuple[tuple[str, JsonValue], ...]
+
+
+def keep(requests: list[ModelRequest], request: ModelRequest, most: int | None) -> None:
+    """Append ``request``, keeping the latest ``most`` (every one for None)."""
+    if most is None or most > 0:
+        requests.append(request)
+        if most is not None and len(requests) > most:
+            del requests[0]
+
+
+#: How many conversations a model follows at once (runs sharing it, a
+#: parent and its sub-agents).
+_READERS = 8
+
+
+class _Reader:
+    """The model turns of one conversation, read item by item as it grows.
+
+    The same fold as :func:`_this_run` then :func:`_conversation_turns` then
+    :meth:`MockModel._played`, kept between calls: ``turns`` and ``played``
+    count the closed turns of the current run, ``text``/``calls`` the turn
+    still open at the end. A conversation continues the one read so far when
+    it is at least as long and holds the same first item, the same item
+    object where the run began and where the reading stopped (items are
+    immutable and the loop passes them on, so a continued conversation
+    shares them).
+    """
+
+    __slots__ = (
+        "calls",
+        "first",
+        "last",
+        "played",
+        "previous_is_turn",
+        "seen",
+        "start",
+        "start_at",
+        "text",
+        "turns",
+    )
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.first: Item | None = None
+        self.last: Item | None = None
+        self.start: Item | None = None
+        self.start_at = -1
+        self._reset()
+
+    def _reset(self) -> None:
+        self.turns = 0
+        self.played = 0
+        self.text: str | None = None
+        self.calls: list[tuple[str, JsonValue]] = []
+        self.previous_is_turn = False
+
+    def continued_by(self, messages: Sequence[Item]) -> bool:
+        seen = self.seen
+        if not seen or len(messages) < seen or messages[seen - 1] is not self.last:
+            return False
+        if self.start_at >= 0 and messages[self.start_at] is not self.start:
+            return False
+        return bool(messages[0] == self.first)
+
+    def read(self, messages: Sequence[Item], model: MockModel) -> None:
+        """Fold the items after the ones already read."""
+        for at in range(self.seen, len(messages)):
+            item = messages[at]
+            if isinstance(item, AssistantMessage):
+                self._close(model)
+                self.text = text_of(item.content)
+                self.previous_is_turn = True
+            elif isinstance(item, ToolCall):
+                if not self.previous_is_turn:
+                    self._close(model)
+                self.calls.append((item.name, _arguments(item.arguments)))
+                self.previous_is_turn = True
+            else:
+                self.previous_is_turn = False
+                if isinstance(item, UserMessage) and not _loop_prompt(text_of(item.content)):
+                    self._reset()  # a new run's input: only what follows counts
+                    self.start, self.start_at = item, at
+        if len(messages) > self.seen:
+            self.seen = len(messages)
+            self.first, self.last = messages[0], messages[-1]
+
+    def _close(self, model: MockModel) -> None:
+        if self.text is not None or self.calls:
+            self.played = model._advance(self.played, _Turn(self.text or "", tuple(self.calls)))
+            self.turns += 1
+        self.text, self.calls = None, []
+
+    def position(self, model: MockModel) -> tuple[int, int]:
+        """``(turns, played)`` of the run so far, the open turn included."""
+        if self.text is None and not self.calls:
+            return self.turns, self.played
+        return self.turns + 1, model._advance(self.played, _Turn(self.text or "", tuple(self.calls)))
 
 
 def _arguments(text: str) -> JsonValue:
@@ -243,15 +375,17 @@ def _prompt_pattern(template: str) -> re.Pattern[str]:
 _LOOP_PROMPTS = (_prompt_pattern(FINALIZE_PROMPT), _prompt_pattern(REPAIR_PROMPT))
 
 
+def _loop_prompt(text: str) -> bool:
+    return any(prompt.fullmatch(text) for prompt in _LOOP_PROMPTS)
+
+
 def _this_run(messages: Sequence[Item]) -> Sequence[Item]:
     """The messages after the current run's input: after the last user
     message that is not one of the loop's own prompts."""
     for index in range(len(messages) - 1, -1, -1):
         item = messages[index]
-        if isinstance(item, UserMessage):
-            text = text_of(item.content)
-            if not any(prompt.fullmatch(text) for prompt in _LOOP_PROMPTS):
-                return messages[index + 1 :]
+        if isinstance(item, UserMessage) and not _loop_prompt(text_of(item.content)):
+            return messages[index + 1 :]
     return messages
 
 

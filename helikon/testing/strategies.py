@@ -44,8 +44,8 @@ from helikon.errors import (
     TransportFailure,
     Unavailable,
 )
-from helikon.items import AgentInput, AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
-from helikon.loop import AgentSpec, HandoffSpec, OutputSchema, handoff_slug
+from helikon.items import AgentInput, AssistantMessage, Item, SystemMessage, ToolCall, ToolResult, UserMessage
+from helikon.loop import AgentSpec, Conversation, HandoffSpec, OutputSchema, handoff_slug
 from helikon.model import JsonSchema, ModelSettings, ToolDef
 from helikon.testing._json_strategies import (
     arg_schemas,
@@ -283,6 +283,8 @@ def _resolve(tp: object) -> st.SearchStrategy[Any]:
         return overrides[tp]
     if tp in _SCALARS:
         return _SCALARS[tp]
+    if tp is Conversation:
+        return _resolve(tuple[Item, ...]).map(Conversation)
     supertype = getattr(tp, "__supertype__", None)
     if supertype is not None:  # a NewType
         return _resolve(supertype)

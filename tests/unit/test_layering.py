@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon._plugins",
             "helikon.ids",
             "helikon.items",
+            "helikon._conversation",
             "helikon.model",
             "helikon.events",
             "helikon.errors",
