@@ -39,7 +39,10 @@ from helikon.testing import FunctionModel, MockModel, ModelReply, call_tools, sa
 SPENT = {"dining": 312.40, "groceries": 188.10}
 
 
-@tool(thread=False)  # a dict lookup: no need for a worker thread
+# A dict lookup: no worker thread needed, and safe to run again with the same
+# call id, so a process that resumes a stored round re-runs it (a tool with
+# side effects would be reconciled instead: docs/interpreters.md).
+@tool(thread=False, idempotent=True)
 def spent(category: str) -> float:
     """What was spent this month in a category.
 

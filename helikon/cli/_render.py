@@ -107,6 +107,7 @@ class EventPrinter:
 def spending(usage: Usage) -> str:
     """What a run spent, in one line.
 
+    >>> from decimal import Decimal
     >>> spending(Usage(12, 3, requests=2, cost=Decimal("0.0001")))
     '12 tokens in, 3 out, 2 request(s), cost $0.0001'
     """

@@ -46,7 +46,7 @@ def delta_event(event: ModelEvent) -> AgentEvent | None:
     """The raw delta event for a model event, or None (usage, finish).
 
     >>> delta_event(TextChunk("hi"))
-    TokenDelta(text='hi')
+    TokenDelta(text='hi', path=())
     >>> from helikon.model import Usage
     >>> delta_event(Usage(1, 2)) is None
     True

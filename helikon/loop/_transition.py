@@ -131,7 +131,7 @@ def start(spec: AgentSpec, input: AgentInput, run_id: RunId, depth: int = 0) -> 
 
     >>> out = start(AgentSpec("a"), AgentInput.from_user_text("hi"), RunId("r"))
     >>> out.events
-    (RunStarted(agent='a', run_id='r'), TurnStarted(turn=1))
+    (RunStarted(agent='a', run_id='r', path=()), TurnStarted(turn=1, path=()))
     >>> type(out.effect).__name__
     'CallModel'
     """

@@ -93,7 +93,8 @@ def usage_of(raw: Mapping[str, Any]) -> Usage:
     >>> usage_of({"input_tokens": 3, "cache_creation_input_tokens": 418,
     ...           "cache_read_input_tokens": 1111, "output_tokens": 33})
     Usage(input_tokens=1532, output_tokens=33, cached_input_tokens=1111, reasoning_tokens=0, \
-cache_creation_input_tokens=418)
+cache_creation_input_tokens=418, \
+requests=0, tool_calls=0, cost=None)
     """
     read = _count(raw, "cache_read_input_tokens")
     created = _count(raw, "cache_creation_input_tokens")
@@ -154,7 +155,8 @@ class StreamDecoder:
     []
     >>> d.feed("message_stop", {"type": "message_stop"})
     [Usage(input_tokens=5, output_tokens=2, cached_input_tokens=0, reasoning_tokens=0, \
-cache_creation_input_tokens=0), \
+cache_creation_input_tokens=0, \
+requests=0, tool_calls=0, cost=None), \
 Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1', response_model=None)]
     """
 
@@ -330,7 +332,8 @@ def decode_message(model_id: str, message: object, *, output_tool: bool = False)
     ...     "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 2}})
     [TextChunk(text='Hi'), \
 Usage(input_tokens=5, output_tokens=2, cached_input_tokens=0, reasoning_tokens=0, \
-cache_creation_input_tokens=0), \
+cache_creation_input_tokens=0, \
+requests=0, tool_calls=0, cost=None), \
 Finish(reason=<FinishReason.STOP: 'stop'>, response_id='msg_1', response_model=None)]
 
     Raises:

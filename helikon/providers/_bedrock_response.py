@@ -146,7 +146,8 @@ def usage_of(raw: Mapping[str, Any]) -> Usage:
     >>> usage_of({"inputTokens": 2, "outputTokens": 5, "cacheReadInputTokens": 1322,
     ...           "cacheWriteInputTokens": 0, "totalTokens": 1329})
     Usage(input_tokens=1324, output_tokens=5, cached_input_tokens=1322, reasoning_tokens=0, \
-cache_creation_input_tokens=0)
+cache_creation_input_tokens=0, \
+requests=0, tool_calls=0, cost=None)
     """
 
     def count(*keys: str) -> int:

@@ -76,7 +76,8 @@ def usage_of(metadata: Mapping[str, Any]) -> Usage:
     >>> usage_of({"promptTokenCount": 3520, "cachedContentTokenCount": 3512,
     ...           "candidatesTokenCount": 2, "thoughtsTokenCount": 42})
     Usage(input_tokens=3520, output_tokens=44, cached_input_tokens=3512, reasoning_tokens=42, \
-cache_creation_input_tokens=0)
+cache_creation_input_tokens=0, \
+requests=0, tool_calls=0, cost=None)
     """
 
     def count(key: str) -> int:

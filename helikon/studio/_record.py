@@ -32,7 +32,7 @@ class Recorded:
     def run(
         self, ctx: Any, input: Any, *, interpreter: Any = None, **options: Any
     ) -> AsyncIterator[AgentEvent]:
-        recorder = RecordingInterpreter(interpreter if interpreter is not None else LiveInterpreter())
+        recorder = RecordingInterpreter(interpreter if interpreter is not None else LiveInterpreter(lock_step=True))
         return self._recorded(recorder, self.agent.run(ctx, input, interpreter=recorder, **options))
 
     async def _recorded(

@@ -19,7 +19,7 @@ from helikon.events import AgentEvent
 from helikon.testing import MockModel, call_tools, say
 
 
-@tool
+@tool(idempotent=True)  # resumed after any step: a started call is run again
 async def add(a: int, b: int) -> int:
     """Add two numbers.
 

@@ -223,7 +223,12 @@ def live(
     agent, ctx, _ = build(plan, on_agents=on_agents)
 
     async def go() -> list[AgentEvent]:
-        run = agent.run(ctx, "go", interpreter=interpreter or LiveInterpreter(RUN_ID, clock=clock_of(plan)))
+        # Whole waves, as the scripted and Temporal interpreters perform them:
+        # part by part, the live interpreter takes a clock reading per part, so
+        # the same readings would fall elsewhere (waves answered part by part
+        # are the tree properties' subject).
+        default = LiveInterpreter(RUN_ID, clock=clock_of(plan), lock_step=True)
+        run = agent.run(ctx, "go", interpreter=interpreter or default)
         return [event async for event in run]
 
     return anyio.run(go, backend=backend)
@@ -280,7 +285,7 @@ def stepped(plan: dict[str, Any], backend: str) -> tuple[list[AgentEvent], Any]:
 
 def replayed(plan: dict[str, Any]) -> tuple[list[AgentEvent], list[AgentEvent]]:
     """The recording, and its replay from the file it was saved to."""
-    recorder = RecordingInterpreter(LiveInterpreter(RUN_ID, clock=clock_of(plan)))
+    recorder = RecordingInterpreter(LiveInterpreter(RUN_ID, clock=clock_of(plan), lock_step=True))
     recorded = live(plan, "trio", recorder)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "run.jsonl"

@@ -111,6 +111,9 @@ def test_ping_and_a_json_invocation(backend: str) -> None:
                         "cached_input_tokens": 0,
                         "reasoning_tokens": 0,
                         "cache_creation_input_tokens": 0,
+                        "requests": 1,
+                        "tool_calls": 0,
+                        "cost": None,
                     },
                 }
                 assert user_texts(model.requests[0].messages) == ["Groceries?"]

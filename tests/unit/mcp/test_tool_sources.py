@@ -38,7 +38,7 @@ def balance() -> str:
     return "$1,200"
 
 
-@tool
+@tool(idempotent=True)  # resumed with its call started: run again, not reconciled
 def spending(month: str) -> str:
     """Spending in a month.
 
