@@ -261,7 +261,10 @@ def test_a_random_tree_driven_one_effect_per_job_equals_one_in_process_run(
     events, usage, job_trace = one_effect_per_job(node, approvals)
 
     assert usage == reference[-1].usage
-    assert events[-2:] == reference[-2:]  # the final output, the end
+    assert events[-1] == reference[-1]  # the end
+    if isinstance(reference[-1], RunCompleted):
+        assert events[-2] == reference[-2]  # the final output (a failed run's last
+        # message is whichever branch happened to end last)
     # Waves are not lock-step in process (each branch moves on as its own
     # step is answered) and whole in the job run; a suspended question
     # waits at a barrier until every other branch waits too, where the
