@@ -99,7 +99,7 @@ class UsageLimits:
     @property
     def unlimited(self) -> bool:
         """Whether no limit is set."""
-        return self == _NO_LIMITS
+        return self is _NO_LIMITS or self == _NO_LIMITS
 
 
 _NO_LIMITS: Final = UsageLimits()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import decimal
 import enum
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Final, TypeAlias
 
@@ -134,9 +135,14 @@ class ModelRequest:
     ``instructions="Be brief."`` is sent exactly as one whose messages start
     with ``system_text("Be brief.")``). So the conversation is passed as it
     is, never copied to put a system message in front of it.
+
+    ``messages`` is a tuple of items, or the run's own
+    :class:`~helikon.loop.Conversation` (the loop shares it with the
+    request rather than copying it every turn): either reads, compares,
+    hashes and encodes as the same tuple of items.
     """
 
-    messages: tuple[Item, ...]
+    messages: Sequence[Item]
     tools: tuple[ToolDef, ...] = ()
     settings: ModelSettings = ModelSettings()
     instructions: str | None = None

@@ -207,6 +207,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     >>> redact("mode=dev ok=true", ["dev", "true"])
     'mode=dev ok=true'
     """
+    if ":" not in text and "=" not in text and (len(text) < MIN_SECRET_LENGTH or not _scan_list(secrets)):
+        return text  # no key-value line, and no secret fits in it: the hot path of a short output
     ordered = _scan_list(secrets)
     while True:  # see the module docs: every round that changes something shortens the text
         scrubbed = redact_values(redact_key_values(text), ordered)
@@ -219,6 +221,9 @@ def _under(key: str, inner: JsonValue, walk: Callable[[JsonValue], JsonValue]) -
     return REDACTED if isinstance(inner, str) and inner and is_secret_name(key) else walk(inner)
 
 
+_SCALARS: Final = frozenset({int, float, bool})
+
+
 def redact_json(value: JsonValue, secrets: Iterable[str] = ()) -> JsonValue:
     """:func:`redact` every string inside a JSON value, before it is encoded; a
     non-empty string under a secret-named key is replaced whole (keys themselves
@@ -227,6 +232,8 @@ def redact_json(value: JsonValue, secrets: Iterable[str] = ()) -> JsonValue:
     >>> redact_json({"stdout": ["X_TOKEN=abcdefgh12"], "code": 0, "DB_PASSWORD": "hunter2"})
     {'stdout': ['X_TOKEN=***'], 'code': 0, 'DB_PASSWORD': '***'}
     """
+    if value is None or type(value) in _SCALARS:
+        return value  # nothing to scrub in a number or a boolean
     ordered = known_secrets(secrets)
 
     def walk(item: JsonValue) -> JsonValue:

@@ -15,7 +15,7 @@ result that differs from the recorded one is a divergence naming the tool.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import final
 
 from helikon import codec
@@ -145,7 +145,7 @@ class ReplayInterpreter:
         self._next = 0
         self._checked = False
         self._events: list[AgentEvent] = []
-        self._last_messages: tuple[tuple[Item, ...], tuple[Item, ...]] = ((), ())
+        self._last_messages: tuple[Sequence[Item], Sequence[Item]] = ((), ())
 
     def _same_call(self, actual: CallModel, recorded: CallModel) -> bool:
         """``actual == recorded``, comparing only what is new since the last

@@ -73,46 +73,53 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
     finish: FinishReason | None = None
     response_id: str | None = None
     response_model: str | None = None
+    usage_seen = False
     for event in events:
-        match event:
-            case TextChunk(text=text):
-                texts.append(text)
-            case TextBreak():
-                parts.append("".join(texts))
-                texts = []
-            case ToolCallChunk(index=index, call_id=call_id, name=name, arguments=arguments):
-                if index is not None:
-                    key: tuple[str, int | str] = ("i", index)
-                elif call_id is not None:
-                    key = ("c", call_id)
-                elif last_key is not None:
-                    key = last_key
-                else:
-                    key = ("i", 0)
-                partial = calls.get(key)
-                if partial is None:
-                    partial = calls[key] = _PartialCall(call_id, name or "", [])
-                else:
-                    if partial.call_id is None and call_id is not None:
-                        partial.call_id = call_id
-                    if name and not partial.name:
-                        partial.name = name
-                if arguments:
-                    partial.arguments.append(arguments)
-                last_key = key
-            case ReasoningChunk(text=text, signature=signature):
-                open_reasoning.append(text)
-                if signature is not None:
-                    reasoning.append(ReasoningPart("".join(open_reasoning), signature))
-                    open_reasoning = []
-            case Usage():
-                usage = usage + event
-            case Finish(reason=reason, response_id=rid, response_model=answered):
-                finish = reason
-                if rid is not None:
-                    response_id = rid
-                if answered is not None:
-                    response_model = answered
+        kind = type(event)  # dispatch on the exact type: the hot path of every turn
+        if kind is TextChunk:
+            texts.append(event.text)  # type: ignore[union-attr]
+        elif kind is ToolCallChunk:
+            chunk: ToolCallChunk = event  # type: ignore[assignment]
+            index, call_id, name, arguments = chunk.index, chunk.call_id, chunk.name, chunk.arguments
+            if index is not None:
+                key: tuple[str, int | str] = ("i", index)
+            elif call_id is not None:
+                key = ("c", call_id)
+            elif last_key is not None:
+                key = last_key
+            else:
+                key = ("i", 0)
+            partial = calls.get(key)
+            if partial is None:
+                partial = calls[key] = _PartialCall(call_id, name or "", [])
+            else:
+                if partial.call_id is None and call_id is not None:
+                    partial.call_id = call_id
+                if name and not partial.name:
+                    partial.name = name
+            if arguments:
+                partial.arguments.append(arguments)
+            last_key = key
+        elif kind is Usage:
+            # ``Usage() + u`` has u's values: the first usage is kept as it is
+            usage = usage + event if usage_seen else event  # type: ignore[operator,assignment]
+            usage_seen = True
+        elif kind is Finish:
+            finished: Finish = event  # type: ignore[assignment]
+            finish = finished.reason
+            if finished.response_id is not None:
+                response_id = finished.response_id
+            if finished.response_model is not None:
+                response_model = finished.response_model
+        elif kind is TextBreak:
+            parts.append("".join(texts))
+            texts = []
+        elif kind is ReasoningChunk:
+            thought: ReasoningChunk = event  # type: ignore[assignment]
+            open_reasoning.append(thought.text)
+            if thought.signature is not None:
+                reasoning.append(ReasoningPart("".join(open_reasoning), thought.signature))
+                open_reasoning = []
     if open_reasoning:
         reasoning.append(ReasoningPart("".join(open_reasoning)))
     tool_calls: list[ToolCall] = []

@@ -34,7 +34,7 @@ still apply.
 from __future__ import annotations
 
 import functools
-from typing import TypeAlias, assert_never
+from typing import Final, TypeAlias, assert_never, final
 
 import attrs
 import msgspec
@@ -180,7 +180,15 @@ def settled(call: ToolCall, result: ToolResult) -> ToolCallState:
     return ToolCallState(call, None, Settled(result))
 
 
-def open_call(call: ToolCall, spec: AgentSpec) -> Advanced:
+@final
+class _Unparsed:
+    """The arguments of a call not parsed yet."""
+
+
+UNPARSED: Final = _Unparsed()
+
+
+def open_call(call: ToolCall, spec: AgentSpec, args: JsonValue | _Unparsed = UNPARSED) -> Advanced:
     """A runnable call entering its pipeline: up to its first step.
 
     >>> from helikon.ids import CallId
@@ -190,7 +198,8 @@ def open_call(call: ToolCall, spec: AgentSpec) -> Advanced:
     >>> pending_step(state)
     InvokeTool(call_id='c1', tool='t', args={})
     """
-    args, _ = parse_json(call.arguments or "{}")
+    if type(args) is _Unparsed:  # ``args``: the call's arguments, when parsed already
+        args, _ = parse_json(call.arguments or "{}")
     state = ToolCallState(call, args, PreHooks())
     if spec.governance.hooks:
         return state, ()

@@ -78,6 +78,17 @@ def turn_usage(reported: Usage, price: ModelPrice | None) -> Usage:
     Usage(input_tokens=2, output_tokens=0, cached_input_tokens=0, reasoning_tokens=0, \
 cache_creation_input_tokens=0, requests=1, tool_calls=0, cost=None)
     """
+    if price is None:  # the hot path: one new usage, not two ``attrs.evolve`` copies
+        return Usage(
+            reported.input_tokens,
+            reported.output_tokens,
+            reported.cached_input_tokens,
+            reported.reasoning_tokens,
+            reported.cache_creation_input_tokens,
+            reported.requests + 1,
+            reported.tool_calls,
+            None,
+        )
     return attrs.evolve(priced(reported, price), requests=reported.requests + 1)
 
 

@@ -36,6 +36,15 @@ def _texts(event: ModelEvent) -> tuple[tuple[str, str | None], ...]:
     return ()
 
 
+def _plain(text: str | None) -> bool:
+    """Whether ``text`` is in normal form at a glance (ASCII, or absent)."""
+    return text is None or text.isascii()
+
+
+def _plain_call(chunk: ToolCallChunk) -> bool:
+    return _plain(chunk.call_id) and _plain(chunk.name) and _plain(chunk.arguments)
+
+
 def model_form_problem(events: tuple[ModelEvent, ...]) -> str | None:
     r"""Why ``events`` are not in normal form (the first place), or None.
 
@@ -46,6 +55,15 @@ def model_form_problem(events: tuple[ModelEvent, ...]) -> str | None:
     "$.events[1].text: the string holds a lone surrogate ('\\ud800' at index 4)"
     """
     for index, event in enumerate(events):
+        kind = type(event)
+        if kind is Usage:
+            continue
+        if kind is TextChunk and _plain(event.text):  # type: ignore[union-attr]
+            continue
+        if kind is ToolCallChunk and _plain_call(event):  # type: ignore[arg-type]
+            continue
+        if kind is Finish and _plain(event.response_id):  # type: ignore[union-attr]
+            continue
         for name, value in _texts(event):
             if value is None or is_normal(value):
                 continue

@@ -9,7 +9,7 @@ raises. Terminal phases accept nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Final, TypeAlias, TypeVar
+from typing import Final, TypeAlias, TypeVar, cast
 
 from returns.result import Failure, Result
 
@@ -55,13 +55,8 @@ def _rule(result: type[R], handler: Callable[[RunState, R, AgentSpec], Step]) ->
     """``handler`` as a table entry for results of type ``result`` (the table
     looks a handler up by the result's exact type, so the narrowing holds)."""
 
-    def rule(state: RunState, value: EffectResult, spec: AgentSpec) -> Step:
-        assert type(value) is result
-        return handler(state, value, spec)
-
-    rule.__name__ = handler.__name__
-    rule.__doc__ = handler.__doc__
-    return rule
+    # The handler itself, not a wrapper around it: a rule runs at every step.
+    return cast(Handler, handler)
 
 
 _interrupted = _rule(RunInterrupted, rules.on_interrupted)

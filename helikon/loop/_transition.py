@@ -30,6 +30,7 @@ import attrs
 from returns.result import Failure, Result, Success
 
 from helikon._conversation import EMPTY
+from helikon._json import JsonValue
 from helikon.effects import (
     CallModel,
     CheckGuardrails,
@@ -198,22 +199,24 @@ def _assistant_message(response: Response, spec: AgentSpec) -> AssistantMessage 
     return AssistantMessage(content, spec.name) if content else None
 
 
-def _check_call(call: ToolCall, spec: AgentSpec) -> tuple[ToolResult | None, tuple[str, ...]]:
-    """Answer a call the loop rejects itself: ``(error result, schema errors)``.
+def _check_call(call: ToolCall, spec: AgentSpec) -> tuple[ToolResult | None, tuple[str, ...], JsonValue]:
+    """Answer a call the loop rejects itself: ``(error result, schema errors,
+    arguments)``.
 
-    A runnable call gives ``(None, ())``; an unknown tool an error result and
-    no schema errors; invalid arguments an error result and their errors.
+    A runnable call gives ``(None, (), its parsed arguments)``; an unknown
+    tool an error result and no schema errors; invalid arguments an error
+    result and their errors.
     """
     tool = spec.tool(call.name)
     if tool is None:
         available = ", ".join(t.name for t in spec.tools) or "none"
         message = f"unknown tool {call.name!r}; available tools: {available}"
-        return ToolResult(call.call_id, call.name, message, is_error=True), ()
+        return ToolResult(call.call_id, call.name, message, is_error=True), (), None
     value, error = parse_json(call.arguments or "{}")
     errors = (error,) if error is not None else schema_errors(value, tool.parameters)
     if not errors:
-        return None, ()
-    return ToolResult(call.call_id, call.name, describe(InvalidArgs(errors)), is_error=True), errors
+        return None, (), value
+    return ToolResult(call.call_id, call.name, describe(InvalidArgs(errors)), is_error=True), errors, None
 
 
 # -- handlers ------------------------------------------------------------------
@@ -278,9 +281,9 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
     pipeline_events: list[AgentEvent] = []
     runnable = 0
     for call in response.calls:
-        rejected, arg_errors = _check_call(call, spec)
+        rejected, arg_errors, args = _check_call(call, spec)
         if rejected is None:
-            opened, more = open_call(call, spec)
+            opened, more = open_call(call, spec, args)
             calls.append(opened)
             runnable += 1
             pipeline_events.extend(more)

@@ -75,7 +75,7 @@ def evolve(
 
 
 def request(state: RunState, spec: AgentSpec) -> ModelRequest:
-    messages = state.conversation.items()
+    messages = state.conversation  # shared, not copied: it only grows (see helikon._conversation)
     if type(state.phase) is CallingModel or spec.output is None:
         settings = spec.settings
         choice = settings.tool_choice
