@@ -20,7 +20,7 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import final
+from typing import Any, final
 
 import attrs
 
@@ -71,7 +71,7 @@ from helikon.interpreters._perform import (
     instructions,
     notify,
     run_async,
-    tool_round,
+    run_tool_round,
     turn_hooks,
 )
 from helikon.interpreters._steps import callbacks_of
@@ -117,11 +117,18 @@ class LiveInterpreter:
     def new_run_id(self) -> RunId:
         return RunId(self._run_id if self._run_id is not None else uuid.uuid4().hex)
 
-    async def perform(
+    def perform(
         self, effect: Effect, env: RunEnv, at: tuple[Limit] | None = None
     ) -> AsyncIterator[AgentEvent | EffectResult]:
         """Perform ``effect`` in ``env``, its work cut short at the machine's
         deadline (:func:`due`; ``at`` gives it for an effect of a tree's wave)."""
+        if type(effect) is CallModel:  # a model turn streams from one generator, not two
+            return self._call_model(effect, env, at)
+        return self._perform(effect, env, at)
+
+    async def _perform(
+        self, effect: Effect, env: RunEnv, at: tuple[Limit] | None
+    ) -> AsyncIterator[AgentEvent | EffectResult]:
         limit = due(env) if at is None else at[0]
         if type(effect) in _PLAIN:
             yield await self._plain(effect, env, limit)
@@ -131,9 +138,6 @@ class LiveInterpreter:
             yield stopped
             return
         match effect:
-            case CallModel():
-                async for item in self._call_model(effect, env, limit):
-                    yield item
             case AwaitApproval(requests=requests):
                 raise RunSuspended(requests)
             case PerformAll(effects=effects):
@@ -167,7 +171,7 @@ class LiveInterpreter:
         match effect:
             case ExecuteTools(steps=steps):
                 most = env.spec.config.parallel_tool_call_limit
-                return await _interruptible(run_async(tool_round(steps, callbacks_of(env)), most), env, limit)
+                return await _interruptible(run_tool_round(steps, callbacks_of(env), most), env, limit)
             case AskApprovals(requests=requests):
                 return await _interruptible(run_async(approvals(requests, callbacks_of(env))), env, limit)
             case CheckGuardrails(stage=stage, text=text):
@@ -257,8 +261,13 @@ class LiveInterpreter:
                 yield item
 
     async def _call_model(
-        self, effect: CallModel, env: RunEnv, limit: Limit
+        self, effect: CallModel, env: RunEnv, at: tuple[Limit] | None
     ) -> AsyncIterator[AgentEvent | EffectResult]:
+        limit = due(env) if at is None else at[0]
+        stopped = interruption(env, limit)
+        if stopped is not None:
+            yield stopped
+            return
         events: list[ModelEvent] = []
         deadline = limit[0] if limit is not None else None
         # The model gets a token that also carries the run's deadline, so an
@@ -303,14 +312,13 @@ async def _interruptible(work: Awaitable[EffectResult], env: RunEnv, limit: Limi
     Work that completed is reported as it is, even past the deadline: what
     becomes of it is the machine's decision, from the clock reading drive
     takes next (see :mod:`helikon.loop._clock`)."""
-    import anyio
-
     token = env.ctx.cancel
     result: EffectResult | None = None
     # What ``token.scope(deadline)`` does, without its context-manager
-    # generator (this wraps every tool round, the hot path of a run).
+    # generator, and with the event loop's own scope (this wraps every tool
+    # round, the hot path of a run).
     deadline = limit[0] if limit is not None else token.deadline
-    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
+    with _cancel_scope(env, math.inf if deadline is None else deadline) as scope:
         remove = token.on_cancel(scope.cancel)
         try:
             result = await work
@@ -319,6 +327,33 @@ async def _interruptible(work: Awaitable[EffectResult], env: RunEnv, limit: Limi
     if result is None or token.cancelled:
         return interruption(env, limit) or _cancelled()
     return result
+
+
+#: Where a run's environment keeps how it makes a cancel scope.
+_SCOPES = "cancel scopes"
+
+
+def _cancel_scope(env: RunEnv, deadline: float) -> Any:
+    """A cancel scope of the event loop the run is on: trio's own under trio
+    (what ``anyio.CancelScope`` wraps there, without the wrapper and the
+    backend look-up it makes each time), anyio's otherwise. The loop is
+    looked up once per run."""
+    make = env.derived.get(_SCOPES)
+    if make is None:
+        make = env.derived[_SCOPES] = _scope_maker()
+    return make(deadline)
+
+
+def _scope_maker() -> Callable[[float], Any]:
+    import sniffio
+
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        return lambda deadline: trio.CancelScope(deadline=deadline)
+    import anyio
+
+    return lambda deadline: anyio.CancelScope(deadline=deadline)
 
 
 #: Effects that stream no events: performed to one result, no async generator.

@@ -340,6 +340,17 @@ async def run_async(plan: Plan[R], limit: int | None = None) -> R:
         return result
 
 
+async def run_tool_round(steps: Sequence[CallStep], cb: Callbacks, limit: int | None = None) -> ToolsExecuted:
+    """``run_async(tool_round(steps, cb), limit)``; a round of one step (the
+    common case) without driving a plan generator."""
+    if len(steps) != 1:
+        return await run_async(tool_round(steps, cb), limit)
+    (step,) = steps
+    actions = Actions()
+    answer = await answer_async(cb.step(step, actions))
+    return ToolsExecuted((step_result(step, answer),), actions.escalated)
+
+
 def _bind(call: Call) -> Callable[[], Awaitable[Answer]]:
     return lambda: answer_async(call)
 
@@ -383,6 +394,7 @@ __all__ = [
     "plan_for",
     "run_async",
     "run_sync",
+    "run_tool_round",
     "step_result",
     "tool_returned",
     "tool_round",
