@@ -142,7 +142,9 @@ class Conversation(Sequence[Item]):
 
 def as_conversation(items: Iterable[Item]) -> Conversation:
     """``items`` as a conversation (a conversation is returned as it is)."""
-    return Conversation.of(items)
+    if type(items) is Conversation:  # every state after the first: one check, no call
+        return items
+    return Conversation(items)
 
 
 #: The conversation with no items.

@@ -46,6 +46,10 @@ class Response:
     response_model: str | None = None
 
 
+#: The usage of an answer that reports none.
+_NO_USAGE = Usage()
+
+
 @attrs.define
 class _PartialCall:
     call_id: str | None
@@ -69,7 +73,7 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
     open_reasoning: list[str] = []
     calls: dict[tuple[str, int | str], _PartialCall] = {}
     last_key: tuple[str, int | str] | None = None
-    usage = Usage()
+    usage = _NO_USAGE
     finish: FinishReason | None = None
     response_id: str | None = None
     response_model: str | None = None

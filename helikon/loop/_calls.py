@@ -211,6 +211,11 @@ def pending_step(state: ToolCallState) -> CallStep | None:
     for a human)."""
     stage = state.stage
     call = state.call
+    kind = type(stage)
+    if kind is Running:  # the hot path: a call about to run
+        return InvokeTool(call.call_id, call.name, state.args)
+    if kind is Settled:
+        return None
     match stage:
         case PreHooks(hook=hook):
             return FireHook(call.call_id, hook, PreToolUse(call.name, state.args))
@@ -290,6 +295,8 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
     """Feed the result of the call's pending step: its next state and events,
     or why the result does not answer that step."""
     stage = state.stage
+    if type(result) is ToolReturned and type(stage) is Running and not spec.governance.hooks:
+        return _finish(state, result.output, spec)  # the hot path: a tool answered
     result = _checked_answer(result)
     match stage, result:
         case PreHooks(hook=hook, verdict=verdict), HookAnswered(decision=decision):
@@ -398,22 +405,20 @@ def _permit(state: ToolCallState, spec: AgentSpec) -> Advanced:
     """Run the permission pipeline from its start."""
     name, effect = _tool(state, spec)
     settings = spec.governance.permissions
-    if _reads_arguments(name, settings):
+    folded = _argument_free_fold(name, effect, settings)
+    if folded is None:
         return _decide(state, fold_permissions(name, effect, state.args, settings), spec)
-    return _decide(state, _argument_free_fold(name, effect, settings), spec)
+    return _decide(state, folded, spec)
 
 
 @functools.lru_cache(maxsize=1024)
-def _reads_arguments(name: str, settings: PermissionSettings) -> bool:
-    """Whether any rule can read ``name``'s arguments (paths, commands)."""
-    return any(entry.tool == name for entry in settings.arguments.entries)
-
-
-@functools.lru_cache(maxsize=1024)
-def _argument_free_fold(name: str, effect: ToolEffect, settings: PermissionSettings) -> PermissionStep:
-    """The pipeline for a tool none of whose arguments the rules read: it
-    cannot depend on them, so it is folded once per (tool, settings). The
-    hot path of a tool loop (a pure function, memoised)."""
+def _argument_free_fold(name: str, effect: ToolEffect, settings: PermissionSettings) -> PermissionStep | None:
+    """The pipeline for a tool none of whose arguments the rules read (paths,
+    commands): it cannot depend on them, so it is folded once per (tool,
+    settings). None when a rule can read them. The hot path of a tool loop
+    (a pure function, memoised)."""
+    if any(entry.tool == name for entry in settings.arguments.entries):
+        return None
     return fold_permissions(name, effect, None, settings)
 
 

@@ -202,7 +202,8 @@ def _settle(
         assert type(stage) is Settled
         appended.append(stage.result)
         events.append(ToolOutputItem(stage.result))
-        injected.extend(system_text(text) for text in call.injected)
+        if call.injected:
+            injected.extend(system_text(text) for text in call.injected)
         if stage.invalid:
             invalid = True
             if state.strikes >= 1 and failed is None:

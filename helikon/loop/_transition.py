@@ -194,6 +194,8 @@ def resume(state: RunState, spec: AgentSpec) -> Step:
 
 
 def _assistant_message(response: Response, spec: AgentSpec) -> AssistantMessage | None:
+    if not response.reasoning and not response.text_parts:
+        return None  # tool calls only
     content: tuple[ContentPart, ...] = response.reasoning
     content = (*content, *(TextPart(text) for text in response.text_parts))
     return AssistantMessage(content, spec.name) if content else None
@@ -298,7 +300,16 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         broken = exceeded(spec.config.usage_limits, usage, tool_calls=runnable, agent=spec.name)
         if broken is not None:
             return Success(fail(state, broken, events, appended, usage))
-        usage = usage + Usage(tool_calls=runnable)
+        usage = Usage(  # ``usage + Usage(tool_calls=runnable)``, made once
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cached_input_tokens,
+            usage.reasoning_tokens,
+            usage.cache_creation_input_tokens,
+            usage.requests,
+            usage.tool_calls + runnable,
+            usage.cost,
+        )
     events.extend(pipeline_events)
     return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
 

@@ -59,19 +59,26 @@ def evolve(
     turn, and a direct constructor call is several times faster). Every
     field not named is carried over; ``tests/unit/test_loop.py`` fails when
     :class:`RunState` gains a field this function does not list."""
-    return RunState(
-        run_id=state.run_id,
-        agent=state.agent,
-        phase=state.phase if phase is None else phase,
-        conversation=state.conversation if conversation is None else conversation,
-        usage=state.usage if usage is None else usage,
-        instructions=state.instructions,
-        strikes=state.strikes if strikes is None else strikes,
-        depth=state.depth,
-        definition=state.definition,
-        deadline=state.deadline,
-        timeout=state.timeout,
-    )
+    # What ``RunState.__init__`` does, without converting the conversation
+    # (already one: the converter would return it as it is).
+    new: RunState = _new(RunState)
+    put = _setter(new)
+    put("run_id", state.run_id)
+    put("agent", state.agent)
+    put("phase", state.phase if phase is None else phase)
+    put("conversation", state.conversation if conversation is None else conversation)
+    put("usage", state.usage if usage is None else usage)
+    put("instructions", state.instructions)
+    put("strikes", state.strikes if strikes is None else strikes)
+    put("depth", state.depth)
+    put("definition", state.definition)
+    put("deadline", state.deadline)
+    put("timeout", state.timeout)
+    return new
+
+
+_new = object.__new__
+_setter = object.__setattr__.__get__
 
 
 def request(state: RunState, spec: AgentSpec) -> ModelRequest:
