@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from functools import cache
 from typing import Any, Final
@@ -299,6 +299,10 @@ def _resolve(tp: object) -> st.SearchStrategy[Any]:
         if rest != [Ellipsis]:  # a fixed tuple: (key, text), say
             return st.tuples(*(_deferred(arg) for arg in typing.get_args(tp)))
         return st.lists(_deferred(item), max_size=3).map(tuple)
+    if origin is Sequence:  # a request's messages: a tuple, or a run's conversation
+        (item,) = typing.get_args(tp)
+        tuples = st.lists(_deferred(item), max_size=3).map(tuple)
+        return st.one_of(tuples, tuples.map(Conversation)) if item == Item else tuples
     if origin is Mapping or origin is dict:
         return json_objects(max_leaves=4)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
