@@ -70,6 +70,12 @@ class Conversation(Sequence[Item]):
         if not more:
             return self
         grown = Conversation.__new__(Conversation)
+        tail = self._tail + more if self._tail else more
+        if len(tail) < CHUNK:  # the open chunk grows: the hot path, inline
+            grown._chunks = self._chunks
+            grown._tail = tail
+            grown._size = self._size + len(more)
+            return grown
         grown._chunks = self._chunks
         grown._tail = self._tail
         grown._size = self._size

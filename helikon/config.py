@@ -123,7 +123,7 @@ class RunConfig:
     parallel_tool_call_limit: int | None = attrs.field(default=None, validator=_positive_or_none)
     max_agent_depth: int = attrs.field(default=8, validator=_positive)
     timeout: float | None = attrs.field(default=None, validator=_positive_seconds)
-    usage_limits: UsageLimits = UsageLimits()
+    usage_limits: UsageLimits = _NO_LIMITS
 
     def with_max_turns(self, max_turns: int) -> RunConfig:
         return attrs.evolve(self, max_turns=max_turns)

@@ -36,15 +36,6 @@ def _texts(event: ModelEvent) -> tuple[tuple[str, str | None], ...]:
     return ()
 
 
-def _plain(text: str | None) -> bool:
-    """Whether ``text`` is in normal form at a glance (ASCII, or absent)."""
-    return text is None or text.isascii()
-
-
-def _plain_call(chunk: ToolCallChunk) -> bool:
-    return _plain(chunk.call_id) and _plain(chunk.name) and _plain(chunk.arguments)
-
-
 def model_form_problem(events: tuple[ModelEvent, ...]) -> str | None:
     r"""Why ``events`` are not in normal form (the first place), or None.
 
@@ -58,12 +49,21 @@ def model_form_problem(events: tuple[ModelEvent, ...]) -> str | None:
         kind = type(event)
         if kind is Usage:
             continue
-        if kind is TextChunk and _plain(event.text):  # type: ignore[union-attr]
+        # ASCII (or absent) text is in normal form: the hot path, checked inline
+        if kind is TextChunk and event.text.isascii():  # type: ignore[union-attr]
             continue
-        if kind is ToolCallChunk and _plain_call(event):  # type: ignore[arg-type]
-            continue
-        if kind is Finish and _plain(event.response_id):  # type: ignore[union-attr]
-            continue
+        if kind is ToolCallChunk:
+            c: ToolCallChunk = event  # type: ignore[assignment]
+            if (
+                (c.call_id is None or c.call_id.isascii())
+                and (c.name is None or c.name.isascii())
+                and c.arguments.isascii()
+            ):
+                continue
+        if kind is Finish:
+            rid = event.response_id  # type: ignore[union-attr]
+            if rid is None or rid.isascii():
+                continue
         for name, value in _texts(event):
             if value is None or is_normal(value):
                 continue
