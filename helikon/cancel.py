@@ -10,7 +10,7 @@ wrap their network waits in :meth:`CancellationToken.scope`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
@@ -55,8 +55,9 @@ class CancellationToken:
         self._callbacks.append(callback)
 
         def remove() -> None:
-            with suppress(ValueError):
-                self._callbacks.remove(callback)
+            callbacks = self._callbacks  # no ``suppress``: this runs after every tool round
+            if callback in callbacks:
+                callbacks.remove(callback)
 
         return remove
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Generator, Sequence
+from types import CoroutineType
 from typing import Any, TypeAlias, TypeVar, final
 
 import attrs
@@ -134,6 +135,9 @@ class Callbacks:
 
     def step(self, step: CallStep, actions: Actions) -> Call:
         """The call one step of a tool call's pipeline makes."""
+        if type(step) is InvokeTool and self.tool is not None:  # the hot path: run a tool
+            call = self.tool(step.call_id, step.tool, step.args, actions)
+            return call if call is not None else _missing(f"tool {step.tool!r} has no implementation")
         match step:
             case FireHook(hook=index, event=event):
                 return self.hook(index, event)
@@ -308,7 +312,7 @@ async def answer_async(call: Call) -> Answer:
     cancellation is not an answer and propagates."""
     try:
         value = call.fn(*call.args)
-        if inspect.isawaitable(value):
+        if type(value) is CoroutineType or inspect.isawaitable(value):
             value = await value
     except Exception as exc:
         return Raised(exc)
