@@ -28,6 +28,8 @@ from helikon.agents import deadline_at
 from helikon.effects import Effect as Effect
 from helikon.effects import (
     EffectResult,
+    ExecuteTools,
+    PerformAll,
     RunInterrupted,
     Terminate,
 )
@@ -136,6 +138,13 @@ def interruption(env: RunEnv, limit: tuple[float, float] | None = None) -> RunIn
     return None
 
 
+def _may_be_wave(effect: Effect) -> bool:
+    """Whether ``effect`` may be a wave (a cheap test before :func:`is_wave`,
+    which splits it: a model call or a round of one tool step is none)."""
+    kind = type(effect)
+    return kind is PerformAll or (kind is ExecuteTools and len(effect.steps) > 1)  # type: ignore[union-attr]
+
+
 async def _read(clock: Any) -> float | None:
     """A clock reading (a clock may answer with an awaitable: a Temporal
     worker's clock is read through an activity)."""
@@ -178,7 +187,7 @@ async def drive(
         effect = outcome.effect
         if type(effect) is Terminate:
             return
-        if perform_part is not None and is_wave(effect):
+        if perform_part is not None and _may_be_wave(effect) and is_wave(effect):
             # Each part moves on as soon as its own answer comes (see _waves).
             outcome, events = await perform_wave(
                 interpreter, perform_part, env, machine, outcome, clock, observe
