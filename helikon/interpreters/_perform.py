@@ -22,7 +22,6 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from types import CoroutineType
 from typing import Any, TypeAlias, TypeVar, final
 
 import attrs
@@ -312,7 +311,7 @@ async def answer_async(call: Call) -> Answer:
     cancellation is not an answer and propagates."""
     try:
         value = call.fn(*call.args)
-        if type(value) is CoroutineType or inspect.isawaitable(value):
+        if inspect.isawaitable(value):
             value = await value
     except Exception as exc:
         return Raised(exc)
