@@ -357,8 +357,8 @@ def test_without_a_provider_the_observer_hands_effects_to_the_inner_interpreter_
     assert observed.events == plain.events
     env = budget.make_env(RunContext.ephemeral(None), observer)
     stream = observer.perform(start(budget, "hi", run_id="r").effect, env)
-    # The very stream of the inner interpreter: no wrapper in between.
-    assert stream.ag_code.co_qualname == "LiveInterpreter.perform"  # type: ignore[attr-defined]
+    # The very stream of the inner interpreter (a model call's: its one generator), no wrapper in between.
+    assert stream.ag_code.co_qualname == "LiveInterpreter._call_model"  # type: ignore[attr-defined]
     anyio.run(stream.aclose)  # type: ignore[attr-defined]
 
 
