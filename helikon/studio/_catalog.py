@@ -44,6 +44,11 @@ def _run_id(source: str, name: str) -> str:
     return hashlib.sha256(f"{source}\0{name}".encode()).hexdigest()[:20]
 
 
+def run_id_of(source: str, path: Path) -> str:
+    """The run list's id of the trace file at ``path`` listed from a directory of ``source``."""
+    return _run_id(source, str(path.resolve()))
+
+
 def _walk_calls(effect: Effect) -> Iterable[Effect]:
     yield effect
     if isinstance(effect, PerformAll):
@@ -171,7 +176,7 @@ class Catalogue:
                 except OSError:
                     continue
                 name = str(path.relative_to(directory))
-                run_id = _run_id(source, str(path.resolve()))
+                run_id = run_id_of(source, path)
                 known = self._files.get(run_id)
                 if known is not None and known.time == mtime:
                     found[run_id] = known
@@ -215,4 +220,13 @@ class Catalogue:
         return trace
 
 
-__all__ = ["MAX_FILES", "MAX_RECORDED", "Catalogue", "RunEntry", "status_of", "summary", "timeline"]
+__all__ = [
+    "MAX_FILES",
+    "MAX_RECORDED",
+    "Catalogue",
+    "RunEntry",
+    "run_id_of",
+    "status_of",
+    "summary",
+    "timeline",
+]

@@ -220,6 +220,7 @@ function stepItem(node, index) {
     if (box.open && !filled) { box.append(details(node)); filled = true; }
   });
   const item = el("li", { class: "step", "data-path": node.path.join("/") }, box);
+  if (index !== null) item.dataset.index = index;
   item.dataset.search = JSON.stringify([node.effect, node.result, node.events]).toLowerCase();
   return item;
 }
@@ -263,6 +264,15 @@ function searchRun() {
 }
 
 function route() {
+  // Other views (views.js: evals, sessions) claim their own hashes.
+  const view = (window.studioViews || []).find((v) => v.matches(location.hash));
+  for (const section of document.querySelectorAll("main > section.view")) section.hidden = true;
+  if (view) {
+    document.getElementById("runs-view").hidden = true;
+    document.getElementById("run-view").hidden = true;
+    view.show(location.hash);
+    return;
+  }
   const match = location.hash.match(/^#\/run\/(.+)$/);
   document.getElementById("runs-view").hidden = Boolean(match);
   document.getElementById("run-view").hidden = !match;
