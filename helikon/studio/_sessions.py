@@ -239,7 +239,7 @@ def browser_for(spec: str) -> SessionBrowser:
 
 
 def _item(item: Item) -> dict[str, Any]:
-    data: dict[str, Any] = codec.unstructure(item)
+    data: dict[str, Any] = codec.unstructure(item, Item)
     return data
 
 

@@ -67,7 +67,7 @@
     if (!item) return null;
     item.classList.add("diverged");
     const box = make("div", { class: "divergence-here" },
-      make("p", { class: "headline", text: `diverged here (step ${answer.step}, ${answer.mode} replay): ${answer.headline}` }));
+      make("p", { class: "headline", text: `diverged here (step ${answer.step}, ${answer.mode} replay): ${answer.headline.replace(/^replay diverged at step -?\d+: /, "")}` }));
     if (answer.differences.length) box.append(fields(answer.differences));
     item.append(box);
     return item;

@@ -208,6 +208,15 @@
     return JSON.stringify(item);
   }
 
+  function roleOf(item) {
+    switch (item.type) {
+      case "UserMessage": return "user";
+      case "AssistantMessage": return item.agent || "assistant";
+      case "SystemMessage": return "system";
+      default: return item.type || "item";
+    }
+  }
+
   function eventLine(event) {
     const at = event.at ? new Date(event.at).toISOString().replace("T", " ").slice(0, 19) : "";
     const rest = Object.fromEntries(Object.entries(event).filter(([key]) => key !== "type" && key !== "at"));
@@ -240,8 +249,8 @@
       const data = await getJson("api/sessions/" + id.split("/").map(encodeURIComponent).join("/"));
       const items = make("ol", { class: "items" });
       for (const item of data.items) {
-        const role = item.role || item.type || "item";
-        items.append(make("li", { class: "item " + String(role).replace(/[^a-z_]/gi, "") },
+        const role = roleOf(item);
+        items.append(make("li", { class: "item", "data-type": String(item.type || "") },
           make("span", { class: "role", text: role + ": " }), make("span", { text: short(itemText(item), 2000) })));
       }
       const events = make("ol", { class: "session-events" });

@@ -230,6 +230,8 @@ def test_eval_runs_with_their_charts_and_chat_sessions_are_browsable(
                     "how often?",
                     "Every 12 hours.",
                 ]
+                assert items.first.inner_text().startswith("user: ")
+                assert items.nth(1).inner_text().startswith("desk: ")
                 assert_laid_out(page, ["header#top", ".session-head", "ol.items > li"], width)
                 keep(shots, f"studio-sessions-{width}.png", page)
                 page.close()

@@ -191,6 +191,7 @@ def test_the_studios_own_chat_sessions_are_listed_and_open_to_their_conversation
         page = client.get("/api/sessions/tab-1").json()
         assert client.get("/api/sessions/tab-2").status_code == 404
     assert [e["type"] for e in page["events"]] == ["user_message", "assistant_message"] * 2
+    assert [item["type"] for item in page["items"]] == ["UserMessage", "AssistantMessage"] * 2
     texts = [part["text"] for item in page["items"] for part in item["content"]]
     assert texts == ["hi", "Hello there.", "again", "Still here."]
 
