@@ -33,7 +33,7 @@ from test_studio_chromium import assert_laid_out, serving
 
 from helikon import LlmAgent
 from helikon.studio import Studio
-from helikon.testing import MockModel, say
+from helikon.testing import MockModel, call_tools, say
 
 pytestmark = pytest.mark.integration
 
@@ -239,3 +239,76 @@ def test_eval_runs_with_their_charts_and_chat_sessions_are_browsable(
             browser.close()
     assert errors == []
     assert all((shots / f"studio-{v}-390.png").stat().st_size > 1000 for v in ("evals", "sessions"))
+
+
+def test_a_chat_in_the_studio_asks_for_an_approval_inline_follows_a_handoff_and_is_recorded(
+    launch_chromium: Callable[[Any], Any], tmp_path: Path
+) -> None:
+    """Item 1 through the studio: the mounted chat streams a tool call, asks
+    for an approval inline (answered there), follows a handoff, and the run
+    opens in the run list with the approval among its governance decisions."""
+    from playwright.sync_api import sync_playwright
+
+    from helikon import RunContext, tool
+    from helikon.governance import GuardRule
+    from helikon.workflows import Handoff
+
+    @tool
+    async def pay(amount: int) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: how much.
+        """
+        return f"paid {amount}"
+
+    billing = LlmAgent(
+        name="billing",
+        model=MockModel([call_tools(("pay", {"amount": 12})), say("Paid 12, done.")]),
+        tools=[pay],
+    )
+    desk = LlmAgent(
+        name="desk",
+        model=MockModel([call_tools(("transfer_to_billing", {}))]),
+        handoffs=[Handoff.to(billing)],
+    )
+    ctx = RunContext.ephemeral(None).with_guard_rules([GuardRule.tool("pay")]).with_suspend_on_approval()
+    studio = Studio(agents=[desk, billing], context=ctx)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    errors: list[str] = []
+    with serving(studio) as base, sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"{base}/")
+            page.click("#nav-chat")
+            page.wait_for_selector("#agent option[value='desk']", state="attached")
+            page.select_option("#agent", "desk")
+            page.fill("#message", "please pay my bill of 12")
+            page.press("#message", "Enter")
+            page.wait_for_selector(".msg.handoff:has-text('billing')")
+            page.wait_for_selector(".msg.approval button:has-text('Approve')")
+            keep(shots, "studio-chat-approval-1280.png", page)
+            page.click(".msg.approval button:has-text('Approve')")
+            page.wait_for_selector(".msg.assistant:has-text('Paid 12, done.')")
+            page.goto(f"{base}/")
+            page.wait_for_selector(".run-row:has-text('desk')")
+            page.click(".run-row:has-text('desk')")
+            page.wait_for_selector("#run-head .status.completed")
+            for n in range(page.locator("#timeline > li.step > details > summary").count()):
+                page.locator("#timeline > li.step > details > summary").nth(n).click()
+            # billing's part of each wave, nested under its path: the approval, then the tool's output
+            for index, shown in (("2", "approval of"), ("3", "paid 12")):
+                child = page.locator(f"#timeline > li.step[data-index='{index}'] .children > li.step").first
+                assert child.get_attribute("data-path") == "billing"
+                child.locator("summary").first.click()
+                child.locator(".body").first.wait_for()
+                assert shown in child.inner_text()
+            approval = page.locator("#timeline > li.step[data-index='2'] .governance")
+            assert ": approved" in approval.inner_text()
+            keep(shots, "studio-chat-run-1280.png", page)
+        finally:
+            browser.close()
+    assert errors == []
