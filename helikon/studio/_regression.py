@@ -174,6 +174,11 @@ def routes(studio: Any) -> list[Any]:
     def error(status: int, code: str, message: str) -> JSONResponse:
         return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
+    # One replay at a time: each records the warnings it raises (a loose
+    # replay's "different definition"), and Python's warning filters are the
+    # process's, not a task's.
+    one_at_a_time = anyio.Lock()
+
     async def replay_run(request: Request) -> JSONResponse:
         entry = studio.catalogue.get(str(request.path_params["run_id"]))
         if entry is None:
@@ -207,7 +212,8 @@ def routes(studio: Any) -> list[Any]:
                 "warnings": [],
             }
         else:
-            answer = await replay(trace, agents[name], studio.context, mode)
+            async with one_at_a_time:
+                answer = await replay(trace, agents[name], studio.context, mode)
         answer["agents"] = sorted(agents)
         if entry.source == "golden" and entry.path is not None and studio.golden is not None:
             answer["record_command"] = record_command(entry.path, Path(studio.golden))

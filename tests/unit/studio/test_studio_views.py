@@ -229,3 +229,14 @@ def test_an_unreachable_backend_is_a_503_with_a_sentence(tmp_path: Path) -> None
 
 def assistant(text: str, at: int) -> Any:
     return AssistantMessageEvent.from_text(text, at=at)
+
+
+def test_the_command_takes_evals_and_sessions_and_refuses_an_unknown_backend() -> None:
+    from click.testing import CliRunner
+
+    from helikon.cli import app
+
+    listed = CliRunner().invoke(app, ["studio", "--help"])
+    assert "--evals" in listed.output and "--sessions" in listed.output
+    refused = CliRunner().invoke(app, ["studio", "--sessions", "mongodb://localhost/x"])
+    assert refused.exit_code == 2 and "names no session backend" in refused.output
