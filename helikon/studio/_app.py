@@ -41,6 +41,7 @@ _ASSETS = {
     "/studio.js": ("studio.js", "text/javascript; charset=utf-8"),
     "/studio.css": ("studio.css", "text/css; charset=utf-8"),
     "/fork.js": ("fork.js", "text/javascript; charset=utf-8"),
+    "/fork.css": ("fork.css", "text/css; charset=utf-8"),
 }
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
