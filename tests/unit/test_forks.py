@@ -11,6 +11,7 @@ state after any step.
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from helikon.forks import fork, state_after
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter
 from helikon.items import ToolResult
 from helikon.model import ModelRequest
-from helikon.testing import FunctionModel, MockModel, call_tools, say
+from helikon.testing import FunctionModel, call_tools
 from helikon.trace import Trace
 from helikon.workflows import ParallelAgent
 
@@ -46,7 +47,7 @@ def test_an_unchanged_replayed_fork_at_any_step_is_the_recorded_run(name: str) -
     for k in range(len(trace.steps)):
         # a fresh agent per fork: a scripted model keeps a position of its own
         agent, ctx, _ = _golden(name)
-        forked = trio.run(lambda: fork(agent, trace, k, ctx=ctx))
+        forked = trio.run(partial(fork, agent, trace, k, ctx=ctx))
         assert forked.trace.to_bytes() == trace.to_bytes(), (name, k)
         assert forked.divergences == ()
         assert [m.how for m in forked.marks] == [
@@ -162,7 +163,7 @@ def test_in_a_tree_only_the_edited_sub_agent_goes_live() -> None:
     # recorded part by part (each part's answer its own step): an unchanged fork is the same run
     parted = _recorded(fan_out(), "weather?")
     for k in range(len(parted.steps)):
-        again = trio.run(lambda: fork(fan_out(), parted, k))
+        again = trio.run(partial(fork, fan_out(), parted, k))
         assert again.trace.to_bytes() == parted.to_bytes(), k
     fan = fan_out()
     trace = _recorded(fan, "weather?", lock_step=True)
