@@ -20,9 +20,10 @@ import pytest
 import trio
 
 from helikon import LlmAgent, RunContext, codec, dump_state, tool
-from helikon.effects import AllPerformed, PathResult, ToolsExecuted
+from helikon.effects import AllPerformed, ApprovalsGiven, ModelResponded, PathResult, ToolsExecuted
 from helikon.events import MessageOutput, RunStarted
 from helikon.forks import fork, state_after
+from helikon.governance import Allow, GuardRule
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter
 from helikon.items import ToolResult
 from helikon.model import ModelRequest
@@ -198,3 +199,71 @@ def test_the_state_after_each_step_is_the_machines_and_dumps_as_json() -> None:
     assert len(states[-1].conversation) > len(states[0].conversation)
     with pytest.raises(ValueError, match="not a step"):
         state_after(agent, trace, len(trace.steps), ctx)
+
+
+def _approval_run() -> tuple[LlmAgent[Any], RunContext[Any], Trace, list[str]]:
+    paid: list[str] = []
+
+    @tool
+    async def pay(amount: int) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: how much.
+        """
+        paid.append(str(amount))
+        return f"paid {amount}"
+
+    def answer(request: ModelRequest) -> Any:
+        outputs = [m for m in request.messages if isinstance(m, ToolResult)]
+        if not outputs:
+            return call_tools(("pay", {"amount": 12}))
+        return f"Result: {outputs[-1].content}"
+
+    agent = LlmAgent(name="desk", model=FunctionModel(answer), tools=[pay])
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_guard_rules([GuardRule.tool("pay")])
+        .with_approval_handler(lambda request: Allow())
+    )
+    recorder = RecordingInterpreter(LiveInterpreter(lock_step=True))
+
+    async def go() -> None:
+        async for _ in agent.run(ctx, "pay 12", interpreter=recorder):
+            pass
+
+    trio.run(go)
+    return agent, ctx, recorder.trace, paid
+
+
+def test_a_fork_with_an_approval_refused_does_not_run_the_tool() -> None:
+    agent, ctx, trace, paid = _approval_run()
+    assert paid == ["12"] and "paid 12" in _final(trace)
+    k = next(s.index for s in trace.steps if isinstance(s.result, ApprovalsGiven))
+    recorded = trace.steps[k].result
+    assert isinstance(recorded, ApprovalsGiven)
+    refused = ApprovalsGiven(
+        tuple(attrs.evolve(d, approved=False, reason="not today") for d in recorded.decisions)
+    )
+    forked = trio.run(partial(fork, agent, trace, k, refused, ctx=ctx))
+    assert paid == ["12"]  # the refused call never ran
+    assert "paid 12" not in _final(forked.trace)
+    assert forked.marks[k].how == "edited"
+    assert all(m.how == "replayed" for m in forked.marks[:k])
+    assert forked.divergences and forked.divergences[0].step == k + 1
+
+
+def test_a_fork_with_an_edited_model_reply_ends_with_it() -> None:
+    agent, ctx, trace = _golden("single_tool")
+    last = len(trace.steps) - 1
+    reply = trace.steps[last].result
+    assert isinstance(reply, ModelResponded)
+    data = codec.unstructure(reply, ModelResponded)
+    chunks = [e for e in data["events"] if e.get("text")]
+    assert chunks, data
+    for n, chunk in enumerate(chunks):  # the reply as streamed: the first chunk says it all
+        chunk["text"] = "Edited." if n == 0 else ""
+    edited = codec.structure(data, ModelResponded)
+    forked = trio.run(partial(fork, agent, trace, last, edited, ctx=ctx))
+    assert _final(forked.trace) == "Edited."
+    assert [m.how for m in forked.marks] == ["replayed"] * last + ["edited"]
