@@ -131,3 +131,26 @@ def test_forks_and_states_are_refused_without_the_agent_or_with_a_bad_request() 
             assert (response.status_code, response.json()["error"]["code"]) == (422, code), body
         assert client.post("/api/runs/nope/fork", json={"step": 0}).status_code == 404
         assert client.get("/api/diff", params={"a": run, "b": "nope"}).status_code == 404
+
+
+def test_a_foreign_page_cannot_fork_or_read_states_and_diffs() -> None:
+    studio, model = _studio()
+    with TestClient(studio.app(), base_url=BASE) as client:
+        run = _chat(client)
+        calls = model.calls
+        for headers in (
+            {"origin": "http://evil.example"},
+            {"origin": "http://127.0.0.1:9999"},
+            {"sec-fetch-site": "cross-site"},
+            {"host": "evil.example"},
+        ):
+            response = client.post(f"/api/runs/{run}/fork", json={"step": 0, "mode": "live"}, headers=headers)
+            assert response.status_code == 403, (headers, response.text)
+            for path in (
+                f"/api/runs/{run}/state/0",
+                f"/api/runs/{run}/lineage",
+                f"/api/diff?a={run}&b={run}",
+            ):
+                assert client.get(path, headers=headers).status_code == 403, (headers, path)
+        assert model.calls == calls
+        assert [r["source"] for r in client.get("/api/runs").json()["runs"]].count("fork") == 0
