@@ -35,6 +35,7 @@ from starlette.routing import Route
 from helikon import codec
 from helikon.diff import diff
 from helikon.effects import Effect, EffectResult
+from helikon.errors import HelikonError
 from helikon.events import AgentEvent, MessageOutput
 from helikon.forks import Forked, fork, state_after
 from helikon.governance import redact_values
@@ -272,6 +273,8 @@ class ForkViews:
             forked = await fork(agent, trace, step, answer, ctx=ctx, input=text, replay=mode == "replay")
         except ReplayDivergence as exc:
             return _error(409, "diverged_before", str(exc))
+        except HelikonError as exc:  # the machine refused the edited answer (it answers another effect)
+            return _error(422, "refused", f"the run cannot take that answer: {exc}")
         edited = "input" if text is not None else ("answer" if answer is not None else "nothing")
         info = _fork_info(forked, step, mode, edited)
         kept = self.studio.catalogue.add(forked.trace, time.time(), parent=entry, fork=info)

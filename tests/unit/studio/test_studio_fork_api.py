@@ -125,6 +125,7 @@ def test_forks_and_states_are_refused_without_the_agent_or_with_a_bad_request() 
             ({"step": 1, "answer": {"type": "NoSuchResult"}}, "bad_answer"),
             ({"step": 1, "mode": "sideways"}, "bad_mode"),
             ({}, "bad_request"),
+            ({"step": 1, "answer": {"type": "ModelResponded", "events": []}}, "refused"),
             ([1], "bad_request"),
         ):
             response = client.post(f"/api/runs/{run}/fork", json=body)
