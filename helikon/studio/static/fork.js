@@ -273,6 +273,11 @@
 
   window.studioViews = window.studioViews || [];
   window.studioViews.push(["#/diff", showDiff]);
+  // a run's lineage belongs to that run: gone as soon as the page shows another
+  window.addEventListener("hashchange", () => {
+    const old = document.getElementById("fork-info");
+    if (old) old.remove();
+  });
 
   document.addEventListener("DOMContentLoaded", () => {
     document.getElementById("diff-go").addEventListener("click", () => {
