@@ -30,6 +30,7 @@ from helikon.server import AgentServer
 from helikon.server._page import page_html
 from helikon.server._server import serve_listening
 from helikon.studio._catalog import Catalogue, summary, timeline
+from helikon.studio._fork import fork_routes
 from helikon.studio._guard import LocalOnly
 from helikon.studio._record import Recorded
 from helikon.trace import Trace, TraceFormatError
@@ -39,6 +40,8 @@ HOST = "127.0.0.1"
 _ASSETS = {
     "/studio.js": ("studio.js", "text/javascript; charset=utf-8"),
     "/studio.css": ("studio.css", "text/css; charset=utf-8"),
+    "/fork.js": ("fork.js", "text/javascript; charset=utf-8"),
+    "/fork.css": ("fork.css", "text/css; charset=utf-8"),
 }
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
@@ -141,6 +144,7 @@ class Studio:
             Route("/favicon.ico", self.no_icon, methods=["GET"]),
             Route("/api/runs", self.list_runs, methods=["GET"]),
             Route("/api/runs/{run_id}", self.show_run, methods=["GET"]),
+            *fork_routes(self),
             Mount("/server", self.server.app()),
         ]
         app = Starlette(routes=routes, lifespan=self.server.lifespan)
