@@ -31,6 +31,7 @@ from helikon.server._page import page_html
 from helikon.server._server import serve_listening
 from helikon.studio import _evals, _regression, _sessions
 from helikon.studio._catalog import Catalogue, summary, timeline
+from helikon.studio._fork import fork_routes
 from helikon.studio._guard import LocalOnly
 from helikon.studio._record import Recorded
 from helikon.trace import Trace, TraceFormatError
@@ -40,6 +41,8 @@ HOST = "127.0.0.1"
 _ASSETS = {
     "/studio.js": ("studio.js", "text/javascript; charset=utf-8"),
     "/studio.css": ("studio.css", "text/css; charset=utf-8"),
+    "/fork.js": ("fork.js", "text/javascript; charset=utf-8"),
+    "/fork.css": ("fork.css", "text/css; charset=utf-8"),
     "/views.js": ("views.js", "text/javascript; charset=utf-8"),
     "/regression.js": ("regression.js", "text/javascript; charset=utf-8"),
 }
@@ -161,6 +164,7 @@ class Studio:
             Route("/favicon.ico", self.no_icon, methods=["GET"]),
             Route("/api/runs", self.list_runs, methods=["GET"]),
             Route("/api/runs/{run_id}", self.show_run, methods=["GET"]),
+            *fork_routes(self),
             *_regression.routes(self),
             *_evals.routes(self),
             *_sessions.routes(self),

@@ -64,7 +64,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("interpreters", ("helikon.interpreters",)),
-    ("agents and entry points", ("helikon.agent", "helikon.workflows", "helikon.steps")),
+    ("agents and entry points", ("helikon.agent", "helikon.workflows", "helikon.steps", "helikon.forks")),
     (
         "integrations",
         (
@@ -338,6 +338,9 @@ LOOKS_EXCEPTIONS = {
         "InstructionsRendered",
         "ToolsExecuted",
     },
+    # a fork replays the recorded answers as replay does, and compares a
+    # wave's recorded parts with the ones asked
+    "helikon.interpreters._fork": {"AllPerformed", "ModelResponded", "ModelCallFailed"},
     # failed instructions raise so Temporal's retry policy applies
     # (infrastructure), and an activity checks it got the result it asked for
     "helikon.temporal._activities": {"InstructionsFailed", "kind"},

@@ -267,9 +267,7 @@
     }
   }
 
-  window.studioViews = [
-    ...(window.studioViews || []),
-    { matches: (hash) => /^#\/evals(\/|$)/.test(hash), show: showEvals },
-    { matches: (hash) => /^#\/sessions(\/|$)/.test(hash), show: showSessions },
-  ];
+  // studio.js's view registry: [hash prefix, show(hash)].
+  window.studioViews = window.studioViews || [];
+  window.studioViews.push(["#/evals", showEvals], ["#/sessions", showSessions]);
 })();
