@@ -83,3 +83,28 @@ def test_the_scripts_set_text_never_markup() -> None:
         source = (static / name).read_text()
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function("):
             assert sink not in source, (name, sink)
+
+
+def test_the_page_holds_every_view_as_its_own_section(client: TestClient) -> None:
+    from html.parser import HTMLParser
+
+    class Sections(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.depth = 0
+            self.top: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "section":
+                if self.depth == 0:
+                    self.top.append(dict(attrs).get("id") or "")
+                self.depth += 1
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "section":
+                self.depth -= 1
+
+    parser = Sections()
+    parser.feed(client.get("/").text)
+    assert parser.depth == 0  # every section closed
+    assert {"runs-view", "run-view", "evals-view", "sessions-view"} <= set(parser.top)
