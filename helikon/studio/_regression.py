@@ -4,7 +4,8 @@ code (strict, loose, or with live tools) and say where it first diverges.
 ``POST /api/runs/{id}/replay`` (body ``{"mode": "strict" | "loose" |
 "live_tools", "agent": name?}``) replays the run's trace with a
 :class:`~helikon.interpreters.ReplayInterpreter` against the studio's agent
-of the recorded name (or ``agent``), from the recorded input, and answers
+of the recorded name (or ``agent``; for an agent tree, the studio's agent
+among the tree's), from the recorded input, and answers
 with the outcome: ``matches`` (with the step count), ``diverged`` (the step,
 the headline, and every :class:`~helikon.interpreters.ReplayDivergence`
 field path split into ``path``/``expected``/``actual``), or ``error`` (no
@@ -198,6 +199,13 @@ def routes(studio: Any) -> list[Any]:
             return error(422, "not_a_trace", str(exc))
         name = body.get("agent") or trace.header.agent
         agents = {agent.name: agent for agent in studio.agents}
+        if not body.get("agent") and name not in agents:
+            # An agent tree's trace names the member that started (a swarm's
+            # entry); its definition lists every agent of the tree, the root too.
+            definition = trace.header.definition if isinstance(trace.header.definition, dict) else {}
+            members = definition.get("agents")
+            if isinstance(members, dict):
+                name = next((member for member in members if member in agents), name)
         answer: dict[str, Any]
         if not isinstance(name, str) or name not in agents:
             answer = {

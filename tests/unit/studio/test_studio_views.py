@@ -240,3 +240,17 @@ def test_the_command_takes_evals_and_sessions_and_refuses_an_unknown_backend() -
     assert "--evals" in listed.output and "--sessions" in listed.output
     refused = CliRunner().invoke(app, ["studio", "--sessions", "mongodb://localhost/x"])
     assert refused.exit_code == 2 and "names no session backend" in refused.output
+
+
+def golden_names() -> list[str]:
+    return sorted(p.stem for p in (GOLDEN_TESTS / "traces").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("name", golden_names())
+def test_every_committed_golden_replays_strictly_through_the_studio(name: str) -> None:
+    """Any trace: plain runs, tool rounds, handoffs, failures, cancellations and agent trees."""
+    agent, _, ctx = scenario(name)
+    studio = Studio(agents=[agent], context=ctx, golden=GOLDEN_TESTS)
+    with TestClient(studio.app(), base_url=BASE) as client:
+        answer = replay(client, f"traces/{name}.jsonl", mode="strict")
+    assert answer["outcome"] == "matches", answer
