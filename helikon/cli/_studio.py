@@ -86,6 +86,7 @@ def studio_command(
     Ctrl-C stops it.
     """
     try:
+        from helikon.server import AgentServer
         from helikon.studio import Studio, agents_of
     except ImportError as exc:
         raise click.UsageError(f"{exc} (helikon studio needs it)") from None
@@ -93,6 +94,7 @@ def studio_command(
         raise click.UsageError("give --agents or --app, not both")
     agents: tuple[Any, ...] = ()
     context: Any = None
+    loaded: Any = None
     title = "helikon studio"
     if agents_file is not None:
         sidecar = load_sidecar(agents_file)
@@ -101,7 +103,8 @@ def studio_command(
         title = f"helikon studio: {agents_file.name}"
     elif app_spec is not None:
         try:
-            agents, context = agents_of(load_app(app_spec))
+            loaded = load_app(app_spec)
+            agents, context = agents_of(loaded)
         except TypeError as exc:
             raise click.BadParameter(str(exc), param_hint="--app") from None
     golden = next((d for d in GOLDEN_ALTERNATIVES if d.is_dir()), None)
@@ -121,6 +124,7 @@ def studio_command(
         title=title,
         evals=eval_dirs,
         sessions=sessions,
+        chat_sessions=loaded.sessions if isinstance(loaded, AgentServer) else None,
     )
 
     async def go() -> None:

@@ -85,6 +85,9 @@ class Studio:
         sessions: the session backend to browse (a
             :class:`~helikon.studio.SessionBrowser`, or ``--sessions``'s
             value); by default the studio's own chat sessions.
+        chat_sessions: the chat's session provider (as ``AgentServer``'s
+            ``sessions``; an app's own when ``--app`` names an agent server);
+            by default one :class:`~helikon.server.InMemorySessions`.
     """
 
     agents: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
@@ -94,6 +97,7 @@ class Studio:
     title: str = "helikon studio"
     evals: tuple[Path, ...] = attrs.field(default=(), converter=_paths)
     sessions: Any = None
+    chat_sessions: Any = None
     catalogue: Catalogue = attrs.field(init=False)
     server: AgentServer = attrs.field(init=False)
     session_browser: Any = attrs.field(init=False)
@@ -106,14 +110,14 @@ class Studio:
         catalogue = Catalogue(sources)
         object.__setattr__(self, "catalogue", catalogue)
         recorded: Any = tuple(Recorded(agent, catalogue.add) for agent in self.agents)
-        chats = InMemorySessions()
+        chats = self.chat_sessions if self.chat_sessions is not None else InMemorySessions()
         server = AgentServer(
             agents=recorded, context=self.context, title=f"{self.title}: chat", sessions=chats
         )
         object.__setattr__(self, "server", server)
         browser = self.sessions
         if browser is None:
-            browser = _sessions.MemoryBrowser(chats)
+            browser = _sessions.MemoryBrowser(chats if isinstance(chats, InMemorySessions) else None)
         elif isinstance(browser, str | Path):
             browser = _sessions.browser_for(str(browser))
         object.__setattr__(self, "session_browser", browser)

@@ -51,7 +51,11 @@ class SessionBrowser(Protocol):
 
 @final
 class MemoryBrowser:
-    """The sessions of an :class:`~helikon.server.InMemorySessions` (the studio's chats)."""
+    """The sessions of an :class:`~helikon.server.InMemorySessions` (the studio's chats).
+
+    With ``None`` (the chat keeps its sessions in a backend of its own,
+    given without ``--sessions``), it lists nothing and says so.
+    """
 
     kind = "memory"
 
@@ -59,6 +63,10 @@ class MemoryBrowser:
         self.provider = provider
 
     def _logs(self) -> dict[str, list[SessionEvent]]:
+        if self.provider is None:
+            raise SessionError.unavailable(
+                "the chat keeps its sessions in a backend of its own: name it with --sessions to browse it"
+            )
         return {sid: list(session._events) for sid, session in dict(self.provider.sessions).items()}
 
     def sessions(self) -> list[dict[str, Any]]:

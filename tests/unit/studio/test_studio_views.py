@@ -254,3 +254,28 @@ def test_every_committed_golden_replays_strictly_through_the_studio(name: str) -
     with TestClient(studio.app(), base_url=BASE) as client:
         answer = replay(client, f"traces/{name}.jsonl", mode="strict")
     assert answer["outcome"] == "matches", answer
+
+
+def test_an_apps_own_session_backend_keeps_the_studios_chats_and_is_browsable(tmp_path: Path) -> None:
+    """``--app`` naming an AgentServer with SQLite sessions: the studio's chat
+    writes there, and ``--sessions`` browses it; without ``--sessions`` the
+    view says where the sessions went."""
+    from helikon.server import sessions_from
+
+    db = tmp_path / "app.db"
+    chats = sessions_from(lambda sid: SqliteSession.open(db, sid))
+    desk = agent_with("desk", say("Noted."))
+    with TestClient(
+        Studio(agents=[desk], chat_sessions=chats, sessions=f"sqlite:{db}").app(), base_url=BASE
+    ) as client:
+        started = client.post(
+            "/server/agents/desk/runs", json={"input": "remember me"}, headers={"x-session-id": "t-9"}
+        )
+        assert started.status_code == 200, started.text
+        listed = client.get("/api/sessions").json()
+        page = client.get("/api/sessions/t-9").json()
+    assert (listed["backend"], [s["id"] for s in listed["sessions"]]) == ("sqlite", ["t-9"])
+    assert [part["text"] for item in page["items"] for part in item["content"]] == ["remember me", "Noted."]
+    with TestClient(Studio(agents=[desk], chat_sessions=chats).app(), base_url=BASE) as client:
+        unbrowsable = client.get("/api/sessions")
+    assert unbrowsable.status_code == 503 and "--sessions" in unbrowsable.json()["error"]["message"]
