@@ -9,6 +9,7 @@ Approval answers are consumed once.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -252,10 +253,11 @@ def test_reconciles_of_a_call_whose_workers_keep_dying_are_bounded() -> None:
         assert isinstance(effect, ExecuteTools)
         if not isinstance(effect.steps[0], ReconcileTool):
             break  # the call settled: the run goes on
-        _, answer = trio.run(lambda: perform(agent, effect, run_id="r"))
+        _, answer = trio.run(functools.partial(perform, agent, effect, run_id="r"))
         outcome = advance(agent, state, answer)
         stored = dump_state(outcome.state)  # then the worker dies running the tool
-        if not isinstance(outcome.effect, ExecuteTools) or not isinstance(outcome.effect.steps[0], InvokeTool):
+        step = outcome.effect.steps[0] if isinstance(outcome.effect, ExecuteTools) else None
+        if not isinstance(step, InvokeTool):
             break
     assert asked == ["c1"] * MAX_RECONCILES
     assert ran == []  # each job died before the tool returned
