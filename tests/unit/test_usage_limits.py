@@ -210,9 +210,11 @@ def test_a_workflow_members_own_limits_count_its_children() -> None:
     # would make two. The root's limits are far away.
     first = _agent("first", [say("one", usage=USAGE)])
     second = _agent("second", [say("two", usage=USAGE)])
-    inner = SequentialAgent(
-        "inner", "", config=RunConfig(usage_limits=UsageLimits(requests=1))
-    ).then(first).then(second)
+    inner = (
+        SequentialAgent("inner", "", config=RunConfig(usage_limits=UsageLimits(requests=1)))
+        .then(first)
+        .then(second)
+    )
     after = _agent("after", [say("never", usage=USAGE)])
     outer = SequentialAgent("outer", "").then(inner).then(after)
     error, events = _fails(outer, config=RunConfig(usage_limits=UsageLimits(requests=10)))

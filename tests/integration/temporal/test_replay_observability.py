@@ -45,7 +45,11 @@ def test_a_workflow_replay_emits_no_spans_and_no_spending_metrics(temporal: Any,
     stored.write_text(history.to_json())
 
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(stored), history.workflow_id], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(SCRIPT), str(stored), history.workflow_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
