@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 import attrs
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from helikon import (
@@ -501,6 +501,22 @@ def check_first_breaking_step(plan: Plan, limits: UsageLimits, trace: Trace, las
 
 @settings(max_examples=min((settings.default or settings()).max_examples, 120))
 @given(tree_plans(), st.just(UsageLimits()) | plans().map(lambda p: p["limits"]))
+# A workflow member's own limits (found on code that did not check them).
+@example(
+    Plan(
+        "sequential",
+        "sequential1",
+        parts=(
+            Plan(
+                "parallel",
+                "parallel2",
+                parts=(Plan("leaf", "leaf3", (("tools", Usage(5, 1), 1), ("say", Usage(5, 1), 0))),),
+                limits=UsageLimits(requests=1),
+            ),
+        ),
+    ),
+    UsageLimits(),
+)
 def test_limits_on_random_trees_end_the_run_at_the_first_breaking_step_under_every_interpreter(
     plan: Plan, limits: UsageLimits
 ) -> None:
