@@ -41,9 +41,13 @@ Rules:
   spending together: after each step, when a member is about to call its
   model or run tools and the tree's usage breaks a limit, the tree ends as
   if interrupted, with :class:`~helikon.errors.UsageLimitExceeded` naming
-  that member's path (:func:`enforce_limits`). A member's own, tighter
-  limits are its own machine's; the error it ends with is placed under its
-  key as it reaches its parent.
+  that member's path (:func:`enforce_limits`). A member below the root may
+  have tighter limits of its own (:attr:`Member.limits`, an agent's or a
+  workflow's): they count everything that member runs below it and are
+  checked the same way, after the run's; the member that breaks them is
+  interrupted (its parent goes on from that failure as from any other).
+  An agent loop's own machine checks its own usage too. The error a member
+  ends with is placed under its key as it reaches its parent.
 - A swarm's handoff budget travels down the handoff chain: the handoff that
   exceeds it fails with ``MaxHandoffsExceeded`` and the usage so far.
 - A sub-machine waiting for a human waits at a barrier: once every other
@@ -193,6 +197,9 @@ class Member:
             of it that is not the tree's root is out of time that long after
             the first clock reading the tree is given once it began (see
             :func:`step_tree`).
+        limits: its own ``RunConfig.usage_limits``: a run of it that is not
+            the tree's root may spend no more than these, counting
+            everything it runs below it (see :func:`enforce_limits`).
     """
 
     name: str
@@ -203,6 +210,7 @@ class Member:
     links: tuple[tuple[str, str], ...] = ()
     key: str = attrs.field(default=attrs.Factory(_own_key, takes_self=True), kw_only=True)
     timeout: float | None = attrs.field(default=None, kw_only=True)
+    limits: UsageLimits = attrs.field(default=UsageLimits(), kw_only=True)
 
     def agent_tool(self, tool: str) -> str | None:
         """The key of the member a tool of this agent runs (an agent used as
@@ -1064,19 +1072,61 @@ def enforce_limits(spec: TreeSpec, root: TreeNode, events: list[AgentEvent]) -> 
     whole tree's usage (the model calls of this wave counted) must stay
     within the run's limits; else the tree ends as if interrupted, every
     active member failing with the :class:`~helikon.errors.UsageLimitExceeded`
-    that names the first such member in tree order."""
-    if spec.limits.unlimited or root.finished:
+    that names the first such member in tree order. Then each member below
+    the root with limits of its own (:attr:`Member.limits`), outermost
+    first in tree order, is held to them the same way over what it and
+    everything below it spent: one that breaks them is interrupted with the
+    error (its path relative to that member: the error is placed under the
+    member's key as it reaches its parent)."""
+    if root.finished:
         return root
-    spending = [leaf for leaf in leaves(root) if type(leaf.effect) in (CallModel, ExecuteTools)]
+    if not spec.limits.unlimited:
+        broken = _broken(spec, spec.limits, root, ())
+        if broken is not None:
+            return _interrupt(spec, root, RunInterrupted(broken), events)
+    if not any(m.key != spec.root and not m.limits.unlimited for m in spec.members):
+        return root
+    while True:
+        found = _member_over(spec, root, ())
+        if found is None:
+            return root
+        path, broken = found
+        root = _feed(spec, root, path, RunInterrupted(broken), events)
+
+
+def _broken(
+    spec: TreeSpec, limits: UsageLimits, node: TreeNode, path: tuple[str, ...]
+) -> UsageLimitExceeded | None:
+    """The limit ``node`` (at ``path``) and what runs below it break as the
+    first of its sub-machines about to spend does so, or None; the path named
+    is relative to ``node``."""
+    spending = [leaf for leaf in leaves(node, path) if type(leaf.effect) in (CallModel, ExecuteTools)]
     if not spending:
-        return root
+        return None
     calls = sum(1 for leaf in spending if type(leaf.effect) is CallModel)
-    path = spending[0].path
-    agent = spec.name_of(_node_at(root, path).agent)
-    broken = exceeded(spec.limits, tree_usage(root), requests=calls, agent=agent, path=path)
-    if broken is None:
-        return root
-    return _interrupt(spec, root, RunInterrupted(broken), events)
+    at = spending[0].path[len(path) :]
+    agent = spec.name_of(_node_at(node, at).agent)
+    return exceeded(limits, tree_usage(node), requests=calls, agent=agent, path=at)
+
+
+def _member_over(
+    spec: TreeSpec, node: TreeNode, path: tuple[str, ...]
+) -> tuple[tuple[str, ...], UsageLimitExceeded] | None:
+    """The first member below ``node`` (outermost first, in tree order) that
+    is not finished and breaks limits of its own: its path and the error."""
+    for child in node.children:
+        if child.node.finished:
+            continue
+        where = (*path, child.key)
+        member = spec.member(child.node.agent)
+        if member is not None and not member.limits.unlimited:
+            broken = _broken(spec, member.limits, child.node, where)
+            if broken is not None:
+                return where, broken
+        found = _member_over(spec, child.node, where)
+        if found is not None:
+            return found
+    return None
 
 
 def resume_tree(state: TreeState) -> TreeOutcome:

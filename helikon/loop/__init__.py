@@ -30,6 +30,7 @@ from helikon.loop._answers import (
     turn_hook_decision,
 )
 from helikon.loop._calls import (
+    MAX_RECONCILES,
     CallStage,
     Permitting,
     PostHooks,
@@ -104,6 +105,7 @@ __all__ = [
     "PostHooks",
     "PreHooks",
     "Reconciling",
+    "MAX_RECONCILES",
     "Running",
     "Settled",
     "ToolCallState",
