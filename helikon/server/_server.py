@@ -446,8 +446,20 @@ async def serve_app(app: ASGIApp, config: Any, shutdown: Any = None) -> None:
         await serve_asyncio(app, config, shutdown_trigger=shutdown)  # type: ignore[arg-type]
 
 
-def listen(host: str, port: int, backlog: int, error: type[Exception] = ServeError) -> socket.socket:
-    """A listening TCP socket on ``(host, port)`` (``port=0``: a free one), or ``error``."""
+#: Listening sockets sharing the port (``SO_REUSEPORT``) under trio: its
+#: server accepts one connection per pass of the scheduler on each socket,
+#: so the intake of a burst of connections takes a pass per connection and a
+#: probe waits for every connection ahead of it; the kernel spreads new
+#: connections over the sockets, whose accept loops run side by side.
+TRIO_ACCEPTORS = 8
+
+
+def listen(
+    host: str, port: int, backlog: int, error: type[Exception] = ServeError, *, reuse_port: bool = False
+) -> socket.socket:
+    """A listening TCP socket on ``(host, port)`` (``port=0``: a free one), or
+    ``error``; with ``reuse_port``, others may listen on the same port
+    (``SO_REUSEPORT``: only sockets of the same user that set it too)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -457,6 +469,8 @@ def listen(host: str, port: int, backlog: int, error: type[Exception] = ServeErr
         raise error(f"cannot listen on {host}:{port}: {exc}") from exc
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
         sock.listen(backlog)
     except OSError as exc:
@@ -495,10 +509,20 @@ async def serve_listening(
     is stopped gracefully too (through its shutdown trigger, never cut off
     from the side), within its ``graceful_timeout``.
     """
-    sock = listen(host, port, int(getattr(config, "backlog", BACKLOG)), error)
-    # Hypercorn takes its own descriptor of the listening socket.
-    config.bind = [f"fd://{os.dup(sock.fileno())}"]
+    backlog = int(getattr(config, "backlog", BACKLOG))
+    spread = sniffio.current_async_library() == "trio" and hasattr(socket, "SO_REUSEPORT")
+    sock = listen(host, port, backlog, error, reuse_port=spread)
     bound = sock.getsockname()[1]
+    socks = [sock]
+    try:
+        if spread:  # under trio, more accept loops for one port (TRIO_ACCEPTORS)
+            socks += [listen(host, bound, backlog, error, reuse_port=True) for _ in range(TRIO_ACCEPTORS - 1)]
+    except BaseException:
+        for each in socks:
+            each.close()
+        raise
+    # Hypercorn takes its own descriptor of each listening socket.
+    config.bind = [f"fd://{os.dup(each.fileno())}" for each in socks]
     stop = anyio.Event()
     failure: list[BaseException] = []
     done = anyio.Event()
@@ -538,7 +562,8 @@ async def serve_listening(
                 shield.cancel()
                 group.cancel_scope.cancel()
     finally:
-        sock.close()
+        for each in socks:
+            each.close()
     if failure and not isinstance(failure[0], (anyio.get_cancelled_exc_class(), KeyboardInterrupt)):
         exc = failure[0]
         raise error(f"the server stopped: {type(exc).__name__}: {exc}") from exc
@@ -547,6 +572,7 @@ async def serve_listening(
 __all__ = [
     "BACKLOG",
     "MAX_BODY_BYTES",
+    "TRIO_ACCEPTORS",
     "FULL_GC_AFTER",
     "AgentServer",
     "ProbeFastPath",

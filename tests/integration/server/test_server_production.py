@@ -290,6 +290,34 @@ def _listen_backlog(port: int) -> int:
     return int(out[2])
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_under_trio_serve_accepts_on_several_sockets_of_its_port(backend: str) -> None:
+    # Hypercorn's trio server accepts one connection per scheduler pass per
+    # socket: a burst's intake is spread over TRIO_ACCEPTORS sockets of one
+    # port (SO_REUSEPORT); asyncio accepts every waiting connection at once.
+    from helikon.server._server import TRIO_ACCEPTORS, ServeError
+
+    with served(server_for(), backend) as base:
+        port = _port(base)
+        lines = subprocess.run(
+            ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        assert len(lines) == (TRIO_ACCEPTORS if backend == "trio" else 1), lines
+        assert all(int(line.split()[2]) >= 2048 for line in lines), lines  # each with the backlog
+        with ThreadPoolExecutor(16) as pool:  # fresh connections, spread by the kernel
+            statuses = list(pool.map(lambda _: httpx.get(f"{base}/health").status_code, range(64)))
+        assert statuses == [200] * 64
+    with socket.socket() as taken:  # a port another program holds is still refused
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+
+        async def main() -> None:
+            await AgentServer().serve("127.0.0.1", taken.getsockname()[1])
+
+        with pytest.raises(ServeError, match="cannot listen"):
+            anyio.run(main, backend=backend)
+
+
 def test_a_run_waiting_for_a_human_gives_its_slot_back() -> None:
     server = AgentServer(context=approving_context()).with_agent(assistant()).with_admission(max_running=1)
     with served(server) as base, httpx.Client(base_url=base) as client:
