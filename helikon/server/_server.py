@@ -281,7 +281,9 @@ class AgentServer:
         probes on the main port share the event loop with the runs and, in a
         burst of new connections, wait behind their intake; these never do.
         On the main port, ``GET /health`` and ``GET /ready`` are answered
-        before the app's routing (:class:`ProbeFastPath`).
+        before the app's routing (:class:`ProbeFastPath`). Under trio the
+        port has :data:`TRIO_ACCEPTORS` listening sockets (``SO_REUSEPORT``),
+        so a burst of connections is accepted in parallel accept loops.
 
         ``tune_gc`` (the default) sets the process's garbage collector for
         latency while serving (:func:`latency_gc`): the objects alive at
