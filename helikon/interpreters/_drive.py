@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol, TypeGuard, TypeVar, cast
 
 import attrs
@@ -36,7 +36,7 @@ from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
-from helikon.interpreters._waves import is_wave, perform_wave
+from helikon.interpreters._waves import WaveOver, is_wave, perform_wave
 from helikon.items import AgentInput
 from helikon.loop import deadline_after, on_time
 
@@ -147,7 +147,7 @@ async def _read(clock: Any) -> float | None:
 
 async def drive(
     interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """Run ``env``'s agent on ``input`` to a terminal state, yielding events.
 
     ``first`` resumes from an outcome instead of starting afresh.
@@ -180,11 +180,16 @@ async def drive(
             return
         if perform_part is not None and is_wave(effect):
             # Each part moves on as soon as its own answer comes (see _waves).
-            outcome, events = await perform_wave(
-                interpreter, perform_part, env, machine, outcome, clock, observe
-            )
-            for event in events:
-                yield event
+            # Its events come as they happen; the outcome it reached comes last.
+            wave = perform_wave(interpreter, perform_part, env, machine, outcome, clock, observe)
+            try:
+                async for given in wave:
+                    if type(given) is WaveOver:
+                        outcome = given.outcome
+                    else:
+                        yield given  # type: ignore[misc]
+            finally:
+                await wave.aclose()
             observed = True
             continue
         result: EffectResult | None = None

@@ -25,11 +25,15 @@ trace holds the order the machine saw and replays exactly.
 
 from __future__ import annotations
 
+import contextvars
+import inspect
 import math
 import typing
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
+import attrs
+import sniffio
 from returns.result import Failure, Success
 
 from helikon.effects import (
@@ -95,28 +99,41 @@ def answerer(interpreter: Any) -> Callable[..., None] | None:
     return None
 
 
+@attrs.frozen
+class WaveOver:
+    """What :func:`perform_wave` gives last: the outcome the wave reached
+    (observed, its events already given)."""
+
+    outcome: OutcomeLike
+
+
 async def perform_wave(
     interpreter: Any,
     perform_part: PerformPart,
     env: RunEnv,
     machine: Machine,
     outcome: OutcomeLike,
-    clock: Callable[[], float | None] | None,
+    clock: Callable[[], Any] | None,
     observe: Callable[[RunEnv, OutcomeLike], None] | None,
-) -> tuple[OutcomeLike, list[AgentEvent]]:
-    """Perform ``outcome``'s wave until nothing is in flight: the outcome
-    reached then (observed, its events included) and every event on the
-    way, in order."""
+) -> AsyncGenerator[AgentEvent | WaveOver, None]:
+    """Perform ``outcome``'s wave until nothing is in flight, giving every
+    event as it happens (a part's live events as they come, each answer's
+    outcome's events as it is fed) and, last, :class:`WaveOver`.
+
+    The parts run in a task group that lives in a task of its own
+    (:class:`_Host`), not in this generator: a generator must not hold a
+    cancel scope open across a ``yield`` (the consumer's code would run
+    inside it). Closing the generator, or an error, cancels every part and
+    waits for them.
+    """
     import anyio
 
     send, receive = anyio.create_memory_object_stream[
         tuple[Address, AgentEvent | EffectResult | BaseException]
     ](math.inf)
-    events: list[AgentEvent] = []
     live: list[AgentEvent] = []
     running: set[Address] = set()
     answered = answerer(interpreter)
-    failure: BaseException | None = None
 
     limiters: dict[tuple[str, ...], Any] = {}  # per agent (path): its round's parallel_tool_call_limit
 
@@ -143,53 +160,118 @@ async def perform_wave(
         async for item in perform_part(part, env):
             send.send_nowait((address, item))
 
-    def start_new(group: Any) -> None:
+    host = await _Host.open()
+
+    def start_new() -> None:
         for address, part in parts(outcome.effect):
             if address not in running:
                 running.add(address)
-                group.start_soon(run, address, part)
+                host.start_soon(run, address, part)
 
-    async with anyio.create_task_group() as group:
-        start_new(group)
+    try:
+        start_new()
+        while running:
+            address, item = await receive.receive()
+            if isinstance(item, BaseException):
+                raise item
+            if not _is_result(item):
+                live.append(item)  # type: ignore[arg-type]
+                yield item  # type: ignore[misc]
+                continue
+            running.discard(address)
+            if address not in {a for a, _ in parts(outcome.effect)}:
+                continue  # no longer asked for (an interruption ended it): dropped
+            result = fitted(item, outcome.effect)  # type: ignore[arg-type]
+            if answered is not None:
+                answered(env, outcome.effect, result, live=tuple(live))
+            live = []
+            if clock is not None and outcome.state.deadline is not None:
+                reading = clock()
+                if inspect.isawaitable(reading):
+                    reading = await reading
+                result = on_time(outcome.state, result, reading)
+            match machine.step(outcome.state, result):
+                case Success(nxt):
+                    outcome = nxt
+                case Failure(error):
+                    raise error
+            if observe is not None:
+                observe(env, outcome)
+            left = _wave(outcome.effect)
+            if running and left:
+                start_new()  # before the events go out: a part never waits for the consumer
+            for event in outcome.events:
+                yield event
+            if not running or not left:
+                break  # over, or the run left the wave (interrupted, say): what still runs is dropped
+    finally:
+        await host.close()
+        send.close()
+        receive.close()
+    yield WaveOver(outcome)
+
+
+@typing.final
+class _Host:
+    """A task group in a task of its own (a trio system task, an asyncio
+    task), for a wave's parts: it outlives each ``yield`` of the generator
+    that starts parts in it. Its task runs in a copy of the opener's context
+    (context variables are seen as in a child task)."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._ready = anyio.Event()
+        self._done = anyio.Event()
+        self._group: Any = None
+        self._task: Any = None  # asyncio keeps only weak references to tasks
+
+    @classmethod
+    async def open(cls) -> _Host:
+        host = cls()
+        context = contextvars.copy_context()
+        if sniffio.current_async_library() == "trio":
+            import trio
+
+            trio.lowlevel.spawn_system_task(host._serve, context=context)
+        else:
+            import asyncio
+
+            host._task = asyncio.get_running_loop().create_task(host._serve(), context=context)
+        await host._ready.wait()
+        if host._group is None:
+            raise RuntimeError("the task hosting a wave's parts ended before it began")
+        return host
+
+    async def _serve(self) -> None:
+        import anyio
+
         try:
-            while running:
-                address, item = await receive.receive()
-                if isinstance(item, BaseException):
-                    raise item
-                if not _is_result(item):
-                    live.append(item)  # type: ignore[arg-type]
-                    events.append(item)  # type: ignore[arg-type]
-                    continue
-                running.discard(address)
-                if address not in {a for a, _ in parts(outcome.effect)}:
-                    continue  # no longer asked for (an interruption ended it): dropped
-                result = fitted(item, outcome.effect)  # type: ignore[arg-type]
-                if answered is not None:
-                    answered(env, outcome.effect, result, live=tuple(live))
-                live = []
-                if clock is not None and outcome.state.deadline is not None:
-                    result = on_time(outcome.state, result, clock())
-                match machine.step(outcome.state, result):
-                    case Success(nxt):
-                        outcome = nxt
-                    case Failure(error):
-                        raise error
-                if observe is not None:
-                    observe(env, outcome)
-                events.extend(outcome.events)
-                if not running:
-                    break  # the wave is over: drive takes the next effect as it comes
-                if not _wave(outcome.effect):
-                    # The run left the wave (interrupted, say): what still runs is dropped.
-                    group.cancel_scope.cancel()
-                    break
-                start_new(group)
-        except BaseException as exc:
-            failure = exc
+            async with anyio.create_task_group() as group:
+                self._group = group
+                self._ready.set()
+                await anyio.sleep_forever()
+        finally:
+            self._group = None
+            self._ready.set()
+            self._done.set()
+
+    def start_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        group = self._group
+        if group is None:
+            raise RuntimeError("the task hosting a wave's parts has ended")
+        group.start_soon(fn, *args)
+
+    async def close(self) -> None:
+        """Cancel whatever still runs and wait until it has (even when the
+        caller is being cancelled: nothing outlives the wave)."""
+        import anyio
+
+        group = self._group
+        if group is not None:
             group.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    return outcome, events
+        with anyio.CancelScope(shield=True):
+            await self._done.wait()
 
 
 def fitted(result: EffectResult, effect: Effect) -> EffectResult:
@@ -223,4 +305,4 @@ def _is_result(item: object) -> bool:
     return type(item) in _RESULTS
 
 
-__all__ = ["Address", "answerer", "is_wave", "parts", "perform_wave"]
+__all__ = ["Address", "WaveOver", "answerer", "is_wave", "parts", "perform_wave"]
