@@ -108,26 +108,29 @@ def test_a_branchs_approval_reaches_an_sse_client_while_the_other_branch_waits(b
     tree = ParallelAgent("tree", "Both at once.").add(payer).add(waiter)
     server = AgentServer(agents=[tree], context=approving_context())
     frames: list[dict[str, Any]] = []
-    with serving(server.app(), backend) as base, httpx.Client(base_url=base, timeout=20) as client:
-        with connect_sse(client, "POST", "/agents/tree/runs?stream=sse", json={"input": "go"}) as source:
-            assert source.response.status_code == 200
-            run_id = source.response.headers["x-run-id"]
-            for event in source.iter_sse():
-                if not event.data:
-                    continue  # a keep-alive
-                frame = json.loads(event.data)
-                frames.append(frame)
-                if frame["type"] == "ApprovalRequested":
-                    assert frame["path"] == ["payer"] and frame["tool"] == "pay"
-                    assert not finished  # the other branch still waits
-                    decision = {"call_id": frame["call_id"], "path": frame["path"], "approved": True}
-                    answered = client.post(
-                        f"/agents/tree/runs/{run_id}/approvals", json={"decisions": [decision]}
-                    )
-                    assert answered.status_code == 200, answered.text
-                elif frame["type"] == "ToolOutputItem" and frame.get("path") == ["payer"]:
-                    assert not finished
-                    release.set()  # the paid call's output came while its sibling still ran
+    with (
+        serving(server.app(), backend) as base,
+        httpx.Client(base_url=base, timeout=20) as client,
+        connect_sse(client, "POST", "/agents/tree/runs?stream=sse", json={"input": "go"}) as source,
+    ):
+        assert source.response.status_code == 200
+        run_id = source.response.headers["x-run-id"]
+        for event in source.iter_sse():
+            if not event.data:
+                continue  # a keep-alive
+            frame = json.loads(event.data)
+            frames.append(frame)
+            if frame["type"] == "ApprovalRequested":
+                assert frame["path"] == ["payer"] and frame["tool"] == "pay"
+                assert not finished  # the other branch still waits
+                decision = {"call_id": frame["call_id"], "path": frame["path"], "approved": True}
+                answered = client.post(
+                    f"/agents/tree/runs/{run_id}/approvals", json={"decisions": [decision]}
+                )
+                assert answered.status_code == 200, answered.text
+            elif frame["type"] == "ToolOutputItem" and frame.get("path") == ["payer"]:
+                assert not finished
+                release.set()  # the paid call's output came while its sibling still ran
     assert frames[-1]["type"] == "RunCompleted", frames[-1]
     outputs = [(f["path"], f["item"]["content"]) for f in frames if f["type"] == "ToolOutputItem"]
     assert outputs == [(["payer"], "paid 5"), (["waiter"], "released")]
