@@ -36,7 +36,7 @@ from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
-from helikon.interpreters._waves import WaveOver, is_wave, perform_wave
+from helikon.interpreters._waves import Reached, is_wave, perform_wave
 from helikon.items import AgentInput
 from helikon.loop import deadline_after, on_time
 
@@ -180,16 +180,15 @@ async def drive(
             return
         if perform_part is not None and is_wave(effect):
             # Each part moves on as soon as its own answer comes (see _waves).
-            # Its events come as they happen; the outcome it reached comes last.
-            wave = perform_wave(interpreter, perform_part, env, machine, outcome, clock, observe)
+            # Its events come as they happen; ``reached`` holds where it got to.
+            reached = Reached(outcome)
+            wave = perform_wave(interpreter, perform_part, env, machine, reached, clock, observe)
             try:
-                async for given in wave:
-                    if type(given) is WaveOver:
-                        outcome = given.outcome
-                    else:
-                        yield given  # type: ignore[misc]
+                async for event in wave:
+                    yield event
             finally:
                 await wave.aclose()
+            outcome = reached.outcome
             observed = True
             continue
         result: EffectResult | None = None

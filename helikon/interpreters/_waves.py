@@ -99,10 +99,10 @@ def answerer(interpreter: Any) -> Callable[..., None] | None:
     return None
 
 
-@attrs.frozen
-class WaveOver:
-    """What :func:`perform_wave` gives last: the outcome the wave reached
-    (observed, its events already given)."""
+@attrs.define
+class Reached:
+    """Where :func:`perform_wave` leaves the outcome the wave reached: the
+    latest the machine decided (observed, its events given)."""
 
     outcome: OutcomeLike
 
@@ -112,13 +112,14 @@ async def perform_wave(
     perform_part: PerformPart,
     env: RunEnv,
     machine: Machine,
-    outcome: OutcomeLike,
+    reached: Reached,
     clock: Callable[[], Any] | None,
     observe: Callable[[RunEnv, OutcomeLike], None] | None,
-) -> AsyncGenerator[AgentEvent | WaveOver, None]:
-    """Perform ``outcome``'s wave until nothing is in flight, giving every
-    event as it happens (a part's live events as they come, each answer's
-    outcome's events as it is fed) and, last, :class:`WaveOver`.
+) -> AsyncGenerator[AgentEvent, None]:
+    """Perform the wave of ``reached``'s outcome until nothing is in flight,
+    giving every event as it happens (a part's live events as they come,
+    each answer's outcome's events as it is fed); ``reached`` holds the
+    outcome the machine decided last.
 
     The parts run in a task group that lives in a task of its own
     (:class:`_Host`), not in this generator: a generator must not hold a
@@ -128,6 +129,7 @@ async def perform_wave(
     """
     import anyio
 
+    outcome = reached.outcome
     send, receive = anyio.create_memory_object_stream[
         tuple[Address, AgentEvent | EffectResult | BaseException]
     ](math.inf)
@@ -192,7 +194,7 @@ async def perform_wave(
                 result = on_time(outcome.state, result, reading)
             match machine.step(outcome.state, result):
                 case Success(nxt):
-                    outcome = nxt
+                    outcome = reached.outcome = nxt
                 case Failure(error):
                     raise error
             if observe is not None:
@@ -208,7 +210,6 @@ async def perform_wave(
         await host.close()
         send.close()
         receive.close()
-    yield WaveOver(outcome)
 
 
 @typing.final
@@ -305,4 +306,4 @@ def _is_result(item: object) -> bool:
     return type(item) in _RESULTS
 
 
-__all__ = ["Address", "WaveOver", "answerer", "is_wave", "parts", "perform_wave"]
+__all__ = ["Address", "Reached", "answerer", "is_wave", "parts", "perform_wave"]
