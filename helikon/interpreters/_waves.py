@@ -37,14 +37,11 @@ import sniffio
 from returns.result import Failure, Success
 
 from helikon.effects import (
-    AllPerformed,
     AtPath,
     Effect,
     EffectResult,
     ExecuteTools,
-    PathResult,
     PerformAll,
-    ToolsExecuted,
 )
 from helikon.events import AgentEvent
 from helikon.interpreters._env import RunEnv
@@ -183,7 +180,7 @@ async def perform_wave(
             running.discard(address)
             if address not in {a for a, _ in parts(outcome.effect)}:
                 continue  # no longer asked for (an interruption ended it): dropped
-            result = fitted(item, outcome.effect)  # type: ignore[arg-type]
+            result: EffectResult = item  # type: ignore[assignment]  # either shape: the machine takes both
             if answered is not None:
                 answered(env, outcome.effect, result, live=tuple(live))
             live = []
@@ -273,20 +270,6 @@ class _Host:
             group.cancel_scope.cancel()
         with anyio.CancelScope(shield=True):
             await self._done.wait()
-
-
-def fitted(result: EffectResult, effect: Effect) -> EffectResult:
-    """A part's ``result`` in the shape the pending ``effect`` takes: the run's
-    own round is a bare ``ExecuteTools`` alone, a path ``()`` of a
-    ``PerformAll`` beside its agents used as tools (the shape may change
-    while a part runs)."""
-    if type(effect) is PerformAll and type(result) is ToolsExecuted:
-        return AllPerformed((PathResult((), result),))
-    if type(effect) is not PerformAll and type(result) is AllPerformed and len(result.results) == 1:
-        (only,) = result.results
-        if not only.path:
-            return only.result
-    return result
 
 
 def is_wave(effect: Effect) -> bool:

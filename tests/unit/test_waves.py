@@ -14,9 +14,21 @@ import anyio
 import pytest
 import trio
 
-from helikon import LlmAgent, ParallelAgent, RunConfig, RunContext, advance, collect, perform, start, tool
+from helikon import (
+    AgentAsTool,
+    LlmAgent,
+    ParallelAgent,
+    RunConfig,
+    RunContext,
+    advance,
+    collect,
+    perform,
+    start,
+    tool,
+)
 from helikon.effects import (
     AllPerformed,
+    ExecuteTools,
     HooksRan,
     PathResult,
     PerformAll,
@@ -359,3 +371,52 @@ def test_a_run_stopped_mid_wave_cancels_every_part_and_leaks_no_task(backend: st
     before, after_cancel, both, last = anyio.run(go, backend=backend)
     assert (after_cancel, last) == (before, before)
     assert both == 33  # three parts cancelled each time, nothing left running
+
+
+def test_the_machine_takes_a_root_steps_answer_in_either_shape() -> None:
+    """The root's tool step of a wave beside an agent used as a tool is
+    performed on its own; by the time it answers, the pending effect may be
+    a ``PerformAll`` (its sibling still runs) or the bare ``ExecuteTools``
+    (its sibling ended). The machine takes the bare result and the one
+    addressed to the path ``()`` alike, whichever is pending: the
+    interpreter does not reshape answers."""
+
+    @tool
+    async def plain() -> str:
+        """Plain."""
+        return "plain"
+
+    def outer() -> LlmAgent[None]:
+        inner = LlmAgent(name="inner", model=MockModel([say("inner said")]))
+        calls = call_tools(("c1", "inner", {"input": "x"}), ("c2", "plain", {}))
+        return LlmAgent(
+            name="outer", model=MockModel([calls, say("done")]), tools=[AgentAsTool(inner), plain]
+        )
+
+    async def go() -> None:
+        agent = outer()
+        first = start(agent, "go", run_id="shapes")
+        _, answered = await perform(agent, first.effect, run_id="shapes")
+        wave = advance(agent, first.state, answered)
+        assert type(wave.effect) is PerformAll
+        (root_part,) = [p for (path, call), p in parts(wave.effect) if path == () and call == "c2"]
+        _, addressed = await perform(agent, root_part, run_id="shapes")
+        assert type(addressed) is AllPerformed
+        (only,) = addressed.results
+        bare = only.result
+        assert type(bare) is ToolsExecuted
+        # pending PerformAll: bare and addressed answers lead to the same state
+        assert advance(agent, wave.state, bare).state == advance(agent, wave.state, addressed).state
+        # the sibling ended first: the bare ExecuteTools is pending; both shapes again
+        (inner_part,) = [p for (path, _), p in parts(wave.effect) if path != ()]
+        _, inner_answer = await perform(agent, inner_part, run_id="shapes")
+        alone = advance(agent, wave.state, inner_answer)
+        while type(alone.effect) is PerformAll and all(at.path != () for at in alone.effect.effects):
+            _, more = await perform(agent, alone.effect, run_id="shapes")
+            alone = advance(agent, alone.state, more)
+        assert type(alone.effect) is ExecuteTools
+        assert advance(agent, alone.state, addressed).state == advance(agent, alone.state, bare).state
+        with pytest.raises(StepError, match="does not accept AllPerformed"):  # another path's: refused
+            advance(agent, alone.state, AllPerformed((PathResult(("x",), bare),)))
+
+    trio.run(go)
