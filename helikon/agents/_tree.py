@@ -24,7 +24,10 @@ Rules:
   the others keep their pending effect, so a branch never waits for its
   siblings' steps. What a run decides does not depend on the order the
   answers came in: children's results join their parent in child order,
-  tool results the conversation in call order.
+  tool results the conversation in call order. The root's own effect takes
+  its answer bare or as an ``AllPerformed`` at the path ``()``, whichever
+  is pending when it comes (a part performed beside other paths that ended
+  meanwhile, or the other way round).
 - A child's events reach the run's stream as they are made, except its own
   ``RunStarted`` and terminal event (the tree has one pair), each marked
   with the path that emitted it (``event.path``). An agent used

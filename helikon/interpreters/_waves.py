@@ -16,11 +16,17 @@ whole effect): an address in flight is not started again while the machine
 keeps listing it; an answered address listed again is new work. The steps
 of one agent's tool round stay under its ``parallel_tool_call_limit``.
 
-Events are gathered while parts run and given back when the wave is over
-(nothing left in flight), in the order things happened: live events as they
-arrived, each answer's events after it. A recording interpreter is told each
-answer as it is fed (``answered(env, effect, result, live=...)``), so the
-trace holds the order the machine saw and replays exactly.
+Events are given as they happen, in that order: a part's live events as
+they arrive, each answer's events as it is fed. The parts run in a task
+group hosted by a task of its own (:class:`_Host`), so the generator that
+gives the events never holds a cancel scope across a ``yield``; a part
+hands its events and result over a channel. Closing the generator (the run
+cancelled or stopped early) or an error cancels every part and waits for
+them. A part's answer is fed in the shape it came in: the machine takes a
+root step's answer bare or addressed to the path ``()``, whichever effect
+is pending by then. A recording interpreter is told each answer as it is
+fed (``answered(env, effect, result, live=...)``), so the trace holds the
+order the machine saw and replays exactly.
 """
 
 from __future__ import annotations
