@@ -17,10 +17,10 @@ keeps listing it; an answered address listed again is new work. The steps
 of one agent's tool round stay under its ``parallel_tool_call_limit``.
 
 Events are given as they happen, in that order: a part's live events as
-they arrive, each answer's events as it is fed. The parts run in a task
-group hosted by a task of its own (:class:`_Host`), so the generator that
-gives the events never holds a cancel scope across a ``yield``; a part
-hands its events and result over a channel. Closing the generator (the run
+they arrive, each answer's events as it is fed. Each part runs in a task of
+its own (:class:`_Parts`), outside the generator that gives the events, so
+that generator never holds a cancel scope across a ``yield``; a part hands
+its events and result over a channel. Closing the generator (the run
 cancelled or stopped early) or an error cancels every part and waits for
 them. A part's answer is fed in the shape it came in: the machine takes a
 root step's answer bare or addressed to the path ``()``, whichever effect
@@ -124,11 +124,10 @@ async def perform_wave(
     each answer's outcome's events as it is fed); ``reached`` holds the
     outcome the machine decided last.
 
-    The parts run in a task group that lives in a task of its own
-    (:class:`_Host`), not in this generator: a generator must not hold a
-    cancel scope open across a ``yield`` (the consumer's code would run
-    inside it). Closing the generator, or an error, cancels every part and
-    waits for them.
+    The parts run in tasks of their own (:class:`_Parts`), not in a task
+    group of this generator: a generator must not hold a cancel scope open
+    across a ``yield`` (the consumer's code would run inside it). Closing
+    the generator, or an error, cancels every part and waits for them.
     """
     import anyio
 
@@ -165,13 +164,13 @@ async def perform_wave(
         async for item in perform_part(part, env):
             send.send_nowait((address, item))
 
-    host = await _Host.open()
+    tasks = _Parts()
 
     def start_new() -> None:
         for address, part in parts(outcome.effect):
             if address not in running:
                 running.add(address)
-                host.start_soon(run, address, part)
+                tasks.start_soon(run, address, part)
 
     try:
         start_new()
@@ -210,72 +209,71 @@ async def perform_wave(
             if not running or not left:
                 break  # over, or the run left the wave (interrupted, say): what still runs is dropped
     finally:
-        await host.close()
+        await tasks.close()
         send.close()
         receive.close()
 
 
 @typing.final
-class _Host:
-    """A task group in a task of its own (a trio system task, an asyncio
-    task), for a wave's parts: it outlives each ``yield`` of the generator
-    that starts parts in it. Its task runs in a copy of the opener's context
-    (context variables are seen as in a child task)."""
+class _Parts:
+    """A wave's parts, each run in a task of its own (a trio system task, an
+    asyncio task) rather than in a task group of the generator that starts
+    them: they outlive each ``yield`` of it. Each runs in a copy of the
+    starter's context (context variables are seen as in a child task) and
+    under a cancel scope of its own; :meth:`close` cancels those still
+    running and waits until every one has ended."""
 
     def __init__(self) -> None:
-        import anyio
+        self._trio = sniffio.current_async_library() == "trio"
+        self._scopes: set[Any] = set()
+        self._live = 0
+        self._closed = False
+        self._idle: Any = None
+        self._tasks: set[Any] = set()  # asyncio keeps only weak references to tasks
 
-        self._ready = anyio.Event()
-        self._done = anyio.Event()
-        self._group: Any = None
-        self._task: Any = None  # asyncio keeps only weak references to tasks
-
-    @classmethod
-    async def open(cls) -> _Host:
-        host = cls()
+    def start_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         context = contextvars.copy_context()
-        if sniffio.current_async_library() == "trio":
+        self._live += 1
+        if self._trio:
             import trio
 
-            trio.lowlevel.spawn_system_task(host._serve, context=context)
+            trio.lowlevel.spawn_system_task(self._run, fn, args, context=context)
         else:
             import asyncio
 
-            host._task = asyncio.get_running_loop().create_task(host._serve(), context=context)
-        await host._ready.wait()
-        if host._group is None:
-            raise RuntimeError("the task hosting a wave's parts ended before it began")
-        return host
+            task = asyncio.get_running_loop().create_task(self._run(fn, args), context=context)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
-    async def _serve(self) -> None:
+    async def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         import anyio
 
         try:
-            async with anyio.create_task_group() as group:
-                self._group = group
-                self._ready.set()
-                await anyio.sleep_forever()
+            with anyio.CancelScope() as scope:
+                if self._closed:
+                    return
+                self._scopes.add(scope)
+                try:
+                    await fn(*args)
+                finally:
+                    self._scopes.discard(scope)
         finally:
-            self._group = None
-            self._ready.set()
-            self._done.set()
-
-    def start_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        group = self._group
-        if group is None:
-            raise RuntimeError("the task hosting a wave's parts has ended")
-        group.start_soon(fn, *args)
+            self._live -= 1
+            if not self._live and self._idle is not None:
+                self._idle.set()
 
     async def close(self) -> None:
-        """Cancel whatever still runs and wait until it has (even when the
-        caller is being cancelled: nothing outlives the wave)."""
+        """Cancel the parts still running and wait until every one has ended
+        (even when the caller is being cancelled: nothing outlives the wave)."""
         import anyio
 
-        group = self._group
-        if group is not None:
-            group.cancel_scope.cancel()
-        with anyio.CancelScope(shield=True):
-            await self._done.wait()
+        self._closed = True
+        for scope in self._scopes:
+            scope.cancel()
+        if self._live:
+            self._idle = anyio.Event()
+            with anyio.CancelScope(shield=True):
+                await self._idle.wait()
 
 
 def is_wave(effect: Effect) -> bool:
