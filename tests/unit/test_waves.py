@@ -26,6 +26,7 @@ from helikon import (
     start,
     tool,
 )
+from helikon.cancel import CancellationToken
 from helikon.effects import (
     AllPerformed,
     ExecuteTools,
@@ -36,8 +37,8 @@ from helikon.effects import (
     ToolReturned,
     ToolsExecuted,
 )
-from helikon.errors import StepError
-from helikon.events import MessageOutput, ToolCallItem, ToolOutputItem
+from helikon.errors import Cancelled, StepError
+from helikon.events import MessageOutput, RunFailed, ToolCallItem, ToolOutputItem
 from helikon.governance import PreToolUse
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.interpreters._waves import parts
@@ -366,7 +367,21 @@ def test_a_run_stopped_mid_wave_cancels_every_part_and_leaks_no_task(backend: st
         await stream.aclose()  # type: ignore[attr-defined]
         closed = len(ended)
         await anyio.sleep(0)
-        return before, after_cancel, closed * 10 + cancelled, _tasks(backend)
+        left = _tasks(backend)
+        ended.clear()
+        token = CancellationToken()
+        events: list[object] = []
+        async for event in agent().run(RunContext.ephemeral(None).with_cancel(token), "go"):
+            events.append(event)
+            if isinstance(event, MessageOutput) and event.path == ("quick",):
+                token.cancel()  # the run's own token, mid-wave: it ends, Cancelled
+        last = events[-1]
+        assert isinstance(last, RunFailed), last  # the branch still running was cancelled:
+        assert [(f.key, type(f.error)) for f in last.error.failed] == [("sleepers", Cancelled)]  # type: ignore[union-attr]
+        assert len(ended) == 3
+        await anyio.sleep(0)
+        assert _tasks(backend) == before
+        return before, after_cancel, closed * 10 + cancelled, left
 
     before, after_cancel, both, last = anyio.run(go, backend=backend)
     assert (after_cancel, last) == (before, before)
