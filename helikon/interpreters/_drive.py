@@ -65,7 +65,8 @@ class Interpreter(Protocol):
     replay use it to see the machine's events). One that defines
     ``perform_part(effect, env)`` (as ``perform``, for one part of a wave)
     gets waves performed part by part, each part's next effect started as
-    soon as its answer came (see :mod:`helikon.interpreters._waves`). One
+    soon as its answer came and every event given as it happens (see
+    :mod:`helikon.interpreters._waves`). One
     that defines ``result_of(effect, env)`` returns an awaitable of the
     result of an effect that streams no events (or None, then :func:`drive`
     iterates ``perform``), which spares an async generator per effect.
