@@ -24,7 +24,10 @@ Rules:
   the others keep their pending effect, so a branch never waits for its
   siblings' steps. What a run decides does not depend on the order the
   answers came in: children's results join their parent in child order,
-  tool results the conversation in call order.
+  tool results the conversation in call order. The root's own effect takes
+  its answer bare or as an ``AllPerformed`` at the path ``()``, whichever
+  is pending when it comes (a part performed beside other paths that ended
+  meanwhile, or the other way round).
 - A child's events reach the run's stream as they are made, except its own
   ``RunStarted`` and terminal event (the tree has one pair), each marked
   with the path that emitted it (``event.path``). An agent used
@@ -876,11 +879,12 @@ def _step_root(
     expected = pending_effect(state)
     match expected:
         case PerformAll(effects=asked):
-            if type(result) is not AllPerformed:
-                raise StepError(f"the tree waits for AllPerformed, not {type(result).__name__}")
-            _check_answers(asked, result)
-            late = _late(root, result.results, now)
-            for answer in result.results:
+            # A bare result answers the root's own effect (path ``()``): a
+            # step of the root's tool round performed on its own, say.
+            answers = result.results if type(result) is AllPerformed else (PathResult((), result),)
+            _check_answers(asked, answers)
+            late = _late(root, answers, now)
+            for answer in answers:
                 root = _feed(spec, root, answer.path, late.get(answer.path, answer.result), events)
             return root
         case AwaitApproval(requests=requests) if leaves(root) != [AtPath((), expected)]:
@@ -888,7 +892,16 @@ def _step_root(
                 raise StepError(f"the tree waits for ApprovalsGiven, not {type(result).__name__}")
             return _route_approvals(spec, root, requests, result, events)
         case _:
-            return _feed(spec, root, (), result, events)
+            return _feed(spec, root, (), _unwrapped(result), events)
+
+
+def _unwrapped(result: EffectResult) -> EffectResult:
+    """``result`` for the root's own effect alone: an ``AllPerformed`` that
+    answers only the path ``()`` is that path's result (a part performed
+    while other paths were pending, which ended meanwhile)."""
+    if type(result) is AllPerformed and len(result.results) == 1 and not result.results[0].path:
+        return result.results[0].result
+    return result
 
 
 def _late(
@@ -935,14 +948,14 @@ def _stamped(spec: TreeSpec, node: TreeNode, now: float | None, top: bool = True
     return attrs.evolve(node, state=state, children=children)
 
 
-def _check_answers(asked: tuple[AtPath, ...], result: AllPerformed) -> None:
+def _check_answers(asked: tuple[AtPath, ...], answers: tuple[PathResult, ...]) -> None:
     """The results must answer pending paths, each at most once (any of
     them, in any order: a path's result is fed as soon as it came)."""
-    if not result.results:
+    if not answers:
         raise StepError("AllPerformed answers none of the pending effects")
     pending = {a.path for a in asked}
     seen: set[tuple[str, ...]] = set()
-    for answer in result.results:
+    for answer in answers:
         where = "/".join(answer.path) or "(root)"
         if answer.path not in pending:
             raise StepError(f"no effect is pending at {where!r}")

@@ -327,9 +327,6 @@ LOOKS_EXCEPTIONS = {
     },
     # recording scrubs secrets from each kind of result it was given
     "helikon.interpreters._recording": {"AllPerformed"},
-    # a wave's part answer wrapped in (or unwrapped from) the pending effect's
-    # shape: the same answer, addressed to the path it came from
-    "helikon.interpreters._waves": {"ToolsExecuted", "AllPerformed"},
     # replay compares the result it recorded with the one it got
     "helikon.interpreters._replay": {
         "AllPerformed",
