@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -169,3 +170,37 @@ def test_the_probe_fast_path_answers_without_the_app_and_passes_the_rest() -> No
         with pytest.raises(RuntimeError):
             anyio.run(ask, path, method, headers)
     assert seen == ["/agents", "/health", "/health", "/healthz"]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_run_cancelled_between_events_has_its_stream_closed_at_once(backend: str) -> None:
+    """A run's stream cancelled at a checkpoint is closed there (a wave's
+    parts are cancelled and awaited), not left to the garbage collector."""
+    from helikon.server._runs import drive
+
+    closed: list[str] = []
+
+    async def events() -> Any:
+        try:
+            for _ in range(1000):
+                yield RunStarted(agent="a", run_id="r")
+        finally:
+            closed.append("closed")
+
+    async def main() -> None:
+        log = RunLog()
+        stream = events()
+        seen = 0
+
+        async def checkpoint() -> None:
+            nonlocal seen
+            seen += 1
+            if seen == 3:
+                scope.cancel()
+            await anyio.lowlevel.checkpoint()
+
+        with anyio.CancelScope() as scope:
+            await drive(stream, log, lambda event: None, checkpoint)
+        assert closed == ["closed"] and log.closed and seen == 3
+
+    anyio.run(main, backend=backend)
