@@ -34,6 +34,7 @@ import msgspec
 
 from helikon import codec
 from helikon._normal import normal_form
+from helikon._structure import quick
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
@@ -341,6 +342,18 @@ class Trace:
                 why = codec.structure_error(exc, field)
                 raise TraceFormatError(f"{source}:{number}: malformed trace line: {why}") from exc
 
+        def step_of(record: dict[str, Any], read: Any) -> TraceStep:
+            path = read(record.get("path", []), _PATH, "path")
+            return TraceStep(
+                read(record["index"], int, "index"),
+                requests.read(record["effect"], path, read),
+                read(record["result"], EffectResult, "result"),
+                read(record["events"], _EVENTS, "events"),
+                path,
+                read(record.get("live", []), _EVENTS, "live"),
+                _reading(record.get("now")),
+            )
+
         try:
             for number, raw in records:  # ``number`` names the line in an error
                 if not isinstance(raw, dict):
@@ -356,18 +369,15 @@ class Trace:
                     if version in (3, 4):
                         requests.legacy = header.definition
                 elif kind == "step":
-                    path = read(record.get("path", []), tuple[str | int, ...], "path")
-                    steps.append(
-                        TraceStep(
-                            read(record["index"], int, "index"),
-                            requests.read(record["effect"], path, read),
-                            read(record["result"], EffectResult, "result"),
-                            read(record["events"], tuple[AgentEvent, ...], "events"),
-                            path,
-                            read(record.get("live", []), tuple[AgentEvent, ...], "live"),
-                            _reading(record.get("now")),
-                        )
-                    )
+                    # The quick way first; a line it does not take is read
+                    # again the strict way, which names what is wrong.
+                    before = dict(requests.last)
+                    try:
+                        step = step_of(record, _quick_read)
+                    except Exception:
+                        requests.last = before
+                        step = step_of(record, read)
+                    steps.append(step)
                 elif kind == "end":
                     final = read(record["events"], tuple[AgentEvent, ...], "events")
                 else:
@@ -576,6 +586,17 @@ def _sharing(request: ModelRequest, previous: ModelRequest) -> ModelRequest:
     if shared == 0:
         return request
     return attrs.evolve(request, messages=(*old[:shared], *new[shared:]))
+
+
+_PATH: Any = tuple[str | int, ...]
+_EVENTS: Any = tuple[AgentEvent, ...]
+
+
+def _quick_read(value: Any, as_type: Any, field: str) -> Any:
+    """A field of a line the quick way (:mod:`helikon._structure`): the same
+    value as the strict way, or an exception that makes the caller read the
+    line the strict way."""
+    return quick(as_type)(value)
 
 
 _encoder = msgspec.json.Encoder(order="sorted")
