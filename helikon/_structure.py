@@ -189,7 +189,7 @@ def _carrier(cls: type) -> Quick:
     hints = typing.get_type_hints(cls)
     fields = attrs.fields(cls)
     plain = all(f.init and f.alias == f.name for f in fields) and not any(
-        isinstance(f.default, attrs.Factory) and f.default.takes_self for f in fields  # type: ignore[arg-type]
+        isinstance(f.default, _FACTORY) and f.default.takes_self for f in fields
     )
     if not plain:
         hook = codec.converter().get_structure_hook(cls)
@@ -201,12 +201,13 @@ def _carrier(cls: type) -> Quick:
         tp = hints[field.name]
         v = f"v{n}"
         required = field.default is attrs.NOTHING
-        lines.append(f"    {v} = value[{field.name!r}]" if required else f"    {v} = value.get({field.name!r}, _missing)")
+        read = f"value[{field.name!r}]" if required else f"value.get({field.name!r}, _missing)"
+        lines.append(f"    {v} = {read}")
         indent = "    "
         if not required:
             default = field.default
-            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                scope[f"d{n}"] = default.factory  # type: ignore[attr-defined]
+            if isinstance(default, _FACTORY):
+                scope[f"d{n}"] = default.factory
                 lines.append(f"    if {v} is _missing: {v} = d{n}()")
             else:
                 scope[f"d{n}"] = default
@@ -221,7 +222,7 @@ def _carrier(cls: type) -> Quick:
             lines.append(f"{indent}{v} = h{n}({v})")
         args.append(f"{field.name}={v}" if field.kw_only else v)
     lines.append(f"    return _cls({', '.join(args)})")
-    exec("\n".join(lines), scope)  # noqa: S102 - generated from the class's own fields
+    exec("\n".join(lines), scope)  # generated from the class's own fields, as cattrs does
     structure: Quick = scope["structure"]
     return structure
 
@@ -244,6 +245,8 @@ class _Lazy:
 
 
 _MISSING: Any = object()
+#: attrs' default factory class (typed loosely: its stubs declare a function).
+_FACTORY: Any = attrs.Factory
 _compiled: dict[Any, Quick] = {}
 
 __all__ = ["Quick", "quick"]

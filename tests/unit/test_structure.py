@@ -35,7 +35,10 @@ TRACES = sorted(
 )
 EVENTS: Any = tuple[AgentEvent, ...]
 #: Values of every JSON type, put in place of a value to see both paths refuse it (or agree).
-OTHERS: tuple[Any, ...] = (None, True, False, 0, 1, -3, 1.5, "", "x", "tool_calls", [], [1], {}, {"type": "Nope"})
+OTHERS: tuple[Any, ...] = (
+    *(None, True, False, 0, 1, -3, 1.5),
+    *("", "x", "tool_calls", [], [1], {}, {"type": "Nope"}),
+)
 
 
 def _fields() -> Iterator[tuple[Any, Any]]:
