@@ -22,6 +22,7 @@ not by the whole conversation again.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import sys
 import warnings
@@ -282,6 +283,18 @@ class Trace:
             TraceFormatError: not a trace, an unknown version, a malformed or
                 truncated file; the message names ``source`` and the line.
         """
+        # Reading makes tens of thousands of containers and no cycle: the
+        # cyclic collector would only re-scan them (a third of the time).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return cls._read(lines, source)
+        finally:
+            if collecting:
+                gc.enable()
+
+    @classmethod
+    def _read(cls, lines: Iterable[bytes | str], source: str) -> Trace:
         records: list[tuple[int, Any]] = []
         plain: set[int] = set()  # the lines that refer to no text line (most do not)
         for number, line in enumerate(lines, 1):
@@ -308,7 +321,7 @@ class Trace:
                 f"{source} was written by a newer helikon ({head.get('helikon') or 'unknown'}, trace "
                 f"version {version}); this helikon reads versions up to {VERSION}: upgrade helikon",
                 TraceVersionWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         elif version not in READABLE:
             raise TraceFormatError(
@@ -344,13 +357,22 @@ class Trace:
 
         def step_of(record: dict[str, Any], read: Any) -> TraceStep:
             path = read(record.get("path", []), _PATH, "path")
+            events = read(record["events"], _EVENTS, "events")
+            raw_live = record.get("live", [])
+            # The live events close the step's events: read once, they are
+            # that tail (compared as JSON: ``==`` would take ``true`` for ``1``).
+            tail = len(raw_live) if type(raw_live) is list else -1
+            if 0 < tail <= len(events) and _plain.encode(raw_live) == _plain.encode(record["events"][-tail:]):
+                live = events[-tail:]
+            else:
+                live = read(raw_live, _EVENTS, "live")
             return TraceStep(
                 read(record["index"], int, "index"),
                 requests.read(record["effect"], path, read),
                 read(record["result"], EffectResult, "result"),
-                read(record["events"], _EVENTS, "events"),
+                events,
                 path,
-                read(record.get("live", []), _EVENTS, "live"),
+                live,
                 _reading(record.get("now")),
             )
 
@@ -440,6 +462,8 @@ _CARRIED: Final[dict[str, Any]] = {
     "settings": ModelSettings,
     "instructions": str | None,
 }
+_AT: Any = tuple[str, ...]
+_ITEMS: Any = tuple[Item, ...]
 
 #: Which agent asked: the step's path, and the path inside an agent tree's wave.
 _Asker = tuple[tuple[str | int, ...], tuple[str, ...]]
@@ -509,7 +533,7 @@ class _Requests:
                 where = f"effect.effects[{n}]"
                 inner = at.get("effect") if type(at) is dict else None
                 if type(inner) is dict and inner.get("type") == "CallModel":
-                    at_path = read(at.get("path"), tuple[str, ...], f"{where}.path")
+                    at_path = read(at.get("path"), _AT, f"{where}.path")
                     call = self._read_call(inner, (path, at_path), read, f"{where}.effect")
                     effects.append(AtPath(at_path, call))
                 else:
@@ -528,7 +552,7 @@ class _Requests:
                 raise ValueError(f"{where}: a model request that continues no earlier one of its agent")
             if type(kept) is not int or not 0 <= kept <= len(previous.messages):
                 raise ValueError(f"{where}.request.kept: {kept!r} counts no prefix of the previous request")
-            added = read(fields.get("messages"), tuple[Item, ...], f"{where}.request.messages")
+            added = read(fields.get("messages"), _ITEMS, f"{where}.request.messages")
             carried = {
                 name: read(fields[name], kind, f"{where}.request.{name}")
                 if name in fields
@@ -596,11 +620,35 @@ def _quick_read(value: Any, as_type: Any, field: str) -> Any:
     """A field of a line the quick way (:mod:`helikon._structure`): the same
     value as the strict way, or an exception that makes the caller read the
     line the strict way."""
-    return quick(as_type)(value)
+    known = _known.get(id(as_type))
+    if known is None:
+        if not _known:
+            # The types a trace reads, found by identity: hashing a union
+            # of many classes (``EffectResult``) costs more than reading a value.
+            for tp in (
+                _PATH,
+                _EVENTS,
+                _AT,
+                _ITEMS,
+                int,
+                EffectResult,
+                Effect,
+                ModelRequest,
+                *_CARRIED.values(),
+            ):
+                _known[id(tp)] = quick(tp)
+            return _quick_read(value, as_type, field)
+        return quick(as_type)(value)
+    return known(value)
+
+
+#: :func:`quick` of the module's own (immortal) type constants, by identity.
+_known: dict[int, Any] = {}
 
 
 _encoder = msgspec.json.Encoder(order="sorted")
 _decoder = msgspec.json.Decoder()
+_plain = msgspec.json.Encoder()
 
 
 def _encode(value: object) -> bytes:
