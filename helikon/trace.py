@@ -356,7 +356,11 @@ class Trace:
                 raise TraceFormatError(f"{source}:{number}: malformed trace line: {why}") from exc
 
         def step_of(record: dict[str, Any], read: Any) -> TraceStep:
+            # Read in the order a malformed line's first fault is named.
             path = read(record.get("path", []), _PATH, "path")
+            index = read(record["index"], int, "index")
+            effect = requests.read(record["effect"], path, read)
+            result = read(record["result"], EffectResult, "result")
             events = read(record["events"], _EVENTS, "events")
             raw_live = record.get("live", [])
             # The live events close the step's events: read once, they are
@@ -366,15 +370,7 @@ class Trace:
                 live = events[-tail:]
             else:
                 live = read(raw_live, _EVENTS, "live")
-            return TraceStep(
-                read(record["index"], int, "index"),
-                requests.read(record["effect"], path, read),
-                read(record["result"], EffectResult, "result"),
-                events,
-                path,
-                live,
-                _reading(record.get("now")),
-            )
+            return TraceStep(index, effect, result, events, path, live, _reading(record.get("now")))
 
         try:
             for number, raw in records:  # ``number`` names the line in an error
