@@ -549,13 +549,18 @@ class _Requests:
             if type(kept) is not int or not 0 <= kept <= len(previous.messages):
                 raise ValueError(f"{where}.request.kept: {kept!r} counts no prefix of the previous request")
             added = read(fields.get("messages"), _ITEMS, f"{where}.request.messages")
-            carried = {
-                name: read(fields[name], kind, f"{where}.request.{name}")
-                if name in fields
-                else getattr(previous, name)
-                for name, kind in _CARRIED.items()
-            }
-            request = ModelRequest((*previous.messages[:kept], *added), **carried)
+            before = previous.messages
+            messages = before + added if kept == len(before) else (*before[:kept], *added)
+            if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
+                request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
+            else:
+                carried = {
+                    name: read(fields[name], kind, f"{where}.request.{name}")
+                    if name in fields
+                    else getattr(previous, name)
+                    for name, kind in _CARRIED.items()
+                }
+                request = ModelRequest(messages, **carried)
         else:
             request = read(fields, ModelRequest, f"{where}.request")
             if self.legacy is not None:
