@@ -550,7 +550,9 @@ class _Requests:
                 raise ValueError(f"{where}.request.kept: {kept!r} counts no prefix of the previous request")
             added = read(fields.get("messages"), _ITEMS, f"{where}.request.messages")
             before = previous.messages
-            messages = before + added if kept == len(before) else (*before[:kept], *added)
+            messages = (
+                before + added if type(before) is tuple and kept == len(before) else (*before[:kept], *added)
+            )
             if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
                 request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
             else:
