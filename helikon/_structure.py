@@ -43,7 +43,12 @@ def quick(tp: Any) -> Quick:
     if found is None:
         # A stand-in while it is built, for a type that contains itself.
         _compiled[tp] = _Lazy(tp)
-        found = _compiled[tp] = _build(tp)
+        try:
+            found = _build(tp)
+        except BaseException:
+            del _compiled[tp]  # never a stand-in for nothing
+            raise
+        _compiled[tp] = found
     return found
 
 
