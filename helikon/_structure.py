@@ -74,6 +74,11 @@ def _build(tp: Any) -> Quick:
         return _union(tp)
     if codec._is_scalar_union(tp):
         return _scalar_union(tp)
+    # Raw JSON: the converter's own hooks, called without the converter.
+    if codec._is_json_value(tp):
+        return codec._json_value
+    if codec._is_json_object(tp) or codec._is_any_dict(tp):
+        return codec._json_object
     conv = codec.converter()
     hook = conv.get_structure_hook(tp)
     return lambda value: hook(value, tp)
@@ -144,7 +149,7 @@ def _tuple(tp: Any) -> Quick:
         def homogeneous(value: Any) -> Any:
             if type(value) is not list and type(value) is not tuple:
                 raise _Refused
-            return tuple([each(v) for v in value])
+            return tuple(map(each, value))
 
         return homogeneous
     hooks = [quick(a) for a in args]
