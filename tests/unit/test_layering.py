@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon.pricing",
             "helikon.schema",
             "helikon.codec",
+            "helikon._structure",
             "helikon.diff",
             "helikon.cancel",
         ),
