@@ -10,6 +10,7 @@ an interpreter (the live one unless told otherwise) and streams the events.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import aclosing
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -493,8 +494,10 @@ async def _run(
     kw: dict[str, Any] = {"config": config} if run_id is None else {"config": config, "run_id": run_id}
     if session is None:
         env = environment(agent, ctx, interpreter, **kw)
-        async for event in drive(interpreter, env, input, first):
-            yield event
+        # closed with this generator (a run stopped mid-wave stops its parts at once)
+        async with aclosing(drive(interpreter, env, input, first)) as events:
+            async for event in events:
+                yield event
         return
 
     items = input.items
@@ -504,9 +507,10 @@ async def _run(
     env = environment(agent, ctx, interpreter, **kw)
     suspended = False
     try:
-        async for event in drive(interpreter, env, AgentInput(items), first):
-            recorder.observe(event)
-            yield event
+        async with aclosing(drive(interpreter, env, AgentInput(items), first)) as events:
+            async for event in events:
+                recorder.observe(event)
+                yield event
     except RunSuspended:
         suspended = True
         raise

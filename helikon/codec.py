@@ -296,11 +296,15 @@ def _has_emitter_path(tp: object) -> bool:
 
 def _make_event_unstructure(conv: Converter) -> Callable[[type], Callable[[Any], Any]]:
     """An event's fields, its ``path`` only when not empty: the root's events
-    (and every event of a single agent) are written as before paths existed."""
+    (and every event of a single agent) are written as before paths existed;
+    likewise a turn's ``cost`` only when known."""
     from cattrs.gen import make_dict_unstructure_fn, override
 
     def factory(tp: type) -> Callable[[Any], Any]:
-        return make_dict_unstructure_fn(tp, conv, path=override(omit_if_default=True))
+        omit = override(omit_if_default=True)
+        if "cost" in attrs.fields_dict(tp):
+            return make_dict_unstructure_fn(tp, conv, path=omit, cost=omit)
+        return make_dict_unstructure_fn(tp, conv, path=omit)
 
     return factory
 

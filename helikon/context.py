@@ -320,7 +320,11 @@ class RunContext(Generic[Ctx]):
 
 @attrs.frozen
 class ToolContext(Generic[Ctx]):
-    """What a running tool may see and do (no session)."""
+    """What a running tool may see and do (no session).
+
+    ``prices`` is the run's price source (:meth:`RunContext.with_prices`):
+    an agent used as a tool passes it on to its sub-run.
+    """
 
     user_ctx: Ctx
     state: SessionState
@@ -334,6 +338,7 @@ class ToolContext(Generic[Ctx]):
     max_agent_depth: int = 8
     permission_mode: PermissionMode = PermissionMode.DEFAULT
     governed: Governed = Governed()
+    prices: PriceSource | None = attrs.field(default=None, kw_only=True)
 
 
 __all__ = ["Actions", "Governed", "HookRegistry", "RunContext", "SessionState", "ToolContext", "TracerHandle"]

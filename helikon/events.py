@@ -19,6 +19,7 @@ existed read as the root's events; a trace writes it only when not empty.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TypeAlias
 
 import attrs
@@ -76,18 +77,31 @@ class ToolCallDelta:
 
 @attrs.frozen
 class MessageOutput:
-    """A complete assistant message."""
+    """A complete assistant message.
+
+    ``cost`` is the cost of the model turn this event closes (see
+    :class:`ToolCallItem`), or None.
+    """
 
     item: AssistantMessage
     path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+    cost: Decimal | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
 class ToolCallItem:
-    """A complete tool call the model requested."""
+    """A complete tool call the model requested.
+
+    ``cost`` is the cost of the model turn whose last event this is, when
+    the turn's model has a price (None otherwise, and on every other item):
+    a model turn ends in the stream with its last ``ToolCallItem``, or with
+    its ``MessageOutput`` when it asked for no tools. A trace writes it only
+    when known (docs/observability.md).
+    """
 
     item: ToolCall
     path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+    cost: Decimal | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

@@ -22,6 +22,7 @@ not by the whole conversation again.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import sys
 import warnings
@@ -34,6 +35,7 @@ import msgspec
 
 from helikon import codec
 from helikon._normal import normal_form
+from helikon._structure import quick
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
@@ -281,6 +283,18 @@ class Trace:
             TraceFormatError: not a trace, an unknown version, a malformed or
                 truncated file; the message names ``source`` and the line.
         """
+        # Reading makes tens of thousands of containers and no cycle: the
+        # cyclic collector would only re-scan them (a third of the time).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return cls._read(lines, source)
+        finally:
+            if collecting:
+                gc.enable()
+
+    @classmethod
+    def _read(cls, lines: Iterable[bytes | str], source: str) -> Trace:
         records: list[tuple[int, Any]] = []
         plain: set[int] = set()  # the lines that refer to no text line (most do not)
         for number, line in enumerate(lines, 1):
@@ -307,7 +321,7 @@ class Trace:
                 f"{source} was written by a newer helikon ({head.get('helikon') or 'unknown'}, trace "
                 f"version {version}); this helikon reads versions up to {VERSION}: upgrade helikon",
                 TraceVersionWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         elif version not in READABLE:
             raise TraceFormatError(
@@ -341,6 +355,23 @@ class Trace:
                 why = codec.structure_error(exc, field)
                 raise TraceFormatError(f"{source}:{number}: malformed trace line: {why}") from exc
 
+        def step_of(record: dict[str, Any], read: Any) -> TraceStep:
+            # Read in the order a malformed line's first fault is named.
+            path = read(record.get("path", []), _PATH, "path")
+            index = read(record["index"], int, "index")
+            effect = requests.read(record["effect"], path, read)
+            result = read(record["result"], EffectResult, "result")
+            events = read(record["events"], _EVENTS, "events")
+            raw_live = record.get("live", [])
+            # The live events close the step's events: read once, they are
+            # that tail (compared as JSON: ``==`` would take ``true`` for ``1``).
+            tail = len(raw_live) if type(raw_live) is list else -1
+            if 0 < tail <= len(events) and _plain.encode(raw_live) == _plain.encode(record["events"][-tail:]):
+                live = events[-tail:]
+            else:
+                live = read(raw_live, _EVENTS, "live")
+            return TraceStep(index, effect, result, events, path, live, _reading(record.get("now")))
+
         try:
             for number, raw in records:  # ``number`` names the line in an error
                 if not isinstance(raw, dict):
@@ -356,18 +387,15 @@ class Trace:
                     if version in (3, 4):
                         requests.legacy = header.definition
                 elif kind == "step":
-                    path = read(record.get("path", []), tuple[str | int, ...], "path")
-                    steps.append(
-                        TraceStep(
-                            read(record["index"], int, "index"),
-                            requests.read(record["effect"], path, read),
-                            read(record["result"], EffectResult, "result"),
-                            read(record["events"], tuple[AgentEvent, ...], "events"),
-                            path,
-                            read(record.get("live", []), tuple[AgentEvent, ...], "live"),
-                            _reading(record.get("now")),
-                        )
-                    )
+                    # The quick way first; a line it does not take is read
+                    # again the strict way, which names what is wrong.
+                    before = dict(requests.last)
+                    try:
+                        step = step_of(record, _quick_read)
+                    except Exception:
+                        requests.last = before
+                        step = step_of(record, read)
+                    steps.append(step)
                 elif kind == "end":
                     final = read(record["events"], tuple[AgentEvent, ...], "events")
                 else:
@@ -430,6 +458,8 @@ _CARRIED: Final[dict[str, Any]] = {
     "settings": ModelSettings,
     "instructions": str | None,
 }
+_AT: Any = tuple[str, ...]
+_ITEMS: Any = tuple[Item, ...]
 
 #: Which agent asked: the step's path, and the path inside an agent tree's wave.
 _Asker = tuple[tuple[str | int, ...], tuple[str, ...]]
@@ -499,7 +529,7 @@ class _Requests:
                 where = f"effect.effects[{n}]"
                 inner = at.get("effect") if type(at) is dict else None
                 if type(inner) is dict and inner.get("type") == "CallModel":
-                    at_path = read(at.get("path"), tuple[str, ...], f"{where}.path")
+                    at_path = read(at.get("path"), _AT, f"{where}.path")
                     call = self._read_call(inner, (path, at_path), read, f"{where}.effect")
                     effects.append(AtPath(at_path, call))
                 else:
@@ -518,14 +548,21 @@ class _Requests:
                 raise ValueError(f"{where}: a model request that continues no earlier one of its agent")
             if type(kept) is not int or not 0 <= kept <= len(previous.messages):
                 raise ValueError(f"{where}.request.kept: {kept!r} counts no prefix of the previous request")
-            added = read(fields.get("messages"), tuple[Item, ...], f"{where}.request.messages")
-            carried = {
-                name: read(fields[name], kind, f"{where}.request.{name}")
-                if name in fields
-                else getattr(previous, name)
-                for name, kind in _CARRIED.items()
-            }
-            request = ModelRequest((*previous.messages[:kept], *added), **carried)
+            added = read(fields.get("messages"), _ITEMS, f"{where}.request.messages")
+            before = previous.messages
+            messages = (
+                before + added if type(before) is tuple and kept == len(before) else (*before[:kept], *added)
+            )
+            if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
+                request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
+            else:
+                carried = {
+                    name: read(fields[name], kind, f"{where}.request.{name}")
+                    if name in fields
+                    else getattr(previous, name)
+                    for name, kind in _CARRIED.items()
+                }
+                request = ModelRequest(messages, **carried)
         else:
             request = read(fields, ModelRequest, f"{where}.request")
             if self.legacy is not None:
@@ -578,8 +615,43 @@ def _sharing(request: ModelRequest, previous: ModelRequest) -> ModelRequest:
     return attrs.evolve(request, messages=(*old[:shared], *new[shared:]))
 
 
+_PATH: Any = tuple[str | int, ...]
+_EVENTS: Any = tuple[AgentEvent, ...]
+
+
+def _quick_read(value: Any, as_type: Any, field: str) -> Any:
+    """A field of a line the quick way (:mod:`helikon._structure`): the same
+    value as the strict way, or an exception that makes the caller read the
+    line the strict way."""
+    known = _known.get(id(as_type))
+    if known is None:
+        if not _known:
+            # The types a trace reads, found by identity: hashing a union
+            # of many classes (``EffectResult``) costs more than reading a value.
+            for tp in (
+                _PATH,
+                _EVENTS,
+                _AT,
+                _ITEMS,
+                int,
+                EffectResult,
+                Effect,
+                ModelRequest,
+                *_CARRIED.values(),
+            ):
+                _known[id(tp)] = quick(tp)
+            return _quick_read(value, as_type, field)
+        return quick(as_type)(value)
+    return known(value)
+
+
+#: :func:`quick` of the module's own (immortal) type constants, by identity.
+_known: dict[int, Any] = {}
+
+
 _encoder = msgspec.json.Encoder(order="sorted")
 _decoder = msgspec.json.Decoder()
+_plain = msgspec.json.Encoder()
 
 
 def _encode(value: object) -> bytes:

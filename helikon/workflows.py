@@ -216,6 +216,7 @@ class AgentAsTool:
         isolated = self._isolated(ctx.user_ctx, ctx.tracer, ctx.cancel, ctx.agent_depth)
         # Run whole, the sub-run cannot suspend: a question goes to the handler or is denied.
         sub_ctx = isolated.with_governed(attrs.evolve(ctx.governed, suspend_on_approval=False))
+        sub_ctx = sub_ctx.with_prices(ctx.prices)  # priced like its caller, as in a tree
         try:
             result = await collect(self.agent.run(sub_ctx, AgentInput.from_user_text(str(args["input"]))))
         except RunError as exc:

@@ -24,7 +24,10 @@ Rules:
   the others keep their pending effect, so a branch never waits for its
   siblings' steps. What a run decides does not depend on the order the
   answers came in: children's results join their parent in child order,
-  tool results the conversation in call order.
+  tool results the conversation in call order. The root's own effect takes
+  its answer bare or as an ``AllPerformed`` at the path ``()``, whichever
+  is pending when it comes (a part performed beside other paths that ended
+  meanwhile, or the other way round).
 - A child's events reach the run's stream as they are made, except its own
   ``RunStarted`` and terminal event (the tree has one pair), each marked
   with the path that emitted it (``event.path``). An agent used
@@ -41,9 +44,13 @@ Rules:
   spending together: after each step, when a member is about to call its
   model or run tools and the tree's usage breaks a limit, the tree ends as
   if interrupted, with :class:`~helikon.errors.UsageLimitExceeded` naming
-  that member's path (:func:`enforce_limits`). A member's own, tighter
-  limits are its own machine's; the error it ends with is placed under its
-  key as it reaches its parent.
+  that member's path (:func:`enforce_limits`). A member below the root may
+  have tighter limits of its own (:attr:`Member.limits`, an agent's or a
+  workflow's): they count everything that member runs below it and are
+  checked the same way, after the run's; the member that breaks them is
+  interrupted (its parent goes on from that failure as from any other).
+  An agent loop's own machine checks its own usage too. The error a member
+  ends with is placed under its key as it reaches its parent.
 - A swarm's handoff budget travels down the handoff chain: the handoff that
   exceeds it fails with ``MaxHandoffsExceeded`` and the usage so far.
 - A sub-machine waiting for a human waits at a barrier: once every other
@@ -193,6 +200,9 @@ class Member:
             of it that is not the tree's root is out of time that long after
             the first clock reading the tree is given once it began (see
             :func:`step_tree`).
+        limits: its own ``RunConfig.usage_limits``: a run of it that is not
+            the tree's root may spend no more than these, counting
+            everything it runs below it (see :func:`enforce_limits`).
     """
 
     name: str
@@ -203,6 +213,7 @@ class Member:
     links: tuple[tuple[str, str], ...] = ()
     key: str = attrs.field(default=attrs.Factory(_own_key, takes_self=True), kw_only=True)
     timeout: float | None = attrs.field(default=None, kw_only=True)
+    limits: UsageLimits = attrs.field(default=UsageLimits(), kw_only=True)
 
     def agent_tool(self, tool: str) -> str | None:
         """The key of the member a tool of this agent runs (an agent used as
@@ -868,11 +879,12 @@ def _step_root(
     expected = pending_effect(state)
     match expected:
         case PerformAll(effects=asked):
-            if type(result) is not AllPerformed:
-                raise StepError(f"the tree waits for AllPerformed, not {type(result).__name__}")
-            _check_answers(asked, result)
-            late = _late(root, result.results, now)
-            for answer in result.results:
+            # A bare result answers the root's own effect (path ``()``): a
+            # step of the root's tool round performed on its own, say.
+            answers = result.results if type(result) is AllPerformed else (PathResult((), result),)
+            _check_answers(asked, answers)
+            late = _late(root, answers, now)
+            for answer in answers:
                 root = _feed(spec, root, answer.path, late.get(answer.path, answer.result), events)
             return root
         case AwaitApproval(requests=requests) if leaves(root) != [AtPath((), expected)]:
@@ -880,7 +892,16 @@ def _step_root(
                 raise StepError(f"the tree waits for ApprovalsGiven, not {type(result).__name__}")
             return _route_approvals(spec, root, requests, result, events)
         case _:
-            return _feed(spec, root, (), result, events)
+            return _feed(spec, root, (), _unwrapped(result), events)
+
+
+def _unwrapped(result: EffectResult) -> EffectResult:
+    """``result`` for the root's own effect alone: an ``AllPerformed`` that
+    answers only the path ``()`` is that path's result (a part performed
+    while other paths were pending, which ended meanwhile)."""
+    if type(result) is AllPerformed and len(result.results) == 1 and not result.results[0].path:
+        return result.results[0].result
+    return result
 
 
 def _late(
@@ -927,14 +948,14 @@ def _stamped(spec: TreeSpec, node: TreeNode, now: float | None, top: bool = True
     return attrs.evolve(node, state=state, children=children)
 
 
-def _check_answers(asked: tuple[AtPath, ...], result: AllPerformed) -> None:
+def _check_answers(asked: tuple[AtPath, ...], answers: tuple[PathResult, ...]) -> None:
     """The results must answer pending paths, each at most once (any of
     them, in any order: a path's result is fed as soon as it came)."""
-    if not result.results:
+    if not answers:
         raise StepError("AllPerformed answers none of the pending effects")
     pending = {a.path for a in asked}
     seen: set[tuple[str, ...]] = set()
-    for answer in result.results:
+    for answer in answers:
         where = "/".join(answer.path) or "(root)"
         if answer.path not in pending:
             raise StepError(f"no effect is pending at {where!r}")
@@ -1064,19 +1085,61 @@ def enforce_limits(spec: TreeSpec, root: TreeNode, events: list[AgentEvent]) -> 
     whole tree's usage (the model calls of this wave counted) must stay
     within the run's limits; else the tree ends as if interrupted, every
     active member failing with the :class:`~helikon.errors.UsageLimitExceeded`
-    that names the first such member in tree order."""
-    if spec.limits.unlimited or root.finished:
+    that names the first such member in tree order. Then each member below
+    the root with limits of its own (:attr:`Member.limits`), outermost
+    first in tree order, is held to them the same way over what it and
+    everything below it spent: one that breaks them is interrupted with the
+    error (its path relative to that member: the error is placed under the
+    member's key as it reaches its parent)."""
+    if root.finished:
         return root
-    spending = [leaf for leaf in leaves(root) if type(leaf.effect) in (CallModel, ExecuteTools)]
+    if not spec.limits.unlimited:
+        broken = _broken(spec, spec.limits, root, ())
+        if broken is not None:
+            return _interrupt(spec, root, RunInterrupted(broken), events)
+    if not any(m.key != spec.root and not m.limits.unlimited for m in spec.members):
+        return root
+    while True:
+        found = _member_over(spec, root, ())
+        if found is None:
+            return root
+        path, broken = found
+        root = _feed(spec, root, path, RunInterrupted(broken), events)
+
+
+def _broken(
+    spec: TreeSpec, limits: UsageLimits, node: TreeNode, path: tuple[str, ...]
+) -> UsageLimitExceeded | None:
+    """The limit ``node`` (at ``path``) and what runs below it break as the
+    first of its sub-machines about to spend does so, or None; the path named
+    is relative to ``node``."""
+    spending = [leaf for leaf in leaves(node, path) if type(leaf.effect) in (CallModel, ExecuteTools)]
     if not spending:
-        return root
+        return None
     calls = sum(1 for leaf in spending if type(leaf.effect) is CallModel)
-    path = spending[0].path
-    agent = spec.name_of(_node_at(root, path).agent)
-    broken = exceeded(spec.limits, tree_usage(root), requests=calls, agent=agent, path=path)
-    if broken is None:
-        return root
-    return _interrupt(spec, root, RunInterrupted(broken), events)
+    at = spending[0].path[len(path) :]
+    agent = spec.name_of(_node_at(node, at).agent)
+    return exceeded(limits, tree_usage(node), requests=calls, agent=agent, path=at)
+
+
+def _member_over(
+    spec: TreeSpec, node: TreeNode, path: tuple[str, ...]
+) -> tuple[tuple[str, ...], UsageLimitExceeded] | None:
+    """The first member below ``node`` (outermost first, in tree order) that
+    is not finished and breaks limits of its own: its path and the error."""
+    for child in node.children:
+        if child.node.finished:
+            continue
+        where = (*path, child.key)
+        member = spec.member(child.node.agent)
+        if member is not None and not member.limits.unlimited:
+            broken = _broken(spec, member.limits, child.node, where)
+            if broken is not None:
+                return where, broken
+        found = _member_over(spec, child.node, where)
+        if found is not None:
+            return found
+    return None
 
 
 def resume_tree(state: TreeState) -> TreeOutcome:

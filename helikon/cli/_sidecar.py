@@ -52,10 +52,6 @@ from helikon.evals import (
 )
 from helikon.loop import OutputSchema
 from helikon.protocols import Model
-from helikon.providers.anthropic import AnthropicModel
-from helikon.providers.bedrock import BedrockModel
-from helikon.providers.gemini import GeminiModel
-from helikon.providers.openai import OpenAIModel
 from helikon.testing import MockModel, ScriptFile, ScriptFileError
 from helikon.workflows import Handoff
 
@@ -110,15 +106,25 @@ def _live_model(spec: ModelSpec) -> Model:
             f"the {spec.provider} model {spec.id!r} needs an API key: set {' or '.join(names)} "
             '(or use provider = "mock" to run without one)'
         )
+    # A provider's adapter is imported when a sidecar names it: every command
+    # (``--help`` included) would otherwise pay for all four at start-up.
     match spec.provider:
         case "openai":
+            from helikon.providers.openai import OpenAIModel
+
             factory = OpenAIModel.responses if spec.api == "responses" else OpenAIModel.chat
             return factory(spec.id, base_url=spec.base_url) if spec.base_url else factory(spec.id)
         case "anthropic":
+            from helikon.providers.anthropic import AnthropicModel
+
             return AnthropicModel.messages(spec.id)
         case "gemini":
+            from helikon.providers.gemini import GeminiModel
+
             return GeminiModel.from_env(spec.id)
         case _:
+            from helikon.providers.bedrock import BedrockModel
+
             return (
                 BedrockModel.converse(spec.id, region=spec.region)
                 if spec.region

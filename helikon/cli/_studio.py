@@ -23,6 +23,8 @@ from helikon.cli._sidecar import load_sidecar
 
 #: Where a project keeps its golden traces (listed when the directory exists).
 GOLDEN = Path("tests/golden")
+#: Where else a project may keep them (the first that exists is listed).
+GOLDEN_ALTERNATIVES = (GOLDEN, Path("tests/goldens"))
 
 
 def load_app(spec: str) -> Any:
@@ -57,8 +59,26 @@ def load_app(spec: str) -> Any:
     help="A directory of trace files (*.jsonl) to list (repeatable).",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port.")
+@click.option(
+    "--evals",
+    "eval_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A directory of saved eval runs (helikon eval run --save; repeatable).",
+)
+@click.option(
+    "--sessions",
+    "sessions_spec",
+    help="The session backend to browse: sqlite:PATH (or a .db file), postgresql://..., redis://... "
+    "(default: the studio's own chat sessions).",
+)
 def studio_command(
-    agents_file: Path | None, app_spec: str | None, trace_dirs: tuple[Path, ...], port: int
+    agents_file: Path | None,
+    app_spec: str | None,
+    trace_dirs: tuple[Path, ...],
+    port: int,
+    eval_dirs: tuple[Path, ...] = (),
+    sessions_spec: str | None = None,
 ) -> None:
     """Open runs step by step and chat with agents, in a web UI on 127.0.0.1.
 
@@ -66,6 +86,7 @@ def studio_command(
     Ctrl-C stops it.
     """
     try:
+        from helikon.server import AgentServer
         from helikon.studio import Studio, agents_of
     except ImportError as exc:
         raise click.UsageError(f"{exc} (helikon studio needs it)") from None
@@ -73,6 +94,7 @@ def studio_command(
         raise click.UsageError("give --agents or --app, not both")
     agents: tuple[Any, ...] = ()
     context: Any = None
+    loaded: Any = None
     title = "helikon studio"
     if agents_file is not None:
         sidecar = load_sidecar(agents_file)
@@ -81,11 +103,29 @@ def studio_command(
         title = f"helikon studio: {agents_file.name}"
     elif app_spec is not None:
         try:
-            agents, context = agents_of(load_app(app_spec))
+            loaded = load_app(app_spec)
+            agents, context = agents_of(loaded)
         except TypeError as exc:
             raise click.BadParameter(str(exc), param_hint="--app") from None
-    golden = GOLDEN if GOLDEN.is_dir() else None
-    studio = Studio(agents=agents, context=context, traces=trace_dirs, golden=golden, title=title)
+    golden = next((d for d in GOLDEN_ALTERNATIVES if d.is_dir()), None)
+    sessions: Any = None
+    if sessions_spec is not None:
+        from helikon.studio import browser_for
+
+        try:
+            sessions = browser_for(sessions_spec)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--sessions") from None
+    studio = Studio(
+        agents=agents,
+        context=context,
+        traces=trace_dirs,
+        golden=golden,
+        title=title,
+        evals=eval_dirs,
+        sessions=sessions,
+        chat_sessions=loaded.sessions if isinstance(loaded, AgentServer) else None,
+    )
 
     async def go() -> None:
         # Ctrl-C (and SIGTERM) stop the server through its cancel scope: a

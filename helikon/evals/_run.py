@@ -359,6 +359,9 @@ class _WithRunId:
         observe = getattr(inner, "observe", None)
         if observe is not None:
             self.observe = observe
+        perform_part = getattr(inner, "perform_part", None)
+        if perform_part is not None:  # waves performed part by part, as ``inner`` does
+            self.perform_part = perform_part
 
     def new_run_id(self) -> RunId:
         self.inner.new_run_id()

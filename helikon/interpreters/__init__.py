@@ -4,6 +4,8 @@
 - :class:`TestInterpreter` — synchronous, scripted, in memory.
 - :class:`RecordingInterpreter` — any interpreter, plus a trace of the run.
 - :class:`ReplayInterpreter` — a recorded run again, with no IO.
+- :class:`ForkInterpreter` — a recorded run continued from any step with an
+  edited answer, replayed where it does not depend on it, else live.
 - :func:`drive` and the :class:`Interpreter` protocol — write your own;
   :func:`plan_for` and :func:`callbacks_of` give the calls of user code an
   effect needs, :func:`run_sync`/:func:`run_async` perform them (the
@@ -12,6 +14,7 @@
 
 from helikon.interpreters._drive import RESULT_TYPES, Interpreter, drive, interruption
 from helikon.interpreters._env import InstructionsFn, Limits, RunEnv, build_env, governance_of
+from helikon.interpreters._fork import ForkInterpreter, StepMark
 from helikon.interpreters._governed import tool_output_text
 from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._perform import Call, Callbacks, Plan, plan_for, run_async, run_sync
@@ -31,6 +34,7 @@ __all__ = [
     "run_sync",
     "InstructionsFn",
     "Interpreter",
+    "ForkInterpreter",
     "Limits",
     "LiveInterpreter",
     "RecordingInterpreter",
@@ -38,6 +42,7 @@ __all__ = [
     "ReplayInterpreter",
     "RunEnv",
     "ScriptedRun",
+    "StepMark",
     "Step",
     "TestInterpreter",
     "ToolFn",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol, TypeGuard, TypeVar, cast
 
 import attrs
@@ -38,7 +38,7 @@ from helikon.events import AgentEvent
 from helikon.ids import RunId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._machine import LoopMachine, Machine, OutcomeLike
-from helikon.interpreters._waves import is_wave, perform_wave
+from helikon.interpreters._waves import Reached, is_wave, perform_wave
 from helikon.items import AgentInput
 from helikon.loop import deadline_after, on_time
 
@@ -67,7 +67,8 @@ class Interpreter(Protocol):
     replay use it to see the machine's events). One that defines
     ``perform_part(effect, env)`` (as ``perform``, for one part of a wave)
     gets waves performed part by part, each part's next effect started as
-    soon as its answer came (see :mod:`helikon.interpreters._waves`). One
+    soon as its answer came and every event given as it happens (see
+    :mod:`helikon.interpreters._waves`). One
     that defines ``result_of(effect, env)`` returns an awaitable of the
     result of an effect that streams no events (or None, then :func:`drive`
     iterates ``perform``), which spares an async generator per effect.
@@ -156,7 +157,7 @@ async def _read(clock: Any) -> float | None:
 
 async def drive(
     interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """Run ``env``'s agent on ``input`` to a terminal state, yielding events.
 
     ``first`` resumes from an outcome instead of starting afresh.
@@ -189,11 +190,15 @@ async def drive(
             return
         if perform_part is not None and _may_be_wave(effect) and is_wave(effect):
             # Each part moves on as soon as its own answer comes (see _waves).
-            outcome, events = await perform_wave(
-                interpreter, perform_part, env, machine, outcome, clock, observe
-            )
-            for event in events:
-                yield event
+            # Its events come as they happen; ``reached`` holds where it got to.
+            reached = Reached(outcome)
+            wave = perform_wave(interpreter, perform_part, env, machine, reached, clock, observe)
+            try:
+                async for event in wave:
+                    yield event
+            finally:
+                await wave.aclose()
+            outcome = reached.outcome
             observed = True
             continue
         result: EffectResult | None = None

@@ -97,9 +97,11 @@ class LiveInterpreter:
         lock_step: perform each wave whole and feed its answers at once, in
             order, as earlier versions did (see
             :mod:`helikon.interpreters._waves`): a branch then waits for its
-            siblings' steps, but a recording no longer depends on which part
-            finished first, so it is the same bytes every time (golden traces
-            are recorded this way).
+            siblings' steps, and the live events of several members (model
+            deltas) come when the wave is over, but a recording no longer
+            depends on which part finished first, so it is the same bytes
+            every time (golden traces are recorded this way). Without it, a
+            wave's events stream as they happen.
     """
 
     def __init__(

@@ -15,8 +15,8 @@ result that differs from the recorded one is a divergence naming the tool.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Sequence
-from typing import final
+from collections.abc import AsyncIterator, Awaitable, Generator
+from typing import Any, Final, final
 
 from helikon import codec
 from helikon.diff import diff
@@ -51,8 +51,8 @@ from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._machine import OutcomeLike
 from helikon.interpreters._recording import scrubbed, scrubbed_step, secrets_of, tree_of
 from helikon.interpreters._tree_env import env_at
-from helikon.items import Item
 from helikon.loop import delta_event
+from helikon.model import ModelRequest
 from helikon.trace import Trace, TraceStep, tree_definition, without_paths
 
 _CONTEXT_STEPS = 3
@@ -145,7 +145,11 @@ class ReplayInterpreter:
         self._next = 0
         self._checked = False
         self._events: list[AgentEvent] = []
-        self._last_messages: tuple[Sequence[Item], Sequence[Item]] = ((), ())
+        self._last: tuple[ModelRequest, ModelRequest] = (_NO_REQUEST, _NO_REQUEST)
+        #: The recording's events and whether it is pathless (read once).
+        self._expected: tuple[tuple[AgentEvent, ...], bool] | None = None
+        #: The secrets of the environment last asked about (its spec and machine, by identity).
+        self._secrets: tuple[object, object, tuple[str, ...]] = (None, None, ())
 
     def _same_call(self, actual: CallModel, recorded: CallModel) -> bool:
         """``actual == recorded``, comparing only what is new since the last
@@ -153,19 +157,35 @@ class ReplayInterpreter:
         with the previous pair's (already compared) messages, equality of
         the rest is equality of the whole. The prefix checks are cheap: the
         run reuses its message objects and the trace shares them between
-        steps, so ``==`` mostly meets identical objects."""
+        steps, so ``==`` mostly meets identical objects; tools and settings
+        the previous pair held (the same objects) were compared then."""
         a, b = actual.request, recorded.request
         if actual.turn != recorded.turn or len(a.messages) != len(b.messages):
             return False
-        if a.tools != b.tools or a.settings != b.settings or a.instructions != b.instructions:
+        last_a, last_b = self._last
+        if (a.tools is not last_a.tools or b.tools is not last_b.tools) and a.tools != b.tools:
             return False
-        prev_a, prev_b = self._last_messages
+        if (
+            a.settings is not last_a.settings or b.settings is not last_b.settings
+        ) and a.settings != b.settings:
+            return False
+        if a.instructions != b.instructions:
+            return False
+        prev_a, prev_b = last_a.messages, last_b.messages
         n = min(len(prev_a), len(a.messages))
         start = n if a.messages[:n] == prev_a[:n] and b.messages[:n] == prev_b[:n] else 0
         if a.messages[start:] != b.messages[start:]:
             return False
-        self._last_messages = (a.messages, b.messages)
+        self._last = (a, b)
         return True
+
+    def _secrets_of(self, env: RunEnv) -> tuple[str, ...]:
+        """:func:`secrets_of` ``env``, found once per run's environment."""
+        spec, machine, secrets = self._secrets
+        if spec is not env.spec or machine is not env.machine:
+            secrets = secrets_of(env)
+            self._secrets = (env.spec, env.machine, secrets)
+        return secrets
 
     def _check_definition(self, env: RunEnv) -> None:
         """The agent must be the one recorded: its instructions, tools, model,
@@ -194,7 +214,7 @@ class ReplayInterpreter:
         self._checked = False
         self._next = 0
         self._events = []
-        self._last_messages = ((), ())
+        self._last = (_NO_REQUEST, _NO_REQUEST)
         return RunId(self.trace.header.run_id)
 
     def _divergence(self, index: int, headline: str, differences: list[str]) -> ReplayDivergence:
@@ -272,9 +292,11 @@ class ReplayInterpreter:
                 f"the run ended but the recording has {len(self.trace.steps) - self._next} more step(s)",
                 [],
             )
-        expected = self.trace.events
+        if self._expected is None:
+            self._expected = (self.trace.events, self.trace.pathless)
+        expected, pathless = self._expected
         actual = tuple(self._events)
-        if self.trace.pathless:
+        if pathless:
             # Recorded before events carried the path that emitted them (a
             # format-4 trace, or one upgraded from it): compared without it.
             actual = without_paths(actual)
@@ -282,23 +304,33 @@ class ReplayInterpreter:
             differences = _diff_events(expected, actual)
             raise self._divergence(self._next, "the run's events differ from the recording", differences)
 
-    async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+    def result_of(self, effect: Effect, env: RunEnv) -> Awaitable[EffectResult] | None:
+        """The recorded result of a step that streams nothing (no deltas, no
+        forwarded events, nothing run live), checked as :meth:`perform`
+        checks it, as one awaitable; None for any other (drive then
+        iterates :meth:`perform`)."""
         index = self._next
-        if index >= len(self.trace.steps) and type(effect) is AwaitApproval:
-            # The recording ends where the run suspended: so does its replay.
-            raise RunSuspended(effect.requests)
-        if index >= len(self.trace.steps):
-            raise self._divergence(
-                index, f"the run asked for {type(effect).__name__} but the recording has ended", []
-            )
-        step = self.trace.steps[index]
+        steps = self.trace.steps
+        if index >= len(steps) or self.live_tools:
+            return None
+        step = steps[index]
+        result = step.result
+        if step.live or type(result) is ModelResponded or type(result) is ModelCallFailed:
+            return None
+        self._check(effect, env, step, index)
+        self._next = index + 1
+        return _Ready(result)
+
+    def _check(self, effect: Effect, env: RunEnv, step: TraceStep, index: int) -> None:
+        """Raise :class:`ReplayDivergence` unless ``effect`` is step ``index``'s."""
         if not self.strict:
             same = _loose(effect) == _loose(step.effect)
         elif type(effect) is CallModel and type(step.effect) is CallModel:
             same = self._same_call(effect, step.effect)
         else:
             # The recording holds tool rounds scrubbed of secrets: compare what it would hold.
-            same = scrubbed_step(effect, step.result, secrets_of(env))[0] == step.effect
+            secrets = self._secrets_of(env)
+            same = (scrubbed_step(effect, step.result, secrets)[0] if secrets else effect) == step.effect
         if not same:
             differences = diff(codec.unstructure(step.effect, Effect), codec.unstructure(effect, Effect))
             expected_kind, kind = type(step.effect).__name__, type(effect).__name__
@@ -311,6 +343,18 @@ class ReplayInterpreter:
             if where is not None:
                 headline += f", in the sub-agent at {where}"
             raise self._divergence(index, headline, differences)
+
+    async def perform(self, effect: Effect, env: RunEnv) -> AsyncIterator[AgentEvent | EffectResult]:
+        index = self._next
+        if index >= len(self.trace.steps) and type(effect) is AwaitApproval:
+            # The recording ends where the run suspended: so does its replay.
+            raise RunSuspended(effect.requests)
+        if index >= len(self.trace.steps):
+            raise self._divergence(
+                index, f"the run asked for {type(effect).__name__} but the recording has ended", []
+            )
+        step = self.trace.steps[index]
+        self._check(effect, env, step, index)
         self._next = index + 1
         result = step.result
         if self.live_tools and _has_user_code(effect):
@@ -329,6 +373,23 @@ class ReplayInterpreter:
                 self._events.append(forwarded)
                 yield forwarded
         yield result
+
+
+class _Ready:
+    """An awaitable whose value is already there (a recorded result)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: EffectResult) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, EffectResult]:
+        return self.value
+        yield  # a generator that returns at once: nothing is awaited
+
+
+#: The previous request of a replay that has compared none yet.
+_NO_REQUEST: Final = ModelRequest(())
 
 
 def _answered_part(effect: Effect, recorded: EffectResult) -> Effect:

@@ -156,9 +156,7 @@ class TestInterpreter:
         self.output_guardrails = tuple(output_guardrails)
         self.clock = clock
 
-    def run(
-        self, spec: AgentSpec | TreeSpec, input: AgentInput | str, run_id: str = "run-1"
-    ) -> ScriptedRun:
+    def run(self, spec: AgentSpec | TreeSpec, input: AgentInput | str, run_id: str = "run-1") -> ScriptedRun:
         """Run to a terminal state (or a suspension) and return the events and
         steps. ``spec`` is an agent's, or an agent tree's (then ``agents``
         scripts each member of the tree by name)."""
@@ -358,6 +356,7 @@ class _NoModel:
 
 
 _NO_MODEL = cast(Model, _NoModel())
+
 
 def _agent_at(node: TreeNode, path: tuple[str, ...]) -> str:
     """The name of the agent whose sub-machine is at ``path`` below ``node``."""

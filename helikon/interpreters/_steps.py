@@ -92,6 +92,7 @@ def _tool_context(env: RunEnv, call_id: CallId, actions: Actions) -> ToolContext
         env.spec.config.max_agent_depth,
         ctx.permission_mode,
         governed,
+        prices=ctx.prices,
     )
 
 

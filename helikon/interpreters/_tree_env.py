@@ -82,6 +82,7 @@ def _member(key: str, name: str, agent: Any, env: RunEnv | None, links: dict[str
         links=tuple(children),
         key=key,
         timeout=env.spec.config.timeout,
+        limits=env.spec.config.usage_limits,
     )
 
 

@@ -16,31 +16,38 @@ whole effect): an address in flight is not started again while the machine
 keeps listing it; an answered address listed again is new work. The steps
 of one agent's tool round stay under its ``parallel_tool_call_limit``.
 
-Events are gathered while parts run and given back when the wave is over
-(nothing left in flight), in the order things happened: live events as they
-arrived, each answer's events after it. A recording interpreter is told each
-answer as it is fed (``answered(env, effect, result, live=...)``), so the
-trace holds the order the machine saw and replays exactly.
+Events are given as they happen, in that order: a part's live events as
+they arrive, each answer's events as it is fed. Each part runs in a task of
+its own (:class:`_Parts`), outside the generator that gives the events, so
+that generator never holds a cancel scope across a ``yield``; a part hands
+its events and result over a channel. Closing the generator (the run
+cancelled or stopped early) or an error cancels every part and waits for
+them. A part's answer is fed in the shape it came in: the machine takes a
+root step's answer bare or addressed to the path ``()``, whichever effect
+is pending by then. A recording interpreter is told each answer as it is
+fed (``answered(env, effect, result, live=...)``), so the trace holds the
+order the machine saw and replays exactly.
 """
 
 from __future__ import annotations
 
+import contextvars
+import inspect
 import math
 import typing
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
+import attrs
+import sniffio
 from returns.result import Failure, Success
 
 from helikon.effects import (
-    AllPerformed,
     AtPath,
     Effect,
     EffectResult,
     ExecuteTools,
-    PathResult,
     PerformAll,
-    ToolsExecuted,
 )
 from helikon.events import AgentEvent
 from helikon.interpreters._env import RunEnv
@@ -95,28 +102,42 @@ def answerer(interpreter: Any) -> Callable[..., None] | None:
     return None
 
 
+@attrs.define
+class Reached:
+    """Where :func:`perform_wave` leaves the outcome the wave reached: the
+    latest the machine decided (observed, its events given)."""
+
+    outcome: OutcomeLike
+
+
 async def perform_wave(
     interpreter: Any,
     perform_part: PerformPart,
     env: RunEnv,
     machine: Machine,
-    outcome: OutcomeLike,
-    clock: Callable[[], float | None] | None,
+    reached: Reached,
+    clock: Callable[[], Any] | None,
     observe: Callable[[RunEnv, OutcomeLike], None] | None,
-) -> tuple[OutcomeLike, list[AgentEvent]]:
-    """Perform ``outcome``'s wave until nothing is in flight: the outcome
-    reached then (observed, its events included) and every event on the
-    way, in order."""
+) -> AsyncGenerator[AgentEvent, None]:
+    """Perform the wave of ``reached``'s outcome until nothing is in flight,
+    giving every event as it happens (a part's live events as they come,
+    each answer's outcome's events as it is fed); ``reached`` holds the
+    outcome the machine decided last.
+
+    The parts run in tasks of their own (:class:`_Parts`), not in a task
+    group of this generator: a generator must not hold a cancel scope open
+    across a ``yield`` (the consumer's code would run inside it). Closing
+    the generator, or an error, cancels every part and waits for them.
+    """
     import anyio
 
+    outcome = reached.outcome
     send, receive = anyio.create_memory_object_stream[
         tuple[Address, AgentEvent | EffectResult | BaseException]
     ](math.inf)
-    events: list[AgentEvent] = []
     live: list[AgentEvent] = []
     running: set[Address] = set()
     answered = answerer(interpreter)
-    failure: BaseException | None = None
 
     limiters: dict[tuple[str, ...], Any] = {}  # per agent (path): its round's parallel_tool_call_limit
 
@@ -143,67 +164,116 @@ async def perform_wave(
         async for item in perform_part(part, env):
             send.send_nowait((address, item))
 
-    def start_new(group: Any) -> None:
+    tasks = _Parts()
+
+    def start_new() -> None:
         for address, part in parts(outcome.effect):
             if address not in running:
                 running.add(address)
-                group.start_soon(run, address, part)
+                tasks.start_soon(run, address, part)
 
-    async with anyio.create_task_group() as group:
-        start_new(group)
+    try:
+        start_new()
+        while running:
+            address, item = await receive.receive()
+            if isinstance(item, BaseException):
+                raise item
+            if not _is_result(item):
+                live.append(item)  # type: ignore[arg-type]
+                yield item  # type: ignore[misc]
+                continue
+            running.discard(address)
+            if address not in {a for a, _ in parts(outcome.effect)}:
+                continue  # no longer asked for (an interruption ended it): dropped
+            result: EffectResult = item  # type: ignore[assignment]  # either shape: the machine takes both
+            if answered is not None:
+                answered(env, outcome.effect, result, live=tuple(live))
+            live = []
+            if clock is not None and outcome.state.deadline is not None:
+                reading = clock()
+                if inspect.isawaitable(reading):
+                    reading = await reading
+                result = on_time(outcome.state, result, reading)
+            match machine.step(outcome.state, result):
+                case Success(nxt):
+                    outcome = reached.outcome = nxt
+                case Failure(error):
+                    raise error
+            if observe is not None:
+                observe(env, outcome)
+            left = _wave(outcome.effect)
+            if running and left:
+                start_new()  # before the events go out: a part never waits for the consumer
+            for event in outcome.events:
+                yield event
+            if not running or not left:
+                break  # over, or the run left the wave (interrupted, say): what still runs is dropped
+    finally:
+        await tasks.close()
+        send.close()
+        receive.close()
+
+
+@typing.final
+class _Parts:
+    """A wave's parts, each run in a task of its own (a trio system task, an
+    asyncio task) rather than in a task group of the generator that starts
+    them: they outlive each ``yield`` of it. Each runs in a copy of the
+    starter's context (context variables are seen as in a child task) and
+    under a cancel scope of its own; :meth:`close` cancels those still
+    running and waits until every one has ended."""
+
+    def __init__(self) -> None:
+        self._trio = sniffio.current_async_library() == "trio"
+        self._scopes: set[Any] = set()
+        self._live = 0
+        self._closed = False
+        self._idle: Any = None
+        self._tasks: set[Any] = set()  # asyncio keeps only weak references to tasks
+
+    def start_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        context = contextvars.copy_context()
+        self._live += 1
+        if self._trio:
+            import trio
+
+            trio.lowlevel.spawn_system_task(self._run, fn, args, context=context)
+        else:
+            import asyncio
+
+            task = asyncio.get_running_loop().create_task(self._run(fn, args), context=context)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        import anyio
+
         try:
-            while running:
-                address, item = await receive.receive()
-                if isinstance(item, BaseException):
-                    raise item
-                if not _is_result(item):
-                    live.append(item)  # type: ignore[arg-type]
-                    events.append(item)  # type: ignore[arg-type]
-                    continue
-                running.discard(address)
-                if address not in {a for a, _ in parts(outcome.effect)}:
-                    continue  # no longer asked for (an interruption ended it): dropped
-                result = fitted(item, outcome.effect)  # type: ignore[arg-type]
-                if answered is not None:
-                    answered(env, outcome.effect, result, live=tuple(live))
-                live = []
-                if clock is not None and outcome.state.deadline is not None:
-                    result = on_time(outcome.state, result, clock())
-                match machine.step(outcome.state, result):
-                    case Success(nxt):
-                        outcome = nxt
-                    case Failure(error):
-                        raise error
-                if observe is not None:
-                    observe(env, outcome)
-                events.extend(outcome.events)
-                if not running:
-                    break  # the wave is over: drive takes the next effect as it comes
-                if not _wave(outcome.effect):
-                    # The run left the wave (interrupted, say): what still runs is dropped.
-                    group.cancel_scope.cancel()
-                    break
-                start_new(group)
-        except BaseException as exc:
-            failure = exc
-            group.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    return outcome, events
+            with anyio.CancelScope() as scope:
+                if self._closed:
+                    return
+                self._scopes.add(scope)
+                try:
+                    await fn(*args)
+                finally:
+                    self._scopes.discard(scope)
+        finally:
+            self._live -= 1
+            if not self._live and self._idle is not None:
+                self._idle.set()
 
+    async def close(self) -> None:
+        """Cancel the parts still running and wait until every one has ended
+        (even when the caller is being cancelled: nothing outlives the wave)."""
+        import anyio
 
-def fitted(result: EffectResult, effect: Effect) -> EffectResult:
-    """A part's ``result`` in the shape the pending ``effect`` takes: the run's
-    own round is a bare ``ExecuteTools`` alone, a path ``()`` of a
-    ``PerformAll`` beside its agents used as tools (the shape may change
-    while a part runs)."""
-    if type(effect) is PerformAll and type(result) is ToolsExecuted:
-        return AllPerformed((PathResult((), result),))
-    if type(effect) is not PerformAll and type(result) is AllPerformed and len(result.results) == 1:
-        (only,) = result.results
-        if not only.path:
-            return only.result
-    return result
+        self._closed = True
+        for scope in self._scopes:
+            scope.cancel()
+        if self._live:
+            self._idle = anyio.Event()
+            with anyio.CancelScope(shield=True):
+                await self._idle.wait()
 
 
 def is_wave(effect: Effect) -> bool:
@@ -223,4 +293,4 @@ def _is_result(item: object) -> bool:
     return type(item) in _RESULTS
 
 
-__all__ = ["Address", "answerer", "is_wave", "parts", "perform_wave"]
+__all__ = ["Address", "Reached", "answerer", "is_wave", "parts", "perform_wave"]

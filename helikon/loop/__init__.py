@@ -7,29 +7,11 @@ numbers: interpreters do that and feed the results back.
 """
 
 from helikon._conversation import Conversation
+from helikon.loop import _answers
 from helikon.loop._aggregate import Response, aggregate
-from helikon.loop._answers import (
-    ANSWERS,
-    Answer,
-    MissingCallback,
-    NoAnswer,
-    Raised,
-    Returned,
-    TurnHookFold,
-    approval_decision,
-    described,
-    fold_turn_hooks,
-    guardrail_verdict,
-    guardrails_checked,
-    hook_step,
-    hooks_unanswered,
-    instructions_result,
-    policy_step,
-    reconcile_step,
-    tool_raised,
-    turn_hook_decision,
-)
+from helikon.loop._answers import *  # noqa: F403  (the answer table: its names are listed once, in its __all__)
 from helikon.loop._calls import (
+    MAX_RECONCILES,
     CallStage,
     Permitting,
     PostHooks,
@@ -78,25 +60,6 @@ __all__ = [
     "Timed",
     "deadline_after",
     "on_time",
-    "ANSWERS",
-    "Answer",
-    "MissingCallback",
-    "NoAnswer",
-    "hooks_unanswered",
-    "Raised",
-    "Returned",
-    "TurnHookFold",
-    "approval_decision",
-    "described",
-    "fold_turn_hooks",
-    "guardrail_verdict",
-    "guardrails_checked",
-    "hook_step",
-    "instructions_result",
-    "policy_step",
-    "reconcile_step",
-    "tool_raised",
-    "turn_hook_decision",
     "ApprovalRoute",
     "CallStage",
     "Governance",
@@ -104,6 +67,7 @@ __all__ = [
     "PostHooks",
     "PreHooks",
     "Reconciling",
+    "MAX_RECONCILES",
     "Running",
     "Settled",
     "ToolCallState",
@@ -144,3 +108,4 @@ __all__ = [
     "start",
     "transition",
 ]
+__all__ += _answers.__all__

@@ -111,15 +111,28 @@ class Permitting:
 class Running:
     """The tool was asked to run: the call is *started*. Resumed from a
     stored state, it is re-run or reconciled, never silently run again
-    (:func:`resumed_step`)."""
+    (:func:`resumed_step`). ``reconciles`` counts the times its
+    ``reconcile`` callback answered that it had not happened (each time it
+    was run again): at :data:`MAX_RECONCILES` it is not run again."""
+
+    reconciles: int = 0
 
 
 @attrs.frozen
 class Reconciling:
     """The call was started and did not come back (``reason`` says how): its
-    ``reconcile`` callback is asked what became of it."""
+    ``reconcile`` callback is asked what became of it (``reconciles`` as
+    :class:`Running`'s)."""
 
     reason: str = ""
+    reconciles: int = 0
+
+
+#: The most times one started call is reconciled as "not performed" and run
+#: again: a call whose workers keep dying would otherwise be reconciled and
+#: run forever. The answer that reaches it settles the call with the
+#: "outcome unknown" error result instead (the model decides what next).
+MAX_RECONCILES: Final = 3
 
 
 @attrs.frozen
@@ -318,10 +331,14 @@ def feed_step(state: ToolCallState, result: StepResult, spec: AgentSpec) -> Adva
         case Running() | Reconciling(), ToolRaised(failure=failure):
             errors = failure.schema_errors if type(failure) is InvalidArgs else ()
             return _settle(state, describe(_scrubbed(failure, spec)), spec, errors)
-        case Running() | Reconciling(), ToolNotPerformed():
-            return state.at(Running()), ()  # it did not happen: run it now
-        case Running(), ToolOutcomeUnknown(reason=reason):
-            return state.at(Reconciling(reason)), ()
+        case Running(reconciles=count) | Reconciling(reconciles=count), ToolNotPerformed():
+            if count + 1 < MAX_RECONCILES:
+                return state.at(Running(count + 1)), ()  # it did not happen: run it now
+            why = f"it was started and did not come back {MAX_RECONCILES} times"
+            message = f"reconciled {MAX_RECONCILES} times, the most for one call: it is not run again"
+            return _settle(state, _clean(unknown_outcome(state.call, why, message), spec), spec)
+        case Running(reconciles=count), ToolOutcomeUnknown(reason=reason):
+            return state.at(Reconciling(reason, count)), ()
         case Running() | Reconciling(), CallbackRaised(message=message):
             # Only a reconcile step of a started call answers CallbackRaised.
             why = stage.reason if type(stage) is Reconciling else RESUMED
@@ -511,6 +528,7 @@ def _encode(value: JsonValue) -> str:
 
 
 __all__ = [
+    "MAX_RECONCILES",
     "CallStage",
     "Permitting",
     "PostHooks",

@@ -246,13 +246,15 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         return Failure(StepError("the model was not called"))
     turn = phase.turn
     response = aggregate(result.events, state.run_id, turn)
-    usage = state.usage + turn_usage(response.usage, spec.price)
+    spent = turn_usage(response.usage, spec.price)
+    usage = state.usage + spent
     events: list[AgentEvent] = []
     appended: list[Item] = []
     message = _assistant_message(response, spec)
     if message is not None:
         appended.append(message)
-        events.append(MessageOutput(message))
+        # The turn's cost on the event that closes it (its last tool call's, else this).
+        events.append(MessageOutput(message, cost=None if response.calls else spent.cost))
     if not response.calls:
         if spec.output is not None:
             output = spec.output
@@ -270,6 +272,8 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
     for call in response.calls:
         appended.append(call)
         events.append(ToolCallItem(call))
+    if spent.cost is not None:
+        events[-1] = ToolCallItem(response.calls[-1], cost=spent.cost)
     if turn >= spec.config.max_turns:
         return Success(fail(state, MaxTurnsExceeded(spec.config.max_turns), events, appended, usage))
 
@@ -392,13 +396,14 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
     if output is None:
         return Failure(StepError("the agent has no output schema"))
     response = aggregate(result.events, state.run_id, phase.turn)
-    usage = state.usage + turn_usage(response.usage, spec.price)
+    spent = turn_usage(response.usage, spec.price)
+    usage = state.usage + spent
     events: list[AgentEvent] = []
     appended: list[Item] = []
     message = _assistant_message(response, spec)
     if message is not None:
         appended.append(message)
-        events.append(MessageOutput(message))
+        events.append(MessageOutput(message, cost=spent.cost))
     value, error = parse_json(response.text)
     errors = (error,) if error is not None else schema_errors(value, output.schema)
     conversation = state.conversation.append(appended)

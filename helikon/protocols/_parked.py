@@ -32,6 +32,14 @@ from helikon.items import AgentInput
 #: What a key names: (owner, conversation or task id).
 Key = tuple[str | None, str]
 
+#: How many runs a protocol app keeps at once, by default.
+MAX_RUNS = 1000
+
+
+class RunsFull(Exception):
+    """Every slot holds a run that is still working (none waits to be evicted):
+    the protocol answers "busy, try again" instead of growing without bound."""
+
 
 @attrs.frozen
 class Parked:
@@ -72,7 +80,7 @@ class _Ended:
 class ParkedRun:
     """One run of an agent, read segment by segment."""
 
-    def __init__(self, key: Key, run_id: str) -> None:
+    def __init__(self, key: Key, run_id: str, max_wait: float | None = None) -> None:
         self.key = key
         self.run_id = run_id
         self.token = CancellationToken()
@@ -82,6 +90,9 @@ class ParkedRun:
         self.data: dict[str, Any] = {}
         self._send, self._receive = anyio.create_memory_object_stream[AgentEvent | _Asked | _Ended](math.inf)
         self._unasked = 0  # ApprovalRequested read whose handler call is not seen yet
+        #: When (anyio's clock) the run's oldest unanswered question was asked.
+        self.parked_since: float | None = None
+        self._max_wait = max_wait
 
     async def main(self, agent: Any, ctx: Any, input: AgentInput) -> None:
         """Run ``agent`` (in the owner's task group) into the segment stream."""
@@ -107,15 +118,22 @@ class ParkedRun:
     async def ask(self, request: ApprovalRequest) -> Allow | Deny:
         """The run's approval handler: park until :meth:`answer` decides."""
         waiting = _Waiting(request)
+        if not self.pending:
+            self.parked_since = anyio.current_time()
         self.pending[(request.path, request.call_id)] = waiting
         self._send.send_nowait(_Asked(request))
         remove = self.token.on_cancel(waiting.answered.set)
         try:
-            await waiting.answered.wait()
+            with anyio.move_on_after(math.inf if self._max_wait is None else self._max_wait) as waited:
+                await waiting.answered.wait()
         finally:
             remove()
             self.pending.pop((request.path, request.call_id), None)
+            if not self.pending:
+                self.parked_since = None
         decision = waiting.decision
+        if decision is None and waited.cancelled_caught:
+            return Deny(f"no answer within {self._max_wait:g} s")
         if decision is None:
             return Deny("the run was cancelled while waiting for approval")
         return Allow() if decision.approved else Deny(decision.reason or "denied")
@@ -178,9 +196,22 @@ def _takes_run_id(agent: Any) -> bool:
 
 @final
 class ParkedRuns:
-    """The runs of an app, by key; :meth:`serve` (the app's lifespan) owns their tasks."""
+    """The runs of an app, by key; :meth:`serve` (the app's lifespan) owns their tasks.
 
-    def __init__(self) -> None:
+    Memory stays bounded whatever clients do: at most ``max_runs`` runs are
+    kept (a new run evicts the run that has waited longest for an answer,
+    its questions denied; when no run waits, :meth:`start` raises
+    :class:`RunsFull`), and a question unanswered for ``max_wait`` seconds
+    (None: no limit) is denied, so its run goes on and ends.
+    """
+
+    def __init__(self, max_runs: int = MAX_RUNS, max_wait: float | None = None) -> None:
+        if max_runs < 1:
+            raise ConfigError(f"max_runs must be at least 1, not {max_runs}")
+        if max_wait is not None and not max_wait > 0:
+            raise ConfigError(f"max_wait must be a positive number of seconds or None, not {max_wait}")
+        self.max_runs = max_runs
+        self.max_wait = max_wait
         self.runs: dict[Key, ParkedRun] = {}
         self._group: TaskGroup | None = None
 
@@ -201,10 +232,12 @@ class ParkedRuns:
                 "the protocol app's lifespan is not running: serve it with lifespan events "
                 "(mounted in another app, pass lifespan=<app>.lifespan to the outer app)"
             )
-        old = self.runs.get(key)
+        old = self.runs.pop(key, None)
         if old is not None:
             old.cancel()
-        run = ParkedRun(key, run_id)
+        if len(self.runs) >= self.max_runs:
+            self._evict()
+        run = ParkedRun(key, run_id, self.max_wait)
         self.runs[key] = run
         self._group.start_soon(self._main, run, agent, ctx, input)
         return run
@@ -216,8 +249,17 @@ class ParkedRuns:
             if self.runs.get(run.key) is run:
                 del self.runs[run.key]
 
+    def _evict(self) -> None:
+        """Make room: cancel (and forget) the run that has waited longest."""
+        parked = [run for run in self.runs.values() if run.parked_since is not None]
+        if not parked:
+            raise RunsFull(f"{len(self.runs)} runs are working; none waits to be evicted")
+        oldest = min(parked, key=lambda run: run.parked_since or 0.0)
+        del self.runs[oldest.key]
+        oldest.cancel()
+
     def get(self, key: Key) -> ParkedRun | None:
         return self.runs.get(key)
 
 
-__all__ = ["Decision", "Key", "Parked", "ParkedRun", "ParkedRuns"]
+__all__ = ["MAX_RUNS", "Decision", "Key", "Parked", "ParkedRun", "ParkedRuns", "RunsFull"]

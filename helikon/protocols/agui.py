@@ -61,7 +61,7 @@ from helikon.protocols._auth import Authenticated, owner
 from helikon.protocols._calls import call
 from helikon.protocols._frontend import FrontendTool, asking_policy
 from helikon.protocols._mount import mount_protocols
-from helikon.protocols._parked import Parked, ParkedRun, ParkedRuns
+from helikon.protocols._parked import MAX_RUNS, Parked, ParkedRun, ParkedRuns, RunsFull
 from helikon.server._providers import Authenticator
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -101,6 +101,11 @@ class AguiServer:
             ``(request) -> identity or None``); threads are scoped to the
             identity (another identity's thread id starts a new thread).
         max_body_bytes: the largest input accepted (413 beyond, unread).
+        max_runs: runs kept in memory at once; a new thread's run evicts
+            the run that has waited longest for an answer (its questions
+            denied), and is refused with 503 when none waits.
+        max_wait: seconds a question waits for an answer before it is
+            denied (None: no limit).
     """
 
     def __init__(
@@ -110,12 +115,14 @@ class AguiServer:
         context: RunContext[Any] | AguiContext | None = None,
         auth: Authenticator | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
+        max_runs: int = MAX_RUNS,
+        max_wait: float | None = None,
     ) -> None:
         self.agent = agent
         self.context = context
         self.auth = auth
         self.max_body_bytes = max_body_bytes
-        self.runs = ParkedRuns()
+        self.runs = ParkedRuns(max_runs, max_wait)
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -169,7 +176,11 @@ class AguiServer:
             ctx = await self._ctx(request, input)
             if names:
                 ctx = ctx.with_permission_policy(asking_policy(names, ctx.permission_policy))
-            run = self.runs.start(key, uuid.uuid4().hex, agent, ctx, AgentInput(input_items(input)))
+            try:
+                run = self.runs.start(key, uuid.uuid4().hex, agent, ctx, AgentInput(input_items(input)))
+            except RunsFull:
+                busy = {"code": "busy", "message": "every run slot holds a working run; try again later"}
+                return JSONResponse({"error": busy}, 503, {"retry-after": "2"})
             run.data.update(frontend=names, results=store)
             events = AguiEvents(input.thread_id, input.run_id, names, str(self.agent.name))
         assert run is not None

@@ -409,12 +409,12 @@ class InProcessRuns:
 def _start(agent: Any, ctx: Any, request: StartRun) -> AsyncIterator[AgentEvent]:
     """The run's event stream, under the server's run id when the agent takes
     an interpreter (helikon's agents do): one id in ``X-Run-Id``, the events,
-    call ids and traces. Waves run lock-step here: a wave answered part by
-    part gives its events when it is over, and a client must see a branch's
-    approval request while a human's answer is awaited."""
+    call ids and traces. A wave's parts stream their events as they happen,
+    so a client sees a branch's approval request while a human's answer is
+    awaited and the other branches go on."""
     if _takes_interpreter(type(agent)):
         stream: AsyncIterator[AgentEvent] = agent.run(
-            ctx, request.input, interpreter=LiveInterpreter(run_id=request.run_id, lock_step=True)
+            ctx, request.input, interpreter=LiveInterpreter(run_id=request.run_id)
         )
         return stream
     plain: AsyncIterator[AgentEvent] = agent.run(ctx, request.input)

@@ -155,6 +155,13 @@ async def drive(
         log.close(f"the run failed to execute: {type(exc).__name__}: {exc}")
     else:
         log.close("the run ended without a terminal event")
+    finally:
+        # Cancelled between two events, the run's stream is closed now (a
+        # wave's parts are cancelled and awaited), not when it is collected.
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            with anyio.CancelScope(shield=True):
+                await close()
 
 
 def output_of(frames: list[Frame], partial: bool = False) -> str:

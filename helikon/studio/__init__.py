@@ -10,6 +10,11 @@ the command line; ``docs/studio.md`` is the guide.
   ``Host`` is not a loopback name or whose ``Origin`` is another
   (:class:`LocalOnly`: DNS rebinding), and renders every string of a run as
   text, never as markup. It makes no network requests of its own.
+- The regression view replays a run against the current code (strict,
+  loose, live tools) and shows where it first diverges; the evals view shows
+  saved eval runs (``--evals``); the sessions view browses a session backend
+  (:class:`SessionBrowser`: :class:`MemoryBrowser`, :class:`SqliteBrowser`,
+  :class:`PostgresBrowser`, :class:`RedisBrowser`; :func:`browser_for`).
 """
 
 try:
@@ -24,15 +29,29 @@ from helikon.studio._app import HOST, Studio, agents_of
 from helikon.studio._catalog import Catalogue, RunEntry, status_of, summary, timeline
 from helikon.studio._guard import LocalOnly, loopback_host, loopback_origin
 from helikon.studio._record import Recorded
+from helikon.studio._sessions import (
+    MemoryBrowser,
+    PostgresBrowser,
+    RedisBrowser,
+    SessionBrowser,
+    SqliteBrowser,
+    browser_for,
+)
 
 __all__ = [
     "HOST",
     "Catalogue",
     "LocalOnly",
+    "MemoryBrowser",
+    "PostgresBrowser",
     "Recorded",
+    "RedisBrowser",
     "RunEntry",
+    "SessionBrowser",
+    "SqliteBrowser",
     "Studio",
     "agents_of",
+    "browser_for",
     "loopback_host",
     "loopback_origin",
     "status_of",

@@ -26,10 +26,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from helikon.server import AgentServer
+from helikon.server import AgentServer, InMemorySessions
 from helikon.server._page import page_html
 from helikon.server._server import serve_listening
+from helikon.studio import _evals, _regression, _sessions
 from helikon.studio._catalog import Catalogue, summary, timeline
+from helikon.studio._fork import fork_routes
 from helikon.studio._guard import LocalOnly
 from helikon.studio._record import Recorded
 from helikon.trace import Trace, TraceFormatError
@@ -39,6 +41,10 @@ HOST = "127.0.0.1"
 _ASSETS = {
     "/studio.js": ("studio.js", "text/javascript; charset=utf-8"),
     "/studio.css": ("studio.css", "text/css; charset=utf-8"),
+    "/fork.js": ("fork.js", "text/javascript; charset=utf-8"),
+    "/fork.css": ("fork.css", "text/css; charset=utf-8"),
+    "/views.js": ("views.js", "text/javascript; charset=utf-8"),
+    "/regression.js": ("regression.js", "text/javascript; charset=utf-8"),
 }
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
@@ -75,6 +81,13 @@ class Studio:
         traces: directories whose ``*.jsonl`` trace files are listed.
         golden: the project's golden traces directory (listed when it exists).
         title: the page's title.
+        evals: directories searched for saved eval runs (``report.json``).
+        sessions: the session backend to browse (a
+            :class:`~helikon.studio.SessionBrowser`, or ``--sessions``'s
+            value); by default the studio's own chat sessions.
+        chat_sessions: the chat's session provider (as ``AgentServer``'s
+            ``sessions``; an app's own when ``--app`` names an agent server);
+            by default one :class:`~helikon.server.InMemorySessions`.
     """
 
     agents: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
@@ -82,18 +95,32 @@ class Studio:
     traces: tuple[Path, ...] = attrs.field(default=(), converter=_paths)
     golden: Path | None = None
     title: str = "helikon studio"
+    evals: tuple[Path, ...] = attrs.field(default=(), converter=_paths)
+    sessions: Any = None
+    chat_sessions: Any = None
     catalogue: Catalogue = attrs.field(init=False)
     server: AgentServer = attrs.field(init=False)
+    session_browser: Any = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         sources: list[tuple[str, Path]] = [("traces", d) for d in self.traces]
         if self.golden is not None:
             sources.append(("golden", self.golden))
+        sources.extend((_evals.SOURCE, d) for d in self.evals)
         catalogue = Catalogue(sources)
         object.__setattr__(self, "catalogue", catalogue)
         recorded: Any = tuple(Recorded(agent, catalogue.add) for agent in self.agents)
-        server = AgentServer(agents=recorded, context=self.context, title=f"{self.title}: chat")
+        chats = self.chat_sessions if self.chat_sessions is not None else InMemorySessions()
+        server = AgentServer(
+            agents=recorded, context=self.context, title=f"{self.title}: chat", sessions=chats
+        )
         object.__setattr__(self, "server", server)
+        browser = self.sessions
+        if browser is None:
+            browser = _sessions.MemoryBrowser(chats if isinstance(chats, InMemorySessions) else None)
+        elif isinstance(browser, str | Path):
+            browser = _sessions.browser_for(str(browser))
+        object.__setattr__(self, "session_browser", browser)
 
     def record(self, trace: Trace, when: float) -> str:
         """Add a recorded run to the list; returns its studio id."""
@@ -141,6 +168,10 @@ class Studio:
             Route("/favicon.ico", self.no_icon, methods=["GET"]),
             Route("/api/runs", self.list_runs, methods=["GET"]),
             Route("/api/runs/{run_id}", self.show_run, methods=["GET"]),
+            *fork_routes(self),
+            *_regression.routes(self),
+            *_evals.routes(self),
+            *_sessions.routes(self),
             Mount("/server", self.server.app()),
         ]
         app = Starlette(routes=routes, lifespan=self.server.lifespan)

@@ -38,10 +38,18 @@ class RunEntry:
     time: float  # seconds since the epoch: the file's mtime, or when the run ended
     path: Path | None = None
     trace: Trace | None = attrs.field(default=None, eq=False)
+    #: A fork's parent run (its studio id), and how it was forked (see ``_fork``).
+    parent: str | None = None
+    fork: dict[str, Any] | None = attrs.field(default=None, eq=False)
 
 
 def _run_id(source: str, name: str) -> str:
     return hashlib.sha256(f"{source}\0{name}".encode()).hexdigest()[:20]
+
+
+def run_id_of(source: str, path: Path) -> str:
+    """The run list's id of the trace file at ``path`` listed from a directory of ``source``."""
+    return _run_id(source, str(path.resolve()))
 
 
 def _walk_calls(effect: Effect) -> Iterable[Effect]:
@@ -81,6 +89,7 @@ def summary(entry: RunEntry, trace: Trace) -> dict[str, Any]:
         "input_tokens": None if usage is None else usage.input_tokens,
         "output_tokens": None if usage is None else usage.output_tokens,
         "time": datetime.fromtimestamp(entry.time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "parent": entry.parent,
     }
 
 
@@ -148,11 +157,28 @@ class Catalogue:
         self._files: dict[str, RunEntry] = {}
         self._lock = threading.Lock()
 
-    def add(self, trace: Trace, when: float) -> RunEntry:
-        """Keep a run the studio recorded; returns its entry."""
-        entry = RunEntry(
-            _run_id("studio", trace.header.run_id), "studio", trace.header.run_id, when, None, trace
-        )
+    def add(
+        self, trace: Trace, when: float, *, parent: RunEntry | None = None, fork: dict[str, Any] | None = None
+    ) -> RunEntry:
+        """Keep a run the studio recorded (a fork of ``parent``: ``fork`` says how); returns its entry."""
+        if parent is None:
+            entry = RunEntry(
+                _run_id("studio", trace.header.run_id), "studio", trace.header.run_id, when, None, trace
+            )
+        else:
+            with self._lock:
+                number = 1 + sum(e.parent == parent.id for e in self._recorded.values())
+            name = f"fork {number} of {parent.name}"
+            entry = RunEntry(
+                _run_id("fork", f"{parent.id}/{number}/{when}"),
+                "fork",
+                name,
+                when,
+                None,
+                trace,
+                parent.id,
+                fork,
+            )
         with self._lock:
             self._recorded[entry.id] = entry
             while len(self._recorded) > MAX_RECORDED:
@@ -171,7 +197,7 @@ class Catalogue:
                 except OSError:
                     continue
                 name = str(path.relative_to(directory))
-                run_id = _run_id(source, str(path.resolve()))
+                run_id = run_id_of(source, path)
                 known = self._files.get(run_id)
                 if known is not None and known.time == mtime:
                     found[run_id] = known
@@ -215,4 +241,13 @@ class Catalogue:
         return trace
 
 
-__all__ = ["MAX_FILES", "MAX_RECORDED", "Catalogue", "RunEntry", "status_of", "summary", "timeline"]
+__all__ = [
+    "MAX_FILES",
+    "MAX_RECORDED",
+    "Catalogue",
+    "RunEntry",
+    "run_id_of",
+    "status_of",
+    "summary",
+    "timeline",
+]

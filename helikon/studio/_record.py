@@ -32,7 +32,7 @@ class Recorded:
     def run(
         self, ctx: Any, input: Any, *, interpreter: Any = None, **options: Any
     ) -> AsyncIterator[AgentEvent]:
-        inner = interpreter if interpreter is not None else LiveInterpreter(lock_step=True)
+        inner = interpreter if interpreter is not None else LiveInterpreter()
         recorder = RecordingInterpreter(inner)
         return self._recorded(recorder, self.agent.run(ctx, input, interpreter=recorder, **options))
 

@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon.pricing",
             "helikon.schema",
             "helikon.codec",
+            "helikon._structure",
             "helikon.diff",
             "helikon.cancel",
         ),
@@ -64,7 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("interpreters", ("helikon.interpreters",)),
-    ("agents and entry points", ("helikon.agent", "helikon.workflows", "helikon.steps")),
+    ("agents and entry points", ("helikon.agent", "helikon.workflows", "helikon.steps", "helikon.forks")),
     (
         "integrations",
         (
@@ -327,9 +328,6 @@ LOOKS_EXCEPTIONS = {
     },
     # recording scrubs secrets from each kind of result it was given
     "helikon.interpreters._recording": {"AllPerformed"},
-    # a wave's part answer wrapped in (or unwrapped from) the pending effect's
-    # shape: the same answer, addressed to the path it came from
-    "helikon.interpreters._waves": {"ToolsExecuted", "AllPerformed"},
     # replay compares the result it recorded with the one it got
     "helikon.interpreters._replay": {
         "AllPerformed",
@@ -338,6 +336,9 @@ LOOKS_EXCEPTIONS = {
         "InstructionsRendered",
         "ToolsExecuted",
     },
+    # a fork replays the recorded answers as replay does, and compares a
+    # wave's recorded parts with the ones asked
+    "helikon.interpreters._fork": {"AllPerformed", "ModelResponded", "ModelCallFailed"},
     # failed instructions raise so Temporal's retry policy applies
     # (infrastructure), and an activity checks it got the result it asked for
     "helikon.temporal._activities": {"InstructionsFailed", "kind"},

@@ -146,3 +146,56 @@ def test_a_snapshot_keeps_the_cost_exact() -> None:
     assert after.state.usage.cost == Decimal("0.0035")
     again = load_state(dump_state(after.state))
     assert again == after.state and again.usage.cost == Decimal("0.0035")
+
+
+# -- an agent used as a tool outside a tree -------------------------------------------
+
+
+def _tool_context(prices: Any) -> Any:
+    from helikon.cancel import CancellationToken
+    from helikon.context import Actions, SessionState, ToolContext, TracerHandle
+    from helikon.ids import CallId, RunId
+
+    return ToolContext(
+        None,
+        SessionState(),
+        Actions(),
+        CancellationToken(),
+        TracerHandle(),
+        CallId("c1"),
+        RunId("r"),
+        "boss",
+        prices=prices,
+    )
+
+
+def test_an_agent_used_as_a_tool_outside_a_tree_is_priced_like_its_caller() -> None:
+    """``AgentAsTool.invoke`` (the sub-agent run whole, as a caller outside a
+    tree runs it) passes its caller's prices on: a sub-agent with a cost
+    limit can show it stays within it."""
+    import anyio
+
+    from helikon import AgentAsTool, LlmAgent, RunConfig, ToolError, UsageLimits
+
+    @tool
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    def helper() -> AgentAsTool:
+        # two turns: the limits are checked before the second
+        script = [call_tools(("look", {}), usage=Usage(1000, 100)), say("helped", usage=Usage(1000, 100))]
+        agent = LlmAgent(
+            name="helper",
+            model=MockModel(script, model_id="m1"),
+            tools=[look],
+            config=RunConfig(usage_limits=UsageLimits(cost="0.01")),
+        )
+        return AgentAsTool(agent)
+
+    table = PriceTable({"m1": ModelPrice(input=1, output=2)})
+    answer = anyio.run(lambda: helper().invoke(_tool_context(table), {"input": "x"}))
+    assert answer == "helped"
+    # without prices the cost is unknown, and a cost limit over it is broken
+    with pytest.raises(ToolError, match="cost"):
+        anyio.run(lambda: helper().invoke(_tool_context(None), {"input": "x"}))

@@ -239,3 +239,64 @@ def test_a_version_1_trace_is_refused_naming_its_version() -> None:
     line = b'{"kind":"header","format":"helikon-trace","version":1,"agent":"a","run_id":"r"}\n'
     with pytest.raises(TraceFormatError, match="trace version 1 is not supported"):
         Trace.from_bytes(line)
+
+
+def _with_effect(trace: Trace, index: int, effect: Any) -> Trace:
+    import attrs
+
+    steps = list(trace.steps)
+    steps[index] = attrs.evolve(steps[index], effect=effect)
+    return Trace(trace.header, tuple(steps), trace.final_events)
+
+
+def test_a_tool_round_that_differs_from_the_recording_diverges_at_its_step(
+    recorded: tuple[Trace, list[AgentEvent]],
+) -> None:
+    # A tool round streams nothing: the replay answers it without an async
+    # generator (drive's ``result_of``), and still checks it first.
+    import attrs
+
+    from helikon.effects import ExecuteTools
+
+    trace, _ = recorded
+    round_ = trace.steps[4].effect  # the second round's one call (add 3 and 7)
+    assert type(round_) is ExecuteTools
+    other = ExecuteTools((attrs.evolve(round_.steps[0], args={"a": 3, "b": 8}),))
+
+    with pytest.raises(ReplayDivergence) as info:
+        run(make_agent(), ReplayInterpreter(_with_effect(trace, 4, other)))
+    assert info.value.step == 4
+    assert "effect ExecuteTools differs from the recording" in str(info.value)
+    assert info.value.differences == ("steps[0].args.b: expected 8, got 7",)
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "difference"),
+    [
+        (3, "tools", "request.tools[0].description: expected 'Add two things.', got 'Add two numbers.'"),
+        (5, "settings", "request.settings.temperature: expected 0.5, got None"),
+    ],
+)
+def test_a_later_request_with_other_tools_or_settings_diverges(
+    recorded: tuple[Trace, list[AgentEvent]], index: int, change: str, difference: str
+) -> None:
+    # A request's tools and settings are compared again whenever they are not
+    # the objects the previous (already compared) pair held.
+    import attrs
+
+    from helikon.effects import CallModel
+
+    trace, _ = recorded
+    call = trace.steps[index].effect
+    assert type(call) is CallModel
+    if change == "tools":
+        request = attrs.evolve(
+            call.request, tools=(attrs.evolve(call.request.tools[0], description="Add two things."),)
+        )
+    else:
+        request = attrs.evolve(call.request, settings=attrs.evolve(call.request.settings, temperature=0.5))
+
+    with pytest.raises(ReplayDivergence) as info:
+        run(make_agent(), ReplayInterpreter(_with_effect(trace, index, attrs.evolve(call, request=request))))
+    assert info.value.step == index
+    assert difference in info.value.differences

@@ -9,6 +9,7 @@ Approval answers are consumed once.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -42,7 +43,7 @@ from helikon.effects import (
 )
 from helikon.events import ToolOutputItem
 from helikon.ids import CallId
-from helikon.loop import Reconciling, Running
+from helikon.loop import MAX_RECONCILES, Reconciling, Running
 from helikon.testing import MockModel, call_tools, say
 
 
@@ -181,7 +182,7 @@ def test_a_call_whose_worker_was_lost_is_reconciled() -> None:
     assert pending_effect(agent, load_state(dump_state(lost.state))) == lost.effect
     _, answer = trio.run(lambda: perform(agent, lost.effect, run_id="r"))
     again = advance(agent, lost.state, answer)
-    assert again.state.phase.calls[0].stage == Running()
+    assert again.state.phase.calls[0].stage == Running(reconciles=1)
     assert again.effect == ExecuteTools((InvokeTool(CallId("c1"), "pay", {"amount": 5}),))
 
 
@@ -229,3 +230,39 @@ def test_an_agent_tree_resumed_from_a_snapshot_reconciles_its_started_calls() ->
     assert "InvokeTool(call_id='c1'" in repr(asked.effect)
     assert "ReconcileTool(call_id='c1', tool='pay'" in repr(resumed)
     assert "InvokeTool" not in repr(resumed) and ran == []
+
+
+def test_reconciles_of_a_call_whose_workers_keep_dying_are_bounded() -> None:
+    # A reconcile that keeps answering "not performed" while every worker
+    # that runs the tool again dies: each job loads the store, reconciles,
+    # stores the state that runs the tool again, and dies running it. The
+    # machine counts the reconciles in the call's state and, at the
+    # MAX_RECONCILES-th, gives the model the "outcome unknown" error result.
+    ran: list[str] = []
+    asked: list[str] = []
+
+    def reconcile(ctx: ToolContext[Any], args: Any) -> Reconciled:
+        asked.append(ctx.call_id)
+        return Reconciled(False)
+
+    agent = payer(ran, reconcile=reconcile)
+    stored = stored_before_the_tool(agent)
+    for _ in range(2 * MAX_RECONCILES + 2):  # old code reconciled forever
+        state = load_state(stored)
+        effect = pending_effect(agent, state)
+        assert isinstance(effect, ExecuteTools)
+        if not isinstance(effect.steps[0], ReconcileTool):
+            break  # the call settled: the run goes on
+        _, answer = trio.run(functools.partial(perform, agent, effect, run_id="r"))
+        outcome = advance(agent, state, answer)
+        stored = dump_state(outcome.state)  # then the worker dies running the tool
+        step = outcome.effect.steps[0] if isinstance(outcome.effect, ExecuteTools) else None
+        if not isinstance(step, InvokeTool):
+            break
+    assert asked == ["c1"] * MAX_RECONCILES
+    assert ran == []  # each job died before the tool returned
+    events, final = finish(agent, stored)
+    output = tool_output(list(outcome.events) + events)
+    assert output.is_error and "the outcome of tool call 'c1' (pay) is unknown" in output.content
+    assert f"{MAX_RECONCILES} times" in output.content
+    assert final.phase.output == "done"

@@ -16,6 +16,7 @@ from helikon import (
     Handoff,
     LlmAgent,
     ModelPrice,
+    ParallelAgent,
     PriceTable,
     RunConfig,
     RunContext,
@@ -202,3 +203,37 @@ def test_a_member_may_have_tighter_limits_of_its_own() -> None:
     )
     error, _ = _fails(triage)
     assert error == UsageLimitExceeded("requests", 2, 1, "specialist", ("specialist",))
+
+
+def test_a_workflow_members_own_limits_count_its_children() -> None:
+    # The inner workflow may make one request; its two children together
+    # would make two. The root's limits are far away.
+    first = _agent("first", [say("one", usage=USAGE)])
+    second = _agent("second", [say("two", usage=USAGE)])
+    inner = (
+        SequentialAgent("inner", "", config=RunConfig(usage_limits=UsageLimits(requests=1)))
+        .then(first)
+        .then(second)
+    )
+    after = _agent("after", [say("never", usage=USAGE)])
+    outer = SequentialAgent("outer", "").then(inner).then(after)
+    error, events = _fails(outer, config=RunConfig(usage_limits=UsageLimits(requests=10)))
+    assert error == UsageLimitExceeded("requests", 2, 1, "second", ("inner", "second"))
+    # the second child's model was never called, the step after never began
+    assert events[-1].usage.requests == 1
+    assert not any(getattr(e, "path", ()) == ("after",) for e in events)
+
+
+def test_a_workflow_members_own_token_limits_stop_a_parallel_branch() -> None:
+    left = _agent("left", [call_tools(("ping", {"n": 1}), usage=USAGE), say("l", usage=USAGE)], tools=[ping])
+    right = _agent("right", [say("r", usage=USAGE)])
+    both = ParallelAgent("both", "", config=RunConfig(usage_limits=UsageLimits(input_tokens=150)))
+    both = both.add(left).add(right)
+    ran.clear()
+    error, _ = _fails(SequentialAgent("outer", "").then(both))
+    # left's and right's first turns spend 200 input tokens: left's round of
+    # tool calls is the next spending step, and it never runs.
+    assert isinstance(error, UsageLimitExceeded)
+    assert (error.limit, error.value, error.maximum) == ("input_tokens", 200, 150)
+    assert error.path[:2] == ("both", "left")
+    assert ran == []

@@ -14,9 +14,22 @@ import anyio
 import pytest
 import trio
 
-from helikon import LlmAgent, ParallelAgent, RunConfig, RunContext, advance, collect, perform, start, tool
+from helikon import (
+    AgentAsTool,
+    LlmAgent,
+    ParallelAgent,
+    RunConfig,
+    RunContext,
+    advance,
+    collect,
+    perform,
+    start,
+    tool,
+)
+from helikon.cancel import CancellationToken
 from helikon.effects import (
     AllPerformed,
+    ExecuteTools,
     HooksRan,
     PathResult,
     PerformAll,
@@ -24,8 +37,8 @@ from helikon.effects import (
     ToolReturned,
     ToolsExecuted,
 )
-from helikon.errors import StepError
-from helikon.events import MessageOutput, ToolCallItem, ToolOutputItem
+from helikon.errors import Cancelled, StepError
+from helikon.events import MessageOutput, RunFailed, ToolCallItem, ToolOutputItem
 from helikon.governance import PreToolUse
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter, ReplayInterpreter
 from helikon.interpreters._waves import parts
@@ -245,3 +258,180 @@ def test_a_rounds_steps_fed_one_by_one_stay_under_the_parallel_limit() -> None:
     most[0] = 0
     assert trio.run(go, None) == [f"busy {n}" for n in range(4)]
     assert most[0] == 4
+
+
+BACKENDS = ["trio", "asyncio"]
+
+
+def _tasks(backend: str) -> int:
+    """How many tasks the event loop has now (trio's system tasks, where a
+    wave's parts are hosted, included)."""
+    if backend == "trio":
+
+        def count(task: trio.lowlevel.Task) -> int:
+            return 1 + sum(count(child) for nursery in task.child_nurseries for child in nursery.child_tasks)
+
+        return count(trio.lowlevel.current_root_task())
+    import asyncio
+
+    return len(asyncio.all_tasks())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_fast_parts_events_arrive_before_a_slow_part_ends(backend: str) -> None:
+    """The slow branch's tool waits until the consumer has seen the fast
+    branch's last message: the wave streams each part's events as they
+    happen (when a wave's events were held until it was over, the tool
+    gave up waiting, and the message came after its output)."""
+    seen = anyio.Event()
+
+    @tool
+    async def waits() -> str:
+        """Waits for the other branch's message to reach the consumer."""
+        with anyio.move_on_after(4 * STEP):
+            await seen.wait()
+            return "on time"
+        return "late"
+
+    left = LlmAgent(
+        name="left", model=MockModel([call_tools(("quick_a", {"n": 1})), say("left done")]), tools=[quick_a]
+    )
+    right = LlmAgent(
+        name="right", model=MockModel([call_tools(("waits", {})), say("right done")]), tools=[waits]
+    )
+    desk = ParallelAgent("desk", "both").add(left).add(right)
+
+    async def go() -> list[object]:
+        events: list[object] = []
+        async for event in desk.run(RunContext.ephemeral(None), "go"):
+            events.append(event)
+            if isinstance(event, MessageOutput) and event.path == ("left",):
+                seen.set()
+        return events
+
+    events = anyio.run(go, backend=backend)
+    said = [(e.path, e.item.content) for e in events if isinstance(e, ToolOutputItem)]
+    assert ((("right",), "on time")) in said, said
+    order = [e for e in events if isinstance(e, MessageOutput | ToolOutputItem)]
+    left_said = next(i for i, e in enumerate(order) if isinstance(e, MessageOutput) and e.path == ("left",))
+    waited = next(i for i, e in enumerate(order) if isinstance(e, ToolOutputItem) and e.path == ("right",))
+    assert left_said < waited  # in the order they happened, each with its path
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_stopped_mid_wave_cancels_every_part_and_leaks_no_task(backend: str) -> None:
+    """Cancelled from outside (the consumer's scope) or closed early (the
+    consumer stops iterating): every part still running is cancelled before
+    control comes back, and no task is left behind."""
+    ended: list[str] = []
+
+    @tool
+    async def sleepy(n: int) -> str:
+        """Sleeps long.
+
+        Args:
+            n: which one.
+        """
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            ended.append(f"cancelled {n}")
+            raise
+        return "woke"
+
+    def agent() -> ParallelAgent:
+        calls = [("sleepy", {"n": n}) for n in range(3)]
+        sleepers = LlmAgent(
+            name="sleepers", model=MockModel([call_tools(*calls), say("done")]), tools=[sleepy]
+        )
+        quick = LlmAgent(
+            name="quick",
+            model=MockModel([call_tools(("quick_a", {"n": 1})), say("quick done")]),
+            tools=[quick_a],
+        )
+        return ParallelAgent("desk", "both").add(sleepers).add(quick)
+
+    async def go() -> tuple[int, int, int, int]:
+        before = _tasks(backend)
+        with anyio.move_on_after(STEP / 2):  # cancelled from outside, mid-wave (quick_a still sleeps)
+            async for _ in agent().run(RunContext.ephemeral(None), "go"):
+                pass
+        cancelled = len(ended)
+        await anyio.sleep(0)
+        after_cancel = _tasks(backend)
+        ended.clear()
+        stream = agent().run(RunContext.ephemeral(None), "go")
+        async for event in stream:  # closed early, mid-wave
+            if isinstance(event, MessageOutput) and event.path == ("quick",):
+                break  # mid-wave: the sleepers' tools are running
+        await stream.aclose()  # type: ignore[attr-defined]
+        closed = len(ended)
+        await anyio.sleep(0)
+        left = _tasks(backend)
+        ended.clear()
+        token = CancellationToken()
+        events: list[object] = []
+        async for event in agent().run(RunContext.ephemeral(None).with_cancel(token), "go"):
+            events.append(event)
+            if isinstance(event, MessageOutput) and event.path == ("quick",):
+                token.cancel()  # the run's own token, mid-wave: it ends, Cancelled
+        last = events[-1]
+        assert isinstance(last, RunFailed), last  # the branch still running was cancelled:
+        assert [(f.key, type(f.error)) for f in last.error.failed] == [("sleepers", Cancelled)]  # type: ignore[union-attr]
+        assert len(ended) == 3
+        await anyio.sleep(0)
+        assert _tasks(backend) == before
+        return before, after_cancel, closed * 10 + cancelled, left
+
+    before, after_cancel, both, last = anyio.run(go, backend=backend)
+    assert (after_cancel, last) == (before, before)
+    assert both == 33  # three parts cancelled each time, nothing left running
+
+
+def test_the_machine_takes_a_root_steps_answer_in_either_shape() -> None:
+    """The root's tool step of a wave beside an agent used as a tool is
+    performed on its own; by the time it answers, the pending effect may be
+    a ``PerformAll`` (its sibling still runs) or the bare ``ExecuteTools``
+    (its sibling ended). The machine takes the bare result and the one
+    addressed to the path ``()`` alike, whichever is pending: the
+    interpreter does not reshape answers."""
+
+    @tool
+    async def plain() -> str:
+        """Plain."""
+        return "plain"
+
+    def outer() -> LlmAgent[None]:
+        inner = LlmAgent(name="inner", model=MockModel([say("inner said")]))
+        calls = call_tools(("c1", "inner", {"input": "x"}), ("c2", "plain", {}))
+        return LlmAgent(
+            name="outer", model=MockModel([calls, say("done")]), tools=[AgentAsTool(inner), plain]
+        )
+
+    async def go() -> None:
+        agent = outer()
+        first = start(agent, "go", run_id="shapes")
+        _, answered = await perform(agent, first.effect, run_id="shapes")
+        wave = advance(agent, first.state, answered)
+        assert type(wave.effect) is PerformAll
+        (root_part,) = [p for (path, call), p in parts(wave.effect) if path == () and call == "c2"]
+        _, addressed = await perform(agent, root_part, run_id="shapes")
+        assert type(addressed) is AllPerformed
+        (only,) = addressed.results
+        bare = only.result
+        assert type(bare) is ToolsExecuted
+        # pending PerformAll: bare and addressed answers lead to the same state
+        assert advance(agent, wave.state, bare).state == advance(agent, wave.state, addressed).state
+        # the sibling ended first: the bare ExecuteTools is pending; both shapes again
+        (inner_part,) = [p for (path, _), p in parts(wave.effect) if path != ()]
+        _, inner_answer = await perform(agent, inner_part, run_id="shapes")
+        alone = advance(agent, wave.state, inner_answer)
+        while type(alone.effect) is PerformAll and all(at.path != () for at in alone.effect.effects):
+            _, more = await perform(agent, alone.effect, run_id="shapes")
+            alone = advance(agent, alone.state, more)
+        assert type(alone.effect) is ExecuteTools
+        assert advance(agent, alone.state, addressed).state == advance(agent, alone.state, bare).state
+        with pytest.raises(StepError, match="does not accept AllPerformed"):  # another path's: refused
+            advance(agent, alone.state, AllPerformed((PathResult(("x",), bare),)))
+
+    trio.run(go)

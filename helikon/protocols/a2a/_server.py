@@ -69,7 +69,7 @@ from helikon.events import MessageOutput, RunCompleted, RunFailed
 from helikon.items import AgentInput, TextPart, UserMessage, text_of
 from helikon.protocols._auth import Authenticated
 from helikon.protocols._calls import call
-from helikon.protocols._parked import Decision, Parked, ParkedRun, ParkedRuns
+from helikon.protocols._parked import MAX_RUNS, Decision, Parked, ParkedRun, ParkedRuns, RunsFull
 from helikon.protocols.a2a._parts import parts_text
 from helikon.server._backend import owner_of
 from helikon.server._providers import Authenticator
@@ -212,7 +212,12 @@ class HelikonExecutor(AgentExecutor):
             text = message_text(parts)
             ctx = await self._ctx(context)
             input = AgentInput((UserMessage((TextPart(text),)),))
-            run = self.runs.start(key, task_id, self.agent, ctx, input)
+            try:
+                run = self.runs.start(key, task_id, self.agent, ctx, input)
+            except RunsFull:
+                busy = "the server is busy: every run slot holds a working run; try again later"
+                await updater.failed(updater.new_agent_message([new_text_part(busy)]))
+                return
         await updater.start_work()
         await self._follow(run, updater)
 
@@ -310,6 +315,11 @@ class A2AServer:
         push_url_validator: ``(url) -> bool`` (async) for the webhooks a
             client may name; default the SDK's, which refuses loopback,
             private and link-local addresses (no server-side request forgery).
+        max_runs: runs kept in memory at once; a new task evicts the one
+            that has waited longest for input (its questions denied), and
+            fails as busy when none waits.
+        max_wait: seconds a question waits for input before it is denied
+            (None: no limit).
     """
 
     def __init__(
@@ -322,11 +332,13 @@ class A2AServer:
         task_store: TaskStore | None = None,
         push: bool = False,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
+        max_runs: int = MAX_RUNS,
+        max_wait: float | None = None,
     ) -> None:
         self.agent = agent
         self.url = url
         self.auth = auth
-        self.runs = ParkedRuns()
+        self.runs = ParkedRuns(max_runs, max_wait)
         self.executor = HelikonExecutor(agent, context, self.runs)
         self.card = agent_card(agent, url, push=push)
         self._http: httpx.AsyncClient | None = None

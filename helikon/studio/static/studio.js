@@ -220,6 +220,7 @@ function stepItem(node, index) {
     if (box.open && !filled) { box.append(details(node)); filled = true; }
   });
   const item = el("li", { class: "step", "data-path": node.path.join("/") }, box);
+  if (index !== null) item.dataset.index = String(index);
   item.dataset.search = JSON.stringify([node.effect, node.result, node.events]).toLowerCase();
   return item;
 }
@@ -253,6 +254,7 @@ async function showRun(id) {
   data.steps.forEach((node) => timeline.append(stepItem(node, node.index)));
   const end = eventList(data.end);
   if (end) timeline.append(el("li", { class: "step end" }, end));
+  document.dispatchEvent(new CustomEvent("studio:run", { detail: { id, data } }));
 }
 
 function searchRun() {
@@ -262,7 +264,13 @@ function searchRun() {
   }
 }
 
+// Other views (fork.js: the diff) register [hash prefix, show(hash)] here.
+window.studioViews = window.studioViews || [];
+
 function route() {
+  const view = window.studioViews.find(([prefix]) => location.hash.startsWith(prefix));
+  for (const section of document.querySelectorAll("main > section")) section.hidden = true;
+  if (view) { view[1](location.hash); return; }
   const match = location.hash.match(/^#\/run\/(.+)$/);
   document.getElementById("runs-view").hidden = Boolean(match);
   document.getElementById("run-view").hidden = !match;

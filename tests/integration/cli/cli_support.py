@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/integration: the shared _support
+from _support.loopback import free_port as free_port
+
 HELIKON = Path(sys.executable).parent / "helikon"
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "traces"
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "HELIKON_DEBUG")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from cli_support import HELIKON, env, project
+from cli_support import HELIKON, env, free_port, project
 from mcp import Client, StdioServerParameters
 from mcp import types as mcp_types
 from mcp.shared.exceptions import MCPError
@@ -48,13 +48,6 @@ def test_mcp_serve_over_stdio(tmp_path: Path) -> None:
                 assert refused.value.code == -32602
 
     anyio.run(main)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def test_mcp_serve_over_http(tmp_path: Path) -> None:

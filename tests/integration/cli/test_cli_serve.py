@@ -10,16 +10,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from cli_support import HELIKON, env, project
+from cli_support import HELIKON, env, free_port, project
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def request(url: str, body: dict[str, object] | None = None) -> tuple[int, str]:

@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +23,9 @@ from helikon.cancel import CancellationToken
 from helikon.context import Actions, SessionState, ToolContext, TracerHandle
 from helikon.ids import CallId, RunId
 from helikon.mcp import McpServerHandle
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/integration: the shared _support
+from _support.loopback import free_port
 
 HERE = Path(__file__).resolve().parent
 #: Preloaded into node so the HTTP server listens on 127.0.0.1 only.
@@ -72,12 +76,6 @@ class Servers:
         return McpServerHandle.stdio(
             "node", args=[str(self.filesystem), str(root)], stderr=subprocess.DEVNULL, **options
         )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @attrs.frozen

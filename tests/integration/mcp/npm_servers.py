@@ -2,132 +2,49 @@
 
 ``@modelcontextprotocol/server-everything`` and
 ``@modelcontextprotocol/server-filesystem``, pinned by ``servers/package.json``
-and ``servers/package-lock.json``, installed with the machine's ``npm ci``
-into a cache directory named after the lock file's digest (so a changed pin
-installs afresh, and an unchanged one is installed once per machine):
-
-- ``$HELIKON_MCP_SERVERS`` when set (``.ci/run`` sets it);
-- else ``$XDG_CACHE_HOME/helikon/mcp-servers/<digest>`` (``~/.cache/...``).
+and ``servers/package-lock.json``, installed once per machine by
+:class:`_support.npm.NpmInstall` (``$HELIKON_MCP_SERVERS`` when set, which
+``.ci/run`` does; else ``$XDG_CACHE_HOME/helikon/mcp-servers/<digest>``).
 
 Run it as a script (standard library only) to install and print the
 directory: ``python3 tests/integration/mcp/npm_servers.py``. The tests'
 ``npm_servers`` fixture calls :func:`ensure` the same way, so ``./test.sh``
-works on a fresh machine too. Parallel test workers (pytest-xdist) that
-find the servers missing take turns on a lock file beside the directory:
-the first installs, the others find the install done.
+works on a fresh machine too; parallel workers install once.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/integration: the shared _support
+from _support.npm import NpmInstall, NpmUnavailable
 
 SPEC = Path(__file__).resolve().parent / "servers"
 EVERYTHING = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 FILESYSTEM = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
-_STAMP = ".helikon-lock-digest"
 
-
-class NpmUnavailable(RuntimeError):
-    """npm (or Node.js) is not installed, or the install failed."""
-
-
-def digest() -> str:
-    """The pinned lock file's digest (first 16 hex digits of its SHA-256)."""
-    return hashlib.sha256((SPEC / "package-lock.json").read_bytes()).hexdigest()[:16]
-
-
-def target() -> Path:
-    """Where the servers are (to be) installed."""
-    configured = os.environ.get("HELIKON_MCP_SERVERS")
-    if configured:
-        return Path(configured)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "helikon" / "mcp-servers" / digest()
-
-
-def installed(directory: Path) -> bool:
-    """Whether ``directory`` holds this lock file's install."""
-    stamp = directory / _STAMP
-    return (
-        stamp.is_file()
-        and stamp.read_text().strip() == digest()
-        and (directory / EVERYTHING).is_file()
-        and (directory / FILESYSTEM).is_file()
-    )
+SERVERS = NpmInstall(
+    SPEC,
+    "HELIKON_MCP_SERVERS",
+    "mcp-servers",
+    (EVERYTHING, FILESYSTEM),
+    "the MCP integration tests need to install @modelcontextprotocol/server-everything and "
+    "server-filesystem with",
+)
 
 
 def ensure(directory: Path | None = None) -> Path:
-    """Install the servers into ``directory`` (default :func:`target`) unless
+    """Install the servers into ``directory`` (default: see the module) unless
     they are there already; returns the directory.
 
     Raises:
         NpmUnavailable: no ``npm``/``node`` on PATH, or ``npm ci`` failed.
     """
-    directory = directory or target()
-    if installed(directory):
-        return directory
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(directory.parent / f".{directory.name}.lock"):
-        if not installed(directory):  # another worker may have installed it meanwhile
-            _install(directory)
-    return directory
+    return SERVERS.ensure(directory)
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (created if missing)."""
-    with path.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _install(directory: Path) -> None:
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        raise NpmUnavailable(
-            "the MCP integration tests need Node.js (20+) and npm on PATH to install "
-            "@modelcontextprotocol/server-everything and server-filesystem"
-        )
-    # Install next to the target, then move it in place: a half-finished
-    # install is never mistaken for a finished one.
-    staging = Path(tempfile.mkdtemp(prefix=".installing-", dir=directory.parent))
-    try:
-        for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(SPEC / name, staging / name)
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
-            cwd=staging,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            raise NpmUnavailable(f"npm ci failed ({done.returncode}):\n{done.stderr[-2000:]}")
-        (staging / _STAMP).write_text(digest() + "\n")
-        if directory.exists():
-            shutil.rmtree(directory)
-        staging.rename(directory)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    if not installed(directory):
-        raise NpmUnavailable(f"npm ci finished but the servers are not in {directory}")
-
+__all__ = ["EVERYTHING", "FILESYSTEM", "SERVERS", "NpmUnavailable", "ensure"]
 
 if __name__ == "__main__":
-    try:
-        print(ensure())
-    except NpmUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
+    sys.exit(SERVERS.main())

@@ -3,25 +3,22 @@ number of runs, in any process), and a real Hypercorn server on loopback."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
+from pathlib import Path
 from typing import Any
 
-import anyio
 import attrs
-import httpx
-from hypercorn.config import Config
 
 from helikon import LlmAgent, RunContext, tool
 from helikon.governance import GuardRule
 from helikon.items import ToolResult, UserMessage, text_of
 from helikon.model import ModelRequest
-from helikon.server import serve_app
 from helikon.testing import FunctionModel, Pause, call_tools, say
 from helikon.testing._function import ModelReply
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/integration: the shared _support
+from _support.loopback import free_port as free_port
+from _support.loopback import serving as serving
 
 
 def _last_user_text(request: ModelRequest) -> str:
@@ -106,56 +103,3 @@ def reporter() -> LlmAgent[Any]:
 def approving_context() -> RunContext[Any]:
     """Payments need a human."""
     return RunContext.ephemeral(None).with_guard_rules([GuardRule.tool("pay")]).with_suspend_on_approval()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def serving(app: Any, backend: str = "asyncio", port: int | None = None) -> Iterator[str]:
-    """Serve ``app`` with Hypercorn on a loopback port (``port``, or one the
-    OS gives; in a thread); the base URL."""
-    port = port or free_port()
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    async def until_stopped() -> None:
-        while not stop.is_set():
-            await anyio.sleep(0.02)
-
-    async def main() -> None:
-        config = Config()
-        config.bind = [f"127.0.0.1:{port}"]
-        config.accesslog = None
-        config.graceful_timeout = 1.0
-        await serve_app(app, config, until_stopped)
-
-    def run() -> None:
-        try:
-            anyio.run(main, backend=backend)
-        except BaseException as exc:  # surfaced to the test
-            failure.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            httpx.get(f"{base}/", timeout=1)
-            break
-        except httpx.TransportError:
-            if failure or time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not start: {failure}") from None
-            time.sleep(0.05)
-    try:
-        yield base
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-    if failure:
-        raise failure[0]

@@ -248,3 +248,34 @@ def test_a_workflow_is_served_too() -> None:
         card = httpx.get(base + "/.well-known/agent-card.json", timeout=10).json()
         assert (card["name"], card["description"]) == ("flow", "Two assistants in a row.")
         asyncio.run(main(base))
+
+
+def test_tasks_kept_in_memory_are_bounded() -> None:
+    """``max_runs=1``: a working task fills the only slot, so a second task
+    fails as busy (the server does not grow); once a task waits for input,
+    a new task evicts it."""
+
+    async def main(base: str) -> None:
+        async with client_of(base, streaming=False) as client:
+            slow = final_task(await send(client, "slow", return_immediately=True))
+            busy = final_task(await send(client, "hello"))
+            assert busy.status.state == TaskState.TASK_STATE_FAILED
+            (text,) = get_text_parts(list(busy.status.message.parts))
+            assert "busy" in text
+            await client.cancel_task(CancelTaskRequest(id=slow.id))
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the cancelled run leaves its slot
+                waiting = final_task(await send(client, "pay 5"))
+                if waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                    break
+                await asyncio.sleep(0.05)
+            assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            fresh = final_task(await send(client, "hello"))
+            assert fresh.status.state == TaskState.TASK_STATE_COMPLETED
+            await send(client, "yes", waiting)  # its run was evicted: nothing is paid
+            evicted = await client.get_task(GetTaskRequest(id=waiting.id))
+            texts = [t for a in evicted.artifacts for t in get_text_parts(list(a.parts))]
+            assert not any("paid 5" in t for t in texts)
+
+    with a2a_server(context=approving_context(), max_runs=1) as base:
+        asyncio.run(main(base))

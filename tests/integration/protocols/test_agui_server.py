@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from helikon import Handoff, LlmAgent, SequentialAgent
+from helikon.errors import ConfigError
 from helikon.protocols.agui import APPROVAL_EVENT, AguiServer, parse_events
 from helikon.server import BearerAuth
 from helikon.testing import FunctionModel
@@ -236,3 +237,54 @@ def test_a_body_over_the_limit_is_413() -> None:
         chunked = httpx.post(base + "/", content=iter([json.dumps(big).encode()]), timeout=10)
         assert chunked.status_code == 413
         assert run(base, user("t10", "r2", "small"))[-1].result == "echo: small"
+
+
+def test_waiting_runs_are_bounded_the_longest_waiting_is_evicted() -> None:
+    """A client cannot make the server keep runs without bound: with
+    ``max_runs=2`` a third waiting thread evicts the one that waited longest
+    (its call denied, never run); the others still answer."""
+    server = AguiServer(assistant(), context=approving_context(), max_runs=2)
+    with serving(server.app()) as base:
+        interrupts = {}
+        for thread, amount in (("b1", 1), ("b2", 2), ("b3", 3)):
+            (interrupts[thread],) = run(base, user(thread, "r1", f"pay {amount}"))[-1].outcome.interrupts
+            time.sleep(0.05)  # b1 has waited longest
+        assert sorted(key for _, key in server.runs.runs) == ["b2", "b3"]
+        for thread, paid in (("b2", "paid 2"), ("b3", "paid 3")):
+            resume = [{"interruptId": interrupts[thread].id, "status": "resolved", "payload": True}]
+            second = run(base, {"threadId": thread, "runId": "r2", "messages": [], "resume": resume})
+            assert next(e for e in second if e.type is EventType.TOOL_CALL_RESULT).content == paid
+        resume = [{"interruptId": interrupts["b1"].id, "status": "resolved", "payload": True}]
+        evicted = run(base, {**user("b1", "r2", "hello"), "resume": resume})
+    assert not [e for e in evicted if e.type is EventType.TOOL_CALL_RESULT]
+    assert evicted[-1].result == "echo: hello"
+
+
+def test_when_every_slot_holds_a_working_run_a_new_thread_gets_503() -> None:
+    server = AguiServer(assistant(), max_runs=1)
+    with serving(server.app()) as base:
+        with httpx.stream("POST", base + "/", json=user("w1", "r1", "slow"), timeout=10) as response:
+            lines = response.iter_lines()  # kept: a collected iterator closes the stream
+            assert "RUN_STARTED" in next(lines)
+            busy = httpx.post(base + "/", json=user("w2", "r1", "hi"), timeout=10)
+            assert busy.status_code == 503, busy.text
+            assert busy.headers["retry-after"] == "2" and busy.json()["error"]["code"] == "busy"
+        deadline = time.monotonic() + 10
+        while server.runs.runs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert run(base, user("w2", "r2", "hi"))[-1].result == "echo: hi"
+
+
+def test_a_question_unanswered_for_max_wait_is_denied_and_its_run_ends() -> None:
+    server = AguiServer(assistant(), context=approving_context(), max_wait=0.3)
+    with serving(server.app()) as base:
+        first = run(base, user("m1", "r1", "pay 5"))
+        assert first[-1].outcome.interrupts
+        deadline = time.monotonic() + 10
+        while server.runs.runs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not server.runs.runs
+    with pytest.raises(ConfigError, match="max_runs"):
+        AguiServer(assistant(), max_runs=0)
+    with pytest.raises(ConfigError, match="max_wait"):
+        AguiServer(assistant(), max_wait=0)

@@ -3,23 +3,25 @@ number of runs, agents over it, and a real Hypercorn server on loopback."""
 
 from __future__ import annotations
 
-import socket
-import threading
+import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-from hypercorn.config import Config
 
 from helikon import LlmAgent, ModelCapabilities, RunContext, tool
 from helikon.cancel import CancellationToken
 from helikon.governance import GuardRule
 from helikon.items import ToolResult, UserMessage, text_of
 from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk, ToolCallChunk
-from helikon.server import AgentServer, serve_app
+from helikon.server import AgentServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/integration: the shared _support
+from _support.loopback import free_port as free_port
+from _support.loopback import serving as serving
 
 
 def _last_user_text(messages: tuple[Any, ...]) -> str:
@@ -134,59 +136,6 @@ def assistant(model: Any = None, name: str = "assistant") -> LlmAgent[Any]:
 def approving_context() -> RunContext[Any]:
     """Payments need a human: with no handler, the server waits for the approvals route."""
     return RunContext.ephemeral(None).with_guard_rules([GuardRule.tool("pay")]).with_suspend_on_approval()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def serving(app: Any, backend: str = "asyncio") -> Iterator[str]:
-    """Serve ``app`` with Hypercorn on a loopback port (under trio or asyncio,
-    in a thread); the base URL."""
-    port = free_port()
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    async def until_stopped() -> None:
-        while not stop.is_set():
-            await anyio.sleep(0.02)
-
-    async def main() -> None:
-        config = Config()
-        config.bind = [f"127.0.0.1:{port}"]
-        config.accesslog = None
-        config.graceful_timeout = 1.0
-        await serve_app(app, config, until_stopped)
-
-    def run() -> None:
-        try:
-            anyio.run(main, backend=backend)
-        except BaseException as exc:  # surfaced to the test
-            failure.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            httpx.get(f"{base}/openapi.json", timeout=1)
-            break
-        except httpx.TransportError:
-            if failure or time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not start: {failure}") from None
-            time.sleep(0.05)
-    try:
-        yield base
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-    if failure:
-        raise failure[0]
 
 
 def wait_for(client: httpx.Client, url: str, status: str | set[str], timeout: float = 10.0) -> dict[str, Any]:

@@ -5,6 +5,7 @@ real server on loopback (``AgentServer.serve`` on port 0)."""
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
 import logging
@@ -101,6 +102,47 @@ def test_health_and_ready_are_public_and_in_the_schema(backend: str) -> None:
         paths = client.get("/openapi.json").json()["paths"]
         assert {"/health", "/ready"} <= set(paths)
         assert paths["/health"]["get"]["security"] == []
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_serve_tunes_the_garbage_collector_while_it_serves_and_restores_it(backend: str) -> None:
+    # A full collection walks every object and stops the loop (0.1-0.3 s at
+    # 1,000 runs): while serving, the startup heap is frozen out of them and
+    # they are rarer; afterwards the process's own settings are back.
+    from helikon.server._server import FULL_GC_AFTER
+
+    before = gc.get_threshold()
+    with served(server_for(), backend) as base:
+        during, frozen = gc.get_threshold(), gc.get_freeze_count()
+        assert httpx.get(f"{base}/health").json() == {"status": "ok"}
+    assert during[:2] == before[:2] and during[2] >= FULL_GC_AFTER > before[2], (before, during)
+    assert frozen > 1000  # the imported modules and the app, at least
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    with served(server_for(), backend, tune_gc=False):
+        assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_the_main_port_answers_the_probes_as_the_routes_do() -> None:
+    # GET /health and /ready are answered before the app (ProbeFastPath): the
+    # same status, body and headers as the routes, an X-Run-Id, readiness live.
+    server = server_for(assistant(ScriptedModel(pause=0.1))).with_admission(max_running=1, max_queued=0)
+    with (
+        served(server) as base,
+        serving(server_for().app()) as plain_base,  # the routes themselves
+        httpx.Client(base_url=base) as client,
+    ):
+        for path in ("/health", "/ready"):
+            fast = client.get(path)
+            routed = httpx.get(f"{plain_base}{path}")
+            assert (fast.status_code, fast.content) == (routed.status_code, routed.content), path
+            assert fast.headers["content-type"] == routed.headers["content-type"] == "application/json"
+            assert len(fast.headers["x-run-id"]) == 32
+        run_id = client.post("/agents/assistant/runs?mode=async", json={"input": "slow 100"}).json()["run_id"]
+        full = client.get("/ready")
+        assert (full.status_code, full.json()) == (503, {"status": "full"})
+        assert client.head("/health").status_code == 200  # other methods go to the routes
+        assert client.post("/health").status_code == 405
+        client.post(f"/agents/assistant/runs/{run_id}/cancel")
 
 
 def test_the_probe_port_answers_from_its_own_thread() -> None:
@@ -246,6 +288,34 @@ def _listen_backlog(port: int) -> int:
         ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
     ).stdout.split()
     return int(out[2])
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_under_trio_serve_accepts_on_several_sockets_of_its_port(backend: str) -> None:
+    # Hypercorn's trio server accepts one connection per scheduler pass per
+    # socket: a burst's intake is spread over TRIO_ACCEPTORS sockets of one
+    # port (SO_REUSEPORT); asyncio accepts every waiting connection at once.
+    from helikon.server._server import TRIO_ACCEPTORS, ServeError
+
+    with served(server_for(), backend) as base:
+        port = _port(base)
+        lines = subprocess.run(
+            ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        assert len(lines) == (TRIO_ACCEPTORS if backend == "trio" else 1), lines
+        assert all(int(line.split()[2]) >= 2048 for line in lines), lines  # each with the backlog
+        with ThreadPoolExecutor(16) as pool:  # fresh connections, spread by the kernel
+            statuses = list(pool.map(lambda _: httpx.get(f"{base}/health").status_code, range(64)))
+        assert statuses == [200] * 64
+    with socket.socket() as taken:  # a port another program holds is still refused
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+
+        async def main() -> None:
+            await AgentServer().serve("127.0.0.1", taken.getsockname()[1])
+
+        with pytest.raises(ServeError, match="cannot listen"):
+            anyio.run(main, backend=backend)
 
 
 def test_a_run_waiting_for_a_human_gives_its_slot_back() -> None:

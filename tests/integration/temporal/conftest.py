@@ -71,5 +71,5 @@ def temporal() -> Callable[[Body[Any]], Any]:
     return run
 
 
-#: ``worker_process.py`` is a script run by a test, not a test module.
-collect_ignore = ["worker_process.py"]
+#: ``worker_process.py`` and ``replay_observed.py`` are scripts run by tests, not test modules.
+collect_ignore = ["worker_process.py", "replay_observed.py"]

@@ -149,3 +149,32 @@ def test_loading_something_that_is_not_a_saved_run(tmp_path: Path) -> None:
     (tmp_path / "report.json").write_text('{"format": "helikon-eval-report", "version": 99}')
     with pytest.raises(ReportFormatError, match="version 99"):
         EvalReport.load(tmp_path)
+
+
+def test_an_eval_runs_a_parallel_agents_waves_part_by_part_and_replays_them() -> None:
+    """Eval runs are not lock-step: each branch's answer is a step of its own
+    in the case's trace, and the replay of that trace reproduces the run."""
+    from helikon import ParallelAgent
+    from helikon.effects import AllPerformed, PerformAll
+    from helikon.evals import EvalCase, EvalDataset
+    from helikon.testing import MockModel, say
+
+    def desk(case: EvalCase) -> ParallelAgent:
+        left = LlmAgent(name="left", model=MockModel([say("left done")]))
+        right = LlmAgent(name="right", model=MockModel([say("right done")]))
+        return ParallelAgent("desk", "both").add(left).add(right)
+
+    data = EvalDataset([EvalCase("c1", "go")])
+    report = EvalRun(data, agent_factory=desk, run_id="waves").run_sync()
+    (case,) = report.cases
+    assert case.trace is not None and "left done" in case.final_output and "right done" in case.final_output
+    partial = [
+        s
+        for s in case.trace.steps
+        if type(s.effect) is PerformAll and type(s.result) is AllPerformed and len(s.result.results) == 1
+        if len(s.effect.effects) > 1
+    ]
+    assert partial, "each branch's answer is a step of its own"
+    replayed = EvalRun(data, agent_factory=desk, run_id="waves").replay_sync(report)
+    assert replayed.diverged() == ()
+    assert [c.final_output for c in replayed.cases] == [case.final_output]

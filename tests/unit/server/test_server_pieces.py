@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -121,3 +122,85 @@ def test_starting_a_run_without_the_lifespan_says_what_to_do() -> None:
             await InProcessRuns().start(None)  # type: ignore[arg-type]
 
     anyio.run(main)
+
+
+def test_the_probe_fast_path_answers_without_the_app_and_passes_the_rest() -> None:
+    from helikon.server._server import ProbeFastPath
+
+    class Runs:
+        draining = False
+        ready = True
+
+    seen: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["path"])
+        raise RuntimeError("the app was asked")
+
+    async def ask(path: str, method: str = "GET", headers: tuple[Any, ...] = ()) -> list[Any]:
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        async def receive() -> Any:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        scope = {"type": "http", "path": path, "method": method, "headers": list(headers), "root_path": ""}
+        await ProbeFastPath(app, runs)(scope, receive, send)
+        return sent
+
+    runs = Runs()
+    health = anyio.run(ask, "/health")
+    assert health[0]["status"] == 200 and health[1]["body"] == b'{"status":"ok"}'
+    assert dict(health[0]["headers"])[b"content-length"] == b"15"
+    assert len(dict(health[0]["headers"])[b"x-run-id"]) == 32
+    assert anyio.run(ask, "/ready")[1]["body"] == b'{"status":"ready"}'
+    runs.ready = False
+    assert anyio.run(ask, "/ready")[0]["status"] == 503
+    runs.draining = True
+    assert anyio.run(ask, "/ready")[1]["body"] == b'{"status":"draining"}'
+    assert seen == []
+    for path, method, headers in [
+        ("/agents", "GET", ()),
+        ("/health", "HEAD", ()),
+        ("/health", "GET", ((b"content-length", b"2"),)),
+        ("/healthz", "GET", ()),
+    ]:
+        with pytest.raises(RuntimeError):
+            anyio.run(ask, path, method, headers)
+    assert seen == ["/agents", "/health", "/health", "/healthz"]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_run_cancelled_between_events_has_its_stream_closed_at_once(backend: str) -> None:
+    """A run's stream cancelled at a checkpoint is closed there (a wave's
+    parts are cancelled and awaited), not left to the garbage collector."""
+    from helikon.server._runs import drive
+
+    closed: list[str] = []
+
+    async def events() -> Any:
+        try:
+            for _ in range(1000):
+                yield RunStarted(agent="a", run_id="r")
+        finally:
+            closed.append("closed")
+
+    async def main() -> None:
+        log = RunLog()
+        stream = events()
+        seen = 0
+
+        async def checkpoint() -> None:
+            nonlocal seen
+            seen += 1
+            if seen == 3:
+                scope.cancel()
+            await anyio.lowlevel.checkpoint()
+
+        with anyio.CancelScope() as scope:
+            await drive(stream, log, lambda event: None, checkpoint)
+        assert closed == ["closed"] and log.closed and seen == 3
+
+    anyio.run(main, backend=backend)

@@ -1,0 +1,262 @@
+"""The quick way to structure valid data: one plain function per type.
+
+:func:`helikon.codec.structure` goes through cattrs, which looks up a hook
+per value and, for a tagged union, copies the object to pop its tag; on a
+trace of a few thousand carriers that is most of the time it takes to load.
+:func:`quick` compiles, once per type, a function that does the same thing
+directly: a carrier's fields read and checked in one generated function, a
+union dispatched on its tag, a tuple built from a list.
+
+It gives the same value as :func:`~helikon.codec.structure` for every value
+that one accepts, and raises (some exception, its message not meant for a
+user) for every value that one rejects: its checks are the converter's own
+(a string must be a ``str``, an integer an ``int`` and not a ``bool``, a
+number an ``int`` or a ``float``, ...), and a type it has no quick form for
+is handed to the converter's own hook. A caller that meets an exception
+runs :func:`~helikon.codec.structure` again on the same value for the
+error a user reads (its field paths and words); the quick path never words
+one.
+"""
+
+from __future__ import annotations
+
+import enum
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from helikon import codec
+
+#: A compiled structure function: raw JSON data in, a value out.
+Quick = Callable[[Any], Any]
+
+
+class _Refused(Exception):
+    """The quick path met a value it does not take (the converter words why)."""
+
+
+def quick(tp: Any) -> Quick:
+    """The quick structure function for ``tp`` (built once per type)."""
+    found = _compiled.get(tp)
+    if found is None:
+        # A stand-in while it is built, for a type that contains itself.
+        _compiled[tp] = _Lazy(tp)
+        try:
+            found = _build(tp)
+        except BaseException:
+            del _compiled[tp]  # never a stand-in for nothing
+            raise
+        _compiled[tp] = found
+    return found
+
+
+def _build(tp: Any) -> Quick:
+    if tp is str:
+        return _str
+    if tp is int:
+        return _int
+    if tp is float:
+        return _float
+    if tp is bool:
+        return _bool
+    supertype = getattr(tp, "__supertype__", None)  # a NewType: its base type's
+    if supertype is not None and getattr(tp, "__module__", "").startswith("helikon"):
+        return quick(supertype)
+    if isinstance(tp, type) and attrs.has(tp):
+        return _carrier(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum(tp)
+    if codec._is_tuple(tp):
+        return _tuple(tp)
+    if codec._is_tagged_union(tp):
+        return _union(tp)
+    if codec._is_scalar_union(tp):
+        return _scalar_union(tp)
+    # Raw JSON: the converter's own hooks, called without the converter.
+    if codec._is_json_value(tp):
+        return codec._json_value
+    if codec._is_json_object(tp) or codec._is_any_dict(tp):
+        return codec._json_object
+    conv = codec.converter()
+    hook = conv.get_structure_hook(tp)
+    return lambda value: hook(value, tp)
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise _Refused
+    return value
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise _Refused
+    return value
+
+
+def _float(value: Any) -> float:
+    kind = type(value)
+    if kind is float:
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return float(value)
+    raise _Refused
+
+
+def _bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise _Refused
+    return value
+
+
+def _enum(tp: type[enum.Enum]) -> Quick:
+    # The converter builds a member from its value; so does this, by lookup.
+    members = {m.value: m for m in tp}
+    hook = codec.converter().get_structure_hook(tp)
+
+    def structure(value: Any) -> Any:
+        if type(value) is str:
+            found = members.get(value)
+            if found is not None:
+                return found
+        return hook(value, tp)
+
+    return structure
+
+
+def _scalar_union(tp: Any) -> Quick:
+    allowed = tuple(a for a in typing.get_args(tp) if isinstance(a, type))
+    widen = float in allowed
+
+    def structure(value: Any) -> Any:
+        kind = type(value)
+        if kind in allowed:
+            return value
+        if kind is int and widen:
+            return float(value)
+        raise _Refused
+
+    return structure
+
+
+def _tuple(tp: Any) -> Quick:
+    args = typing.get_args(tp)
+    if len(args) == 2 and args[1] is Ellipsis:
+        each = quick(args[0])
+
+        def homogeneous(value: Any) -> Any:
+            if type(value) is not list and type(value) is not tuple:
+                raise _Refused
+            return tuple(map(each, value))
+
+        return homogeneous
+    hooks = [quick(a) for a in args]
+    size = len(args)
+
+    def fixed(value: Any) -> Any:
+        if (type(value) is not list and type(value) is not tuple) or len(value) != size:
+            raise _Refused
+        return tuple([h(v) for h, v in zip(hooks, value, strict=True)])
+
+    return fixed
+
+
+def _union(tp: Any) -> Quick:
+    members = [a for a in typing.get_args(tp) if isinstance(a, type) and attrs.has(a)]
+    optional = type(None) in typing.get_args(tp)
+    if any("type" in attrs.fields_dict(m) for m in members):
+        # The tag would hide a field of that name: the converter's way.
+        hook = codec.converter().get_structure_hook(tp)
+        return lambda value: hook(value, tp)
+    hooks = {m.__name__: quick(m) for m in members}
+
+    def structure(value: Any) -> Any:
+        if type(value) is not dict:
+            if value is None and optional:
+                return None
+            raise _Refused
+        tag = value.get("type")
+        hook = hooks.get(tag) if type(tag) is str else None
+        if hook is None:
+            raise _Refused
+        return hook(value)
+
+    return structure
+
+
+_INLINE: dict[Any, str] = {
+    str: "if type({v}) is not str: raise _Refused",
+    int: "if type({v}) is not int: raise _Refused",
+    bool: "if type({v}) is not bool: raise _Refused",
+}
+
+
+def _carrier(cls: type) -> Quick:
+    """One generated function that reads every field of ``cls`` from a dict
+    and calls the class (its converters run, as with the converter)."""
+    hints = typing.get_type_hints(cls)
+    fields = attrs.fields(cls)
+    plain = all(f.init and f.alias == f.name for f in fields) and not any(
+        isinstance(f.default, _FACTORY) and f.default.takes_self for f in fields
+    )
+    if not plain:
+        hook = codec.converter().get_structure_hook(cls)
+        return lambda value: hook(value, cls)
+    scope: dict[str, Any] = {"_Refused": _Refused, "_cls": cls, "_missing": _MISSING}
+    lines = ["def structure(value):", "    if type(value) is not dict: raise _Refused"]
+    args: list[str] = []
+    for n, field in enumerate(fields):
+        tp = hints[field.name]
+        v = f"v{n}"
+        required = field.default is attrs.NOTHING
+        read = f"value[{field.name!r}]" if required else f"value.get({field.name!r}, _missing)"
+        lines.append(f"    {v} = {read}")
+        indent = "    "
+        if not required:
+            default = field.default
+            if isinstance(default, _FACTORY):
+                scope[f"d{n}"] = default.factory
+                lines.append(f"    if {v} is _missing: {v} = d{n}()")
+            else:
+                scope[f"d{n}"] = default
+                lines.append(f"    if {v} is _missing: {v} = d{n}")
+            lines.append("    else:")
+            indent = "        "
+        check = _INLINE.get(tp)
+        if check is not None:
+            lines.append(indent + check.format(v=v))
+        else:
+            scope[f"h{n}"] = quick(tp)
+            lines.append(f"{indent}{v} = h{n}({v})")
+        args.append(f"{field.name}={v}" if field.kw_only else v)
+    lines.append(f"    return _cls({', '.join(args)})")
+    exec("\n".join(lines), scope)  # generated from the class's own fields, as cattrs does
+    structure: Quick = scope["structure"]
+    return structure
+
+
+class _Lazy:
+    """A type's structure function while it is being compiled: a carrier
+    that holds a union that contains it calls it through this."""
+
+    __slots__ = ("fn", "tp")
+
+    def __init__(self, tp: Any) -> None:
+        self.tp = tp
+        self.fn: Quick | None = None
+
+    def __call__(self, value: Any) -> Any:
+        fn = self.fn
+        if fn is None:
+            fn = self.fn = quick(self.tp)
+        return fn(value)
+
+
+_MISSING: Any = object()
+#: attrs' default factory class (typed loosely: its stubs declare a function).
+_FACTORY: Any = attrs.Factory
+_compiled: dict[Any, Quick] = {}
+
+__all__ = ["Quick", "quick"]
