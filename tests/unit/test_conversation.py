@@ -98,3 +98,25 @@ def test_a_state_made_with_a_tuple_holds_a_conversation() -> None:
     state = RunState(RunId("r"), "a", CallingModel(1), (ITEMS[0],))
     assert type(state.conversation) is Conversation and state.conversation == (ITEMS[0],)
     assert RunState(RunId("r"), "a", CallingModel(1)).conversation == ()
+
+
+def test_a_model_request_shares_the_run_conversation_and_reads_as_its_tuple() -> None:
+    # Issue 29, item 3: the loop's request holds the state's conversation (no
+    # copy per turn), yet compares, hashes, pickles and encodes as the tuple.
+    import pickle
+
+    from helikon.effects import CallModel
+    from helikon.loop import AgentSpec
+    from helikon.loop._turns import request
+    from helikon.model import ModelRequest
+
+    conversation = EMPTY.append(ITEMS[: CHUNK + 3])
+    state = RunState(RunId("r"), "a", CallingModel(1), conversation)
+    made = request(state, AgentSpec("a", instructions="Be brief."))
+    assert made.messages is state.conversation
+    plain = ModelRequest(tuple(ITEMS[: CHUNK + 3]), made.tools, made.settings, made.instructions)
+    assert made == plain and plain == made and hash(made) == hash(plain)
+    assert pickle.loads(pickle.dumps(made)) == plain
+    assert codec.to_json(CallModel(made, 1)) == codec.to_json(CallModel(plain, 1))
+    decoded = codec.structure(codec.unstructure(CallModel(made, 1)), CallModel)
+    assert type(decoded.request.messages) is tuple and decoded.request == made
