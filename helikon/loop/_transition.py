@@ -301,7 +301,8 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             invalid = True
     if runnable:
         # Before the round of tool calls: the model's turn is spent already.
-        broken = exceeded(spec.config.usage_limits, usage, tool_calls=runnable, agent=spec.name)
+        limits = spec.config.usage_limits
+        broken = None if limits.unlimited else exceeded(limits, usage, tool_calls=runnable, agent=spec.name)
         if broken is not None:
             return Success(fail(state, broken, events, appended, usage))
         usage = Usage(  # ``usage + Usage(tool_calls=runnable)``, made once

@@ -118,7 +118,8 @@ def begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appen
     model call would break a usage limit: then the run fails here."""
     phase = state.phase
     assert isinstance(phase, CallingModel | Finalizing | RepairingOutput)
-    broken = exceeded(spec.config.usage_limits, state.usage, requests=1, agent=spec.name)
+    limits = spec.config.usage_limits
+    broken = None if limits.unlimited else exceeded(limits, state.usage, requests=1, agent=spec.name)
     if broken is not None:
         # ``appended`` is in the conversation already: only reported here.
         failed = fail(state, broken, events, [], state.usage)
