@@ -23,7 +23,12 @@ others costs tens of millions of instructions, hours under callgrind).
 Usage::
 
     python bench/instructions.py W1 W5                       # helikon only
-    python bench/instructions.py W1 W5 --sdks all --jobs 3 --table   # side by side (~40 min)
+    python bench/instructions.py W1 W5 --sdks all --jobs 4 --table \\
+        --cache bench/results/icount-cache.json   # side by side: ~100 G instructions, an hour or more
+
+With ``--cache`` every count is kept as it is taken (helikon's keyed by its
+package's git tree), so an interrupted run resumes, and ``--cached-only`` reports what
+is there; after a change to helikon only its counts are taken again.
 
 One JSON line per metric on stdout; ``--table`` then prints a Markdown table
 with helikon's ratio to each peer. Slow (callgrind runs Python ~50x slower).
@@ -39,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -114,50 +119,103 @@ Job = tuple[str, str, str, int, int, int]
 
 
 def plan(args: argparse.Namespace) -> list[Job]:
+    """The measurements, in the order they run: W1 for every SDK, then the
+    early W5 window for every SDK, then the late windows size by size."""
     sdks = list(ALL) if args.sdks == "all" else [s.strip() for s in args.sdks.split(",") if s.strip()]
     unknown = [s for s in sdks if s not in ALL]
     if unknown:
         raise SystemExit(f"unknown sdk(s) {unknown}; known: {', '.join(ALL)}")
     sizes = [int(s) for s in args.sizes.split(",") if s]
     long_peers = {s.strip() for s in args.long_peers.split(",")}
+    models = {sdk: args.model.split(",") if sdk == HELIKON else ["scripted"] for sdk in sdks}
     jobs: list[Job] = []
-    for sdk in sdks:
-        models = args.model.split(",") if sdk == HELIKON else ["scripted"]
-        if "W1" in args.workloads:
-            jobs.append((sdk, "W1", "scripted", 3, 23, 10))
-        if "W5" in args.workloads:
-            for model in models:
-                jobs.append((sdk, "W5", model, EARLY, EARLY + WINDOW, 1))
-                if sdk == HELIKON or sdk in long_peers:
-                    jobs.extend((sdk, "W5", model, size, size + WINDOW, 1) for size in sizes)
+    if "W1" in args.workloads:
+        jobs.extend((sdk, "W1", "scripted", 3, 23, 10) for sdk in sdks)
+    if "W5" in args.workloads:
+        jobs.extend((sdk, "W5", m, EARLY, EARLY + WINDOW, 1) for sdk in sdks for m in models[sdk])
+        for size in sizes:
+            jobs.extend(
+                (sdk, "W5", m, size, size + WINDOW, 1)
+                for sdk in sdks
+                if sdk == HELIKON or sdk in long_peers
+                for m in models[sdk]
+            )
     return jobs
 
 
-def run_jobs(jobs: list[Job], workers: int) -> dict[Job, float]:
-    """Every process of every job (largest first, ``workers`` at a time);
-    the per-turn figure of each job."""
-    calls: list[tuple[Job, int, Callable[[], int]]] = []
+def _revision() -> str:
+    """The git tree of the ``helikon`` package (a cached helikon count is
+    valid for that code only), ``+dirty`` with uncommitted changes in it."""
+    tree = subprocess.run(
+        ["git", "-C", HERE, "rev-parse", "--short", "HEAD:helikon"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", HERE, "status", "--porcelain", "--untracked-files=no", "--", "../helikon"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return (tree or "unknown") + ("+dirty" if dirty else "")
+
+
+class Cache:
+    """Counts already taken (a JSON file): callgrind counts are deterministic
+    (fixed hash seed), so an interrupted comparison resumes where it stopped.
+    helikon's counts are keyed by the git tree of its package, the peers' by
+    name (delete the file when the peers' venv changes)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.counts: dict[str, int] = {}
+        if path and os.path.exists(path):
+            with open(path) as f:
+                self.counts = json.load(f)
+        self.revision = _revision()
+
+    def key(self, job: Job, size: int) -> str:
+        sdk, workload, model = job[:3]
+        who = f"{HELIKON}@{self.revision}" if sdk == HELIKON else sdk
+        return f"{who}|{workload}|{model}|{size}"
+
+    def store(self, key: str, value: int) -> None:
+        self.counts[key] = value
+        if self.path:
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(self.counts, f, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+
+
+def run_jobs(jobs: list[Job], workers: int, cache: Cache, run: bool = True) -> dict[Job, float]:
+    """Every process of every job not in the cache (``workers`` at a time,
+    in plan order); the per-turn figure of each job whose two counts are known."""
+    calls: dict[str, Callable[[], int]] = {}
     for job in jobs:
         sdk, workload, model, small, large, _ = job
         for size in (small, large):
+            key = cache.key(job, size)
+            if key in cache.counts or key in calls:
+                continue
             if sdk == HELIKON:
-                calls.append((job, size, lambda w=workload, s=size, m=model: instructions(w, s, m)))
+                calls[key] = lambda w=workload, s=size, m=model: instructions(w, s, m)
             else:
-                calls.append((job, size, lambda d=sdk, w=workload, s=size: peer_instructions(d, w, s)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [(job, size, pool.submit(call)) for job, size, call in calls]
-        counts: dict[tuple[Job, int], int] = {}
-        for job, size, future in futures:
-            counts[(job, size)] = future.result()
-            print(
-                f"   {job[0]} {job[1]} {job[2]} size {size}: {counts[(job, size)]:,}",
-                file=sys.stderr,
-                flush=True,
-            )
+                calls[key] = lambda d=sdk, w=workload, s=size: peer_instructions(d, w, s)
+    if run and calls:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(call): key for key, call in calls.items()}
+            for future in as_completed(futures):
+                key = futures[future]
+                cache.store(key, future.result())
+                print(f"   {key}: {cache.counts[key]:,}", file=sys.stderr, flush=True)
     out: dict[Job, float] = {}
     for job in jobs:
         sdk, workload, model, small, large, unit = job
-        out[job] = (counts[(job, large)] - counts[(job, small)]) / ((large - small) * unit)
+        low, high = cache.counts.get(cache.key(job, small)), cache.counts.get(cache.key(job, large))
+        if low is not None and high is not None:
+            out[job] = (high - low) / ((large - small) * unit)
     return out
 
 
@@ -230,8 +288,10 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=1, help="callgrind processes at a time")
     parser.add_argument("--table", action="store_true", help="print a Markdown table at the end")
+    parser.add_argument("--cache", help="a JSON file of the counts taken: reused, and resumed from")
+    parser.add_argument("--cached-only", action="store_true", help="run nothing: report what the cache holds")
     args = parser.parse_args()
-    results = run_jobs(plan(args), args.jobs)
+    results = run_jobs(plan(args), args.jobs, Cache(args.cache), run=not args.cached_only)
     report(results)
     if args.table:
         print(table(results), flush=True)
