@@ -242,10 +242,10 @@ def _fmt(value: float | None) -> str:
     return f"{value / 1e3:.0f} k"
 
 
-def table(results: dict[Job, float]) -> str:
+def table(results: dict[Job, float], sdks: list[str] | None = None) -> str:
     """Markdown: instructions per model turn, one column per SDK, and
     helikon's ratio to each (scripted model only)."""
-    sdks = list(dict.fromkeys(job[0] for job in results))
+    sdks = sdks or list(dict.fromkeys(job[0] for job in results))
     rows: dict[str, dict[str, float]] = {}
     labels: list[str] = []
     for (sdk, workload, model, small, large, _), value in results.items():
@@ -264,6 +264,15 @@ def table(results: dict[Job, float]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * len(sdks) + "|"]
     for label in labels:
         lines.append("| " + " | ".join([label, *(_fmt(rows[label].get(s)) for s in sdks)]) + " |")
+    early = next((label for label in labels if label.startswith("W5") and "late" not in label), None)
+    for label in labels:
+        if early is None or "late" not in label:
+            continue
+        cells = [
+            f"{rows[label][s] / rows[early][s]:.2f}x" if rows[label].get(s) and rows[early].get(s) else "-"
+            for s in sdks
+        ]
+        lines.append("| " + " | ".join([f"late ÷ early ({label.split(' of ')[0]})", *cells]) + " |")
     if HELIKON in sdks:
         for label in labels:
             mine = rows[label].get(HELIKON)
@@ -291,10 +300,11 @@ def main() -> None:
     parser.add_argument("--cache", help="a JSON file of the counts taken: reused, and resumed from")
     parser.add_argument("--cached-only", action="store_true", help="run nothing: report what the cache holds")
     args = parser.parse_args()
-    results = run_jobs(plan(args), args.jobs, Cache(args.cache), run=not args.cached_only)
+    jobs = plan(args)
+    results = run_jobs(jobs, args.jobs, Cache(args.cache), run=not args.cached_only)
     report(results)
     if args.table:
-        print(table(results), flush=True)
+        print(table(results, list(dict.fromkeys(job[0] for job in jobs))), flush=True)
 
 
 if __name__ == "__main__":
