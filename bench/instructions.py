@@ -24,7 +24,7 @@ Usage::
 
     python bench/instructions.py W1 W5                       # helikon only
     python bench/instructions.py W1 W5 --sdks all --jobs 4 --table \\
-        --cache bench/results/icount-cache.json   # side by side: ~100 G instructions, an hour or more
+        --cache bench/results/icount-2026-12-05.json   # side by side: ~100 G instructions
 
 With ``--cache`` every count is kept as it is taken (helikon's keyed by its
 package's git tree), so an interrupted run resumes, and ``--cached-only`` reports what
