@@ -380,7 +380,6 @@ def w5_target_rows(turns: Sequence[int]) -> list[Row]:
             f"W5@{n}",
             "us_per_model_turn",
             "{:.1f}",
-            factor=10,
         )
         for n in turns
     ]
@@ -402,7 +401,7 @@ def verdicts(med: Medians, peers: Sequence[str], w5_rows: Sequence[Row] = ()) ->
     out = []
     real_peers = [p for p in peers if p != FLOOR]
     for row in (*TARGET_ROWS, *w5_rows):
-        if row.factor is None:
+        if row.factor is None and row not in w5_rows:
             continue
         if all(value(med, HELIKON, row, b) is None for _t, b in helikon_columns(row)):
             continue  # a workload this invocation did not run
@@ -428,9 +427,10 @@ def targets_table(vs: Sequence[Verdict]) -> list[str]:
     ]
     for v in vs:
         holds = {True: "yes", False: "**NO**", None: "n/a"}[v.holds]
+        needed = f"≥{v.row.factor:g}{TIMES}" if v.row.factor is not None else "-"
         lines.append(
             f"| {v.row.label} | {v.backend} | {fmt(v.row, v.helikon)} | {v.best_sdk or 'n/a'} "
-            f"| {fmt(v.row, v.best)} | {fmt_x(v.adv)} | ≥{v.row.factor:g}{TIMES} | {holds} "
+            f"| {fmt(v.row, v.best)} | {fmt_x(v.adv)} | {needed} | {holds} "
             f"| {fmt_x(v.floor_cost)} |"
         )
     return lines
@@ -530,7 +530,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     full = any(w in workloads for w in ("W2", "W3", "W4"))
     w5_turns = [int(n) for n in args.w5_turns.split(",") if n.strip()] if "W5" in workloads else []
     w5_wanted = {p.strip() for p in args.w5_peers.split(",")}
-    w5_peers = [(p, py) for p, py in runnable if args.w5_peers == "all" or p.sdk in w5_wanted]
+    w5_peers = [
+        (p, py)
+        for p, py in runnable
+        if args.w5_peers == "all" or p.sdk in w5_wanted or (p is FLOOR_PEER and "floor" in w5_wanted)
+    ]
 
     runs: list[Run] = []
     load_before = os.getloadavg()
