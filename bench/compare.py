@@ -2,9 +2,18 @@
 
 One invocation runs ``bench/helikon_bench.py`` (W1/W2/W2i/W3 under trio and
 asyncio, W4) and every installed peer script from ``shared/bench/peers``
-(openai-agents, pydantic-ai, langgraph and the plain-asyncio floor), round
-after round, then prints two Markdown tables: the median of every metric per
-SDK, and helikon's targets against the best peer.
+(openai-agents, pydantic-ai, langgraph, agno and the plain-asyncio floor),
+round after round, then prints two Markdown tables: the median of every
+metric per SDK, and helikon's targets against the best peer.
+
+``--workloads W1,W5`` runs only those: W1 alone (``--only W1``) and W5, one
+run of each ``--w5-turns`` length (default 1,000 and 2,000): helikon through
+``bench/long_run.py`` (scripted model, trio and asyncio), the peers through
+their W1 with ``BENCH_T_W1`` set to that length (one run, no warm-up). The
+W5 metric is the mean µs per model turn over the whole run; helikon's
+late ÷ early turn ratio is printed too. ``--w5-peers`` limits which peers run
+W5 (a 2,000-turn run of openai-agents or pydantic-ai, whose turn cost grows
+with the run, takes many minutes).
 
 Targets (helikon against the best peer, per backend):
 
@@ -23,6 +32,10 @@ Examples::
     python bench/compare.py                 # full parameters, 3 rounds
     python bench/compare.py --quick         # smoke run: small parameters, 1 round
     python bench/compare.py --json raw.json # also dump every raw result
+    python bench/compare.py --workloads W1,W5   # W1 and the long runs, side by side
+
+Instruction counts (callgrind, immune to the machine's load) side by side:
+``python bench/instructions.py W1 W5 --sdks all --jobs 3 --table``.
 """
 
 from __future__ import annotations
@@ -74,7 +87,10 @@ PEERS = (
     Peer(
         "langgraph", "langgraph_bench.py", "langgraph", ("langgraph", "langgraph-prebuilt", "langchain-core")
     ),
+    Peer("agno", "agno_bench.py", "agno", ("agno",)),
 )
+#: The workloads of a full run (W5 only when asked for).
+DEFAULT_WORKLOADS = ("W1", "W2", "W3", "W4")
 FLOOR_PEER = Peer(FLOOR, "baseline_floor.py", None, (), w4_stmt="import asyncio, json")
 HELIKON_W4_STMT = "from helikon import LlmAgent, RunContext, collect, tool"
 
@@ -95,8 +111,12 @@ class Run:
     seconds: float = 0.0
 
 
-def run_script(sdk: str, round_no: int, cmd: list[str], env: dict[str, str]) -> Run:
-    """Run one bench script; keep its JSON lines, tag them with the round."""
+def run_script(
+    sdk: str, round_no: int, cmd: list[str], env: dict[str, str], w5_turns: int | None = None
+) -> Run:
+    """Run one bench script; keep its JSON lines, tag them with the round.
+    With ``w5_turns``, its lines are W5 lines of a run of that many turns
+    (workload ``W5@<turns>``: a peer's W1 of one long run, or long_run.py)."""
     print(f"== round {round_no}: {sdk}: {' '.join(cmd)}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -106,6 +126,8 @@ def run_script(sdk: str, round_no: int, cmd: list[str], env: dict[str, str]) -> 
         if line.startswith("{"):
             record = json.loads(line)
             record["round"] = round_no
+            if w5_turns is not None:
+                record["workload"] = f"W5@{w5_turns}"
             run.records.append(record)
     add_rss_growth(run.records)
     if proc.returncode != 0:
@@ -350,12 +372,39 @@ class Verdict:
         return self.adv >= self.row.factor
 
 
-def verdicts(med: Medians, peers: Sequence[str]) -> list[Verdict]:
+def w5_target_rows(turns: Sequence[int]) -> list[Row]:
+    """The W5 rows: mean µs per model turn over one run of each length."""
+    return [
+        Row(
+            f"W5 µs per model turn, one {n:,}-turn run (mean)",
+            f"W5@{n}",
+            "us_per_model_turn",
+            "{:.1f}",
+        )
+        for n in turns
+    ]
+
+
+def late_over_early_lines(med: Medians, turns: Sequence[int]) -> list[str]:
+    """helikon's W5 late ÷ early turn cost, per run length and backend."""
+    lines = ["| run length | " + " | ".join(f"helikon ({b})" for b in BACKENDS) + " |", "|---|" + "---:|" * 2]
+    for n in turns:
+        cells = []
+        for b in BACKENDS:
+            hit = med.get((HELIKON, f"W5@{n}", "late_over_early", b, ""))
+            cells.append("n/a" if hit is None else f"{hit[0]:.2f}{TIMES}")
+        lines.append(f"| {n:,} turns | " + " | ".join(cells) + " |")
+    return lines
+
+
+def verdicts(med: Medians, peers: Sequence[str], w5_rows: Sequence[Row] = ()) -> list[Verdict]:
     out = []
     real_peers = [p for p in peers if p != FLOOR]
-    for row in TARGET_ROWS:
-        if row.factor is None:
+    for row in (*TARGET_ROWS, *w5_rows):
+        if row.factor is None and row not in w5_rows:
             continue
+        if all(value(med, HELIKON, row, b) is None for _t, b in helikon_columns(row)):
+            continue  # a workload this invocation did not run
         candidates = [(p, v) for p in real_peers if (v := value(med, p, row)) is not None]
         best_sdk, best = (None, None)
         if candidates:
@@ -378,9 +427,10 @@ def targets_table(vs: Sequence[Verdict]) -> list[str]:
     ]
     for v in vs:
         holds = {True: "yes", False: "**NO**", None: "n/a"}[v.holds]
+        needed = f"≥{v.row.factor:g}{TIMES}" if v.row.factor is not None else "-"
         lines.append(
             f"| {v.row.label} | {v.backend} | {fmt(v.row, v.helikon)} | {v.best_sdk or 'n/a'} "
-            f"| {fmt(v.row, v.best)} | {fmt_x(v.adv)} | ≥{v.row.factor:g}{TIMES} | {holds} "
+            f"| {fmt(v.row, v.best)} | {fmt_x(v.adv)} | {needed} | {holds} "
             f"| {fmt_x(v.floor_cost)} |"
         )
     return lines
@@ -417,8 +467,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--peers",
         default="all",
-        help="comma-separated peers (openai-agents,pydantic-ai,langgraph,floor), or 'none'",
+        help="comma-separated peers (openai-agents,pydantic-ai,langgraph,agno,floor), or 'none'",
     )
+    parser.add_argument(
+        "--workloads",
+        default=",".join(DEFAULT_WORKLOADS),
+        help="comma-separated: W1,W2,W3,W4 (the default: every script's full run) and/or W5; "
+        "W1 and W5 alone run only those",
+    )
+    parser.add_argument("--w5-turns", default="1000,2000", help="W5 run lengths (BENCH_T_W1 for the peers)")
+    parser.add_argument("--w5-peers", default="all", help="the peers that run W5 (default: all selected)")
     parser.add_argument(
         "--peers-dir",
         default=os.environ.get("PEERS_DIR", str(ROOT.parent / "shared/bench/peers")),
@@ -465,13 +523,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif peers_python is not None:
             notes.append(f"{peer.sdk}: package `{peer.module}` not installed in {peers_python}: skipped")
 
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    unknown = [w for w in workloads if w not in (*DEFAULT_WORKLOADS, "W5")]
+    if unknown:
+        parser.error(f"unknown workload(s) {unknown}")
+    full = any(w in workloads for w in ("W2", "W3", "W4"))
+    w5_turns = [int(n) for n in args.w5_turns.split(",") if n.strip()] if "W5" in workloads else []
+    w5_wanted = {p.strip() for p in args.w5_peers.split(",")}
+    w5_peers = [
+        (p, py)
+        for p, py in runnable
+        if args.w5_peers == "all" or p.sdk in w5_wanted or (p is FLOOR_PEER and "floor" in w5_wanted)
+    ]
+
     runs: list[Run] = []
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     for round_no in range(1, rounds + 1):
-        runs.append(run_script(HELIKON, round_no, [args.helikon_python, str(HERE / "helikon_bench.py")], env))
-        for peer, python in runnable:
-            runs.append(run_script(peer.sdk, round_no, [python, str(peers_dir / peer.script)], env))
+        if full or "W1" in workloads:
+            only = [] if full else ["--only", "W1"]
+            helikon_cmd = [args.helikon_python, str(HERE / "helikon_bench.py"), *only]
+            runs.append(run_script(HELIKON, round_no, helikon_cmd, env))
+            for peer, python in runnable:
+                runs.append(
+                    run_script(peer.sdk, round_no, [python, str(peers_dir / peer.script), *only], env)
+                )
+        for n in w5_turns:
+            for backend in BACKENDS:
+                cmd = [
+                    args.helikon_python,
+                    str(HERE / "long_run.py"),
+                    "--turns",
+                    str(n),
+                    "--model",
+                    "scripted",
+                ]
+                runs.append(run_script(HELIKON, round_no, [*cmd, "--backend", backend], env, n))
+            w5_env = {**env, "BENCH_T_W1": str(n), "BENCH_R_W1": "1", "BENCH_WARMUP_W1": "0"}
+            for peer, python in w5_peers:
+                cmd = [python, str(peers_dir / peer.script), "--only", "W1"]
+                runs.append(run_script(peer.sdk, round_no, cmd, w5_env, n))
     total_s = time.perf_counter() - t0
     load_after = os.getloadavg()
 
@@ -487,6 +578,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 notes.append(f"network attempts recorded: {rec}")
 
     params = ", ".join(f"{k}={env[k]}" for k in sorted(env) if k.startswith("BENCH_")) or "defaults"
+    if w5_turns:
+        params += (
+            f"; W5: one run of {', '.join(map(str, w5_turns))} turns (peers: BENCH_T_W1, R=1, no warm-up)"
+        )
     helikon_py = python_output(args.helikon_python, "import sys; print(sys.version.split()[0])")
     helikon_version = python_output(args.helikon_python, "import helikon; print(helikon.__version__)") or "?"
     info = [
@@ -503,7 +598,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"- peers: Python {pyver} ({peers_python}); " + ", ".join(f"{k} {v}" for k, v in vers.items())
         )
 
-    vs = verdicts(med, peer_names)
+    w5_rows = w5_target_rows(w5_turns)
+    vs = verdicts(med, peer_names, w5_rows)
+    shown = [row for row in ROWS if full or row.workload in workloads]
     out = [
         "## Environment",
         "",
@@ -511,13 +608,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         "## Medians",
         "",
-        *medians_table(med, peer_names, ROWS),
+        *medians_table(med, peer_names, [*shown, *w5_rows]),
         "",
-        "W2i (helikon only): W2 with one scheduler checkpoint per model call, so all C runs are alive "
-        "at once, as the peers' runs are in W2 (helikon's W2 runs, like the floor's, finish one by one).",
-        "",
-        *medians_table(med, [], DIAGNOSTIC_ROWS),
-        "",
+    ]
+    if full:
+        out += [
+            "W2i (helikon only): W2 with one scheduler checkpoint per model call, so all C runs are alive "
+            "at once, as the peers' runs are in W2 (helikon's W2 runs, like the floor's, finish one by one).",
+            "",
+            *medians_table(med, [], DIAGNOSTIC_ROWS),
+            "",
+        ]
+    if w5_turns:
+        out += [
+            "W5, helikon: a turn late in the run (the last 200) ÷ an early one (turns 21-220):",
+            "",
+            *late_over_early_lines(med, w5_turns),
+            "",
+        ]
+    out += [
         "## Targets (helikon against the best peer)",
         "",
         *targets_table(vs),

@@ -3,8 +3,8 @@
 A run of N tool rounds asks its model N times, each time with the whole
 conversation so far. This measures, per model call, the CPU time to turn the
 request into the bytes sent — early in the run (turns 1-50) and late in it
-(the last 50 turns) — for the OpenAI (Chat Completions and Responses) and
-Anthropic adapters, two ways: encoding every body from scratch
+(the last 50 turns) — for the OpenAI (Chat Completions and Responses),
+Anthropic, Gemini and Bedrock (Converse) adapters, two ways: encoding every body from scratch
 (``request_body`` then the adapter's JSON encoding: what each call paid
 before) and incrementally (the adapters' own path: each wire message is
 encoded once per run, the body assembled from the encoded parts). Both give
@@ -31,10 +31,14 @@ from helikon.ids import CallId
 from helikon.items import AssistantMessage, Item, TextPart, ToolCall, ToolResult, user_text
 from helikon.model import ModelRequest, ToolDef
 from helikon.providers import _anthropic_request as anthropic_wire
+from helikon.providers import _bedrock_request as bedrock_wire
+from helikon.providers import _gemini_request as gemini_wire
 from helikon.providers import _openai_chat as chat_wire
 from helikon.providers import _openai_responses as responses_wire
 from helikon.providers._incremental import MessageCache, http_json, http_json_body
 from helikon.providers.anthropic import AnthropicModel
+from helikon.providers.bedrock import BedrockModel
+from helikon.providers.gemini import GeminiModel
 from helikon.providers.openai import OpenAIModel
 
 TOOL = ToolDef("lookup", "Look a thing up.", {"type": "object", "properties": {"q": {"type": "string"}}})
@@ -79,6 +83,11 @@ def main() -> None:
     chat_config = openai_chat._config
     responses_config = openai_responses._config
     options = anthropic._options
+    gemini = GeminiModel.developer("gemini-2.5-flash", api_key="k")
+    thinking, where = gemini._thinking, "gcp.gemini gemini-2.5-flash"
+    bedrock_id = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    bedrock = BedrockModel.converse(bedrock_id, api_key="k", region="us-east-1")
+    family, bedrock_options = bedrock.family, bedrock._options
 
     def fresh_cache(**kw: Any) -> MessageCache:
         return MessageCache(**kw)
@@ -102,6 +111,20 @@ def main() -> None:
             lambda r: msgspec.json.encode(anthropic_wire.build_body(r, options)),
             lambda: (
                 lambda cache: lambda r: msgspec.json.encode(anthropic_wire.build_body(r, options, cache))
+            )(fresh_cache()),
+        ),
+        "gemini": (
+            lambda r: msgspec.json.encode(gemini_wire.build_body(r, thinking, where)),
+            lambda: (
+                lambda cache: lambda r: msgspec.json.encode(gemini_wire.build_body(r, thinking, where, cache))
+            )(fresh_cache()),
+        ),
+        "bedrock": (
+            lambda r: bedrock_wire.dumps(bedrock_wire.build_request(r, family, bedrock_options).body),
+            lambda: (
+                lambda cache: lambda r: bedrock_wire.dumps(
+                    bedrock_wire.build_request(r, family, bedrock_options, cache).body
+                )
             )(fresh_cache()),
         ),
     }

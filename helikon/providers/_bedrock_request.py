@@ -32,8 +32,8 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, assert_never
 
 import attrs
 import msgspec
@@ -42,6 +42,7 @@ from helikon._json import JsonObject
 from helikon.items import (
     AssistantMessage,
     ImagePart,
+    Item,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -58,6 +59,7 @@ from helikon.model import (
     ToolChoiceRequired,
 )
 from helikon.providers._bedrock_schema import rewrite_tool_schema
+from helikon.providers._incremental import Converted, MessageCache
 
 #: The reserved tool that carries structured output (never offered to users' tools).
 OUTPUT_TOOL: Final = "helikon_structured_output"
@@ -188,9 +190,14 @@ class Options:
 
 
 def build_request(
-    request: ModelRequest, family: ModelFamily, options: Options | None = None
+    request: ModelRequest,
+    family: ModelFamily,
+    options: Options | None = None,
+    cache: MessageCache | None = None,
 ) -> ConverseRequest:
-    """The Converse body for ``request``.
+    """The Converse body for ``request``; with a ``cache``, the conversation's
+    final messages come as encoded parts (:mod:`helikon.providers._incremental`:
+    the body then encodes to the same bytes).
 
     >>> from helikon.items import user_text, system_text
     >>> build_request(ModelRequest((system_text("Be brief."), user_text("Hi"))), ModelFamily.AMAZON_NOVA).body
@@ -202,29 +209,18 @@ def build_request(
     options = options or Options()
     instructions = request.instructions
     system: list[dict[str, Any]] = [{"text": instructions}] if instructions else []
-    messages: list[dict[str, Any]] = []
     history_tools: list[str] = []
     for item in request.messages:
-        match item:
-            case SystemMessage(content=content):
-                system.extend({"text": p.text} for p in content if isinstance(p, TextPart) and p.text)
-            case UserMessage(content=content):
-                _append(messages, "user", [b for p in content if (b := _user_block(p)) is not None])
-            case AssistantMessage(content=content):
-                _append(messages, "assistant", _assistant_blocks(content, family))
-            case ToolCall(call_id=call_id, name=name, arguments=arguments):
-                history_tools.append(name)
-                block = {"toolUse": {"toolUseId": call_id, "name": name, "input": _arguments(arguments)}}
-                _append(messages, "assistant", [block])
-            case ToolResult(call_id=call_id, content=content, is_error=is_error):
-                result: dict[str, Any] = {
-                    "toolUseId": call_id,
-                    "content": [{"text": content or "(no output)"}],
-                }
-                if is_error and family.tool_result_status:
-                    result["status"] = "error"
-                _append(messages, "user", [{"toolResult": result}])
-    body: dict[str, Any] = {"messages": [m for m in messages if m["content"]]}
+        if type(item) is SystemMessage:
+            system.extend({"text": p.text} for p in item.content if isinstance(p, TextPart) and p.text)
+        elif type(item) is ToolCall:
+            history_tools.append(item.name)
+    messages: list[Any]
+    if cache is None:
+        messages = [m for _, m in wire_messages(request.messages, family) if m is not None]
+    else:
+        messages = cache.messages(request.messages, lambda items: wire_messages(items, family))
+    body: dict[str, Any] = {"messages": messages}
     if system:
         body["system"] = system
     inference = _inference_config(request, options)
@@ -245,12 +241,43 @@ def build_request(
     return ConverseRequest(body, plan)
 
 
-def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
-    """Add ``blocks`` to the last turn when it has ``role``, else open a turn."""
-    if messages and messages[-1]["role"] == role:
-        messages[-1]["content"].extend(blocks)
-    else:
-        messages.append({"role": role, "content": list(blocks)})
+def wire_messages(items: Sequence[Item], family: ModelFamily) -> Converted:
+    """The ``messages`` of ``items``, each with the index of the item that
+    opened it (consecutive items of one role share a message). A message
+    left with no content is None: it is not sent, yet it took the items of
+    its role (two user turns around an empty assistant one stay apart).
+
+    >>> from helikon.items import user_text
+    >>> wire = wire_messages((user_text("a"), AssistantMessage(()), user_text("b")), ModelFamily.ANTHROPIC)
+    >>> [(start, message and message["role"]) for start, message in wire]
+    [(0, 'user'), (1, None), (2, 'user')]
+    """
+    messages: list[tuple[int, dict[str, Any]]] = []
+    for index, item in enumerate(items):
+        match item:
+            case SystemMessage():
+                continue
+            case UserMessage(content=content):
+                role, blocks = "user", [b for p in content if (b := _user_block(p)) is not None]
+            case AssistantMessage(content=content):
+                role, blocks = "assistant", _assistant_blocks(content, family)
+            case ToolCall(call_id=call_id, name=name, arguments=arguments):
+                block: dict[str, Any] = {
+                    "toolUse": {"toolUseId": call_id, "name": name, "input": _arguments(arguments)}
+                }
+                role, blocks = "assistant", [block]
+            case ToolResult(call_id=call_id, content=text, is_error=is_error):
+                result: dict[str, Any] = {"toolUseId": call_id, "content": [{"text": text or "(no output)"}]}
+                if is_error and family.tool_result_status:
+                    result["status"] = "error"
+                role, blocks = "user", [{"toolResult": result}]
+            case _ as unreachable:
+                assert_never(unreachable)
+        if messages and messages[-1][1]["role"] == role:
+            messages[-1][1]["content"].extend(blocks)
+        else:
+            messages.append((index, {"role": role, "content": list(blocks)}))
+    return [(start, message if message["content"] else None) for start, message in messages]
 
 
 def _user_block(part: object) -> dict[str, Any] | None:

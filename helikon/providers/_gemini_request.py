@@ -54,6 +54,7 @@ from helikon.model import (
     ToolDef,
 )
 from helikon.providers._gemini_schema import sanitize_schema
+from helikon.providers._incremental import Converted, MessageCache
 
 #: Media types guessed from the first bytes of base64 data without one.
 _MAGIC: Final = (
@@ -109,8 +110,13 @@ def check_conflict(settings: ModelSettings, tools: Sequence[ToolDef], where: str
     )
 
 
-def build_body(request: ModelRequest, thinking: Thinking, where: str) -> dict[str, Any]:
-    """The JSON body for ``generateContent``/``streamGenerateContent``.
+def build_body(
+    request: ModelRequest, thinking: Thinking, where: str, cache: MessageCache | None = None
+) -> dict[str, Any]:
+    """The JSON body for ``generateContent``/``streamGenerateContent``; with a
+    ``cache``, the conversation's final contents come as encoded parts
+    (:mod:`helikon.providers._incremental`: the body then encodes to the same
+    bytes).
 
     Raises:
         ModelError: the structured-output/tools conflict (see :func:`check_conflict`).
@@ -122,7 +128,11 @@ def build_body(request: ModelRequest, thinking: Thinking, where: str) -> dict[st
     """
     settings = request.settings
     check_conflict(settings, request.tools, where)
-    system, contents = _contents(request.messages, request.instructions)
+    if cache is None:
+        system, contents = _contents(request.messages, request.instructions)
+    else:
+        system = _system_parts(request.messages, request.instructions)
+        contents = cache.messages(request.messages, _wire_contents)
     body: dict[str, Any] = {"contents": contents or [{"role": "user", "parts": [{"text": ""}]}]}
     if system:
         body["systemInstruction"] = {"parts": system}
@@ -200,38 +210,54 @@ def _contents(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(systemInstruction parts, contents)`` for a conversation (the
     request's ``instructions`` are the first system part)."""
-    system: list[dict[str, Any]] = [] if instructions is None else [{"text": instructions}]
-    contents: list[dict[str, Any]] = []
-    turn: _Turn | None = None
+    return _system_parts(messages, instructions), [c for _, c in _wire_contents(messages) if c is not None]
 
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
+
+def _system_parts(messages: Sequence[Item], instructions: str | None = None) -> list[dict[str, Any]]:
+    """The ``systemInstruction`` parts: the instructions, then every system message's text."""
+    system: list[dict[str, Any]] = [] if instructions is None else [{"text": instructions}]
+    for item in messages:
+        if type(item) is SystemMessage:
+            system.extend({"text": p.text} for p in item.content if isinstance(p, TextPart))
+    return system
+
+
+def _wire_contents(messages: Sequence[Item]) -> Converted:
+    """The ``contents`` of a conversation, each with the index of the item
+    that opened it (an assistant turn's content opens at its first item;
+    consecutive contents of one role share one)."""
+    contents: list[tuple[int, dict[str, Any]]] = []
+    turn: _Turn | None = None
+    opened = 0
+
+    def add(start: int, role: str, parts: list[dict[str, Any]]) -> None:
         if not parts:
             return
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
+        if contents and contents[-1][1]["role"] == role:
+            contents[-1][1]["parts"].extend(parts)
         else:
-            contents.append({"role": role, "parts": parts})
+            contents.append((start, {"role": role, "parts": parts}))
 
-    for item in messages:
+    for index, item in enumerate(messages):
         if turn is not None and not isinstance(item, ToolCall):
-            add("model", _model_parts(turn))
+            add(opened, "model", _model_parts(turn))
             turn = None
         match item:
-            case SystemMessage(content=content):
-                system.extend({"text": p.text} for p in content if isinstance(p, TextPart))
+            case SystemMessage():
+                pass
             case UserMessage(content=content):
-                add("user", _user_parts(content))
+                add(index, "user", _user_parts(content))
             case AssistantMessage(content=content):
-                turn = _Turn(list(content))
+                turn, opened = _Turn(list(content)), index
             case ToolCall():
                 if turn is None:
-                    turn = _Turn()
+                    turn, opened = _Turn(), index
                 turn.calls.append(item)
             case ToolResult():
-                add("user", [_function_response(item)])
+                add(index, "user", [_function_response(item)])
     if turn is not None:
-        add("model", _model_parts(turn))
-    return system, contents
+        add(opened, "model", _model_parts(turn))
+    return [(start, content) for start, content in contents]
 
 
 def _user_parts(content: Sequence[ContentPart]) -> list[dict[str, Any]]:

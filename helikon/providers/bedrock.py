@@ -63,6 +63,7 @@ from helikon.providers._bedrock_response import PROVIDER, StreamTranslator, conv
 from helikon.providers._bedrock_schema import rewrite_tool_schema
 from helikon.providers._bedrock_sigv4 import AwsCredentials, sign_headers
 from helikon.providers._http import chunks, decode_json, new_client, read_all, transport_error
+from helikon.providers._incremental import MessageCache
 from helikon.providers._options import check_options
 
 #: The SigV4 signing name of the Bedrock Runtime endpoints.
@@ -144,6 +145,7 @@ class BedrockModel:
         "_capabilities",
         "_client",
         "_family",
+        "_messages",
         "_model_id",
         "_options",
         "_region",
@@ -181,6 +183,8 @@ class BedrockModel:
         self._client = options.get("http_client")
         self._stream = options.get("stream", True)
         self._family = detect_family(self._model_id)
+        # Each wire message of a run is encoded once (see _incremental).
+        self._messages = MessageCache()
         self._options = Options(
             additional_model_request_fields=options.get("additional_model_request_fields"),
             stop_sequences=tuple(options.get("stop_sequences", ())),
@@ -273,7 +277,7 @@ class BedrockModel:
                 server refused it, or the stream was malformed or cut.
         """
         try:
-            converse = build_request(request, self._family, self._options)
+            converse = build_request(request, self._family, self._options, self._messages)
         except RequestError as exc:
             raise ModelError.other(f"{PROVIDER} {self._model_id}: {exc}") from None
         http_request = await self._http_request(dumps(converse.body))

@@ -48,6 +48,7 @@ from helikon.providers._gemini_request import Thinking, build_body
 from helikon.providers._gemini_response import ResponseParser
 from helikon.providers._gemini_schema import sanitize_schema
 from helikon.providers._http import SseEvent, decode_json, new_client, read_all, send, sse_events
+from helikon.providers._incremental import MessageCache
 from helikon.providers._options import check_options
 
 #: The Developer API's base URL (``generativelanguage.googleapis.com``).
@@ -144,6 +145,8 @@ class GeminiModel:
         )
         self._extra_headers = dict(options.get("headers") or {})
         self._client = options.get("http_client")
+        # Each wire content (message) of a run is encoded once (see _incremental).
+        self._messages = MessageCache()
         base_url = options.get("base_url")
         self._api_key: str | None = None
         self._token_provider: TokenProvider | None = None
@@ -299,7 +302,7 @@ class GeminiModel:
                 stream that ends without a ``finishReason``.
         """
         provider, model_id = self._provider, self._model_id
-        body = build_body(request, self._thinking, f"{provider} {model_id}")
+        body = build_body(request, self._thinking, f"{provider} {model_id}", self._messages)
         headers = await self._headers(cancel)
         if headers is None:
             return

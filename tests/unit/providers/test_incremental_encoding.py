@@ -1,6 +1,7 @@
 """Adapters encode a long conversation incrementally, byte for byte (issue 29).
 
-Each OpenAI (Chat Completions, Responses) and Anthropic model keeps the
+Each OpenAI (Chat Completions, Responses), Anthropic, Gemini and Bedrock
+(Converse) model keeps the
 encoded wire messages of the conversations it was asked about and encodes
 only what a turn added. What ``invoke`` sends (captured over an
 ``httpx.MockTransport``) must equal, at every turn, the body encoded from
@@ -33,8 +34,12 @@ from helikon.items import (
     user_text,
 )
 from helikon.model import JsonSchema, ModelRequest, ModelSettings, ToolDef
+from helikon.providers import _bedrock_request as bedrock_wire
+from helikon.providers import _gemini_request as gemini_wire
 from helikon.providers._incremental import Converted, MessageCache, http_json
 from helikon.providers.anthropic import AnthropicModel, CacheStrategy
+from helikon.providers.bedrock import BedrockModel
+from helikon.providers.gemini import GeminiModel
 from helikon.providers.openai import OpenAIModel
 
 TOOL = ToolDef("lookup", "Look a thing up.", {"type": "object", "properties": {"q": {"type": "string"}}})
@@ -76,6 +81,11 @@ class Capture:
 
 def encoded(model: Any, request: ModelRequest) -> bytes:
     """The body encoded from scratch, as the adapter encodes it."""
+    if isinstance(model, GeminiModel):
+        where = f"{model.provider} {model.model_id}"
+        return msgspec.json.encode(gemini_wire.build_body(request, model._thinking, where))
+    if isinstance(model, BedrockModel):
+        return bedrock_wire.dumps(bedrock_wire.build_request(request, model.family, model._options).body)
     body = model.request_body(request)
     if isinstance(model, AnthropicModel):
         return msgspec.json.encode(body)
@@ -105,6 +115,22 @@ MAKERS: dict[str, Callable[[httpx.AsyncClient], Any]] = {
     "anthropic-cached": lambda c: AnthropicModel.messages(
         "claude-sonnet-4-5", api_key="k", http_client=c, cache=CacheStrategy.SYSTEM_TOOLS_AND_HISTORY
     ),
+    "gemini": lambda c: GeminiModel.developer("gemini-2.5-flash", api_key="k", http_client=c),
+    "gemini-vertex": lambda c: GeminiModel.vertex(
+        "gemini-3-pro", "p", bearer_token="t", http_client=c, stream=False, include_thoughts=True
+    ),
+    # Reasoning goes back and failed results carry a status (Anthropic on Bedrock)...
+    "bedrock-anthropic": lambda c: BedrockModel.converse(
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        api_key="k",
+        region="us-east-1",
+        http_client=c,
+        prompt_caching=True,
+    ),
+    # ... or neither: an assistant turn of reasoning only is left out (Llama).
+    "bedrock-llama": lambda c: BedrockModel.converse(
+        "meta.llama3-3-70b-instruct-v1:0", api_key="k", region="us-east-1", http_client=c, stream=False
+    ),
 }
 
 
@@ -114,10 +140,17 @@ def test_what_invoke_sends_is_the_body_encoded_from_scratch_at_every_turn(adapte
     model = MAKERS[adapter](capture.client())
     conversation: tuple[Item, ...] = (user_text("Start."),)
     other: tuple[Item, ...] = (user_text("Another run."),)
+    # Gemini refuses structured output with tools (before sending).
+    schema_tools = () if adapter.startswith("gemini") else (TOOL,)
     for n in range(24):
+        # Mid-turn (the conversation ends in the assistant's turn, which the
+        # next request extends), then the whole turn.
+        partial = ModelRequest((*conversation, *turn(n)[:2]), (TOOL,), instructions="Be brief.")
+        assert sent(model, capture, partial) == encoded(model, partial), n
         conversation = (*conversation, *turn(n))
         settings = ModelSettings(response_format=SCHEMA) if n % 6 == 5 else ModelSettings()
-        request = ModelRequest(conversation, (TOOL,), settings, "Be brief." if n % 2 else None)
+        tools = schema_tools if n % 6 == 5 else (TOOL,)
+        request = ModelRequest(conversation, tools, settings, "Be brief." if n % 2 else None)
         assert sent(model, capture, request) == encoded(model, request), n
         # A second run on the same model, interleaved, and a run whose history was rewritten.
         other = (*other, *turn(n + 1))
@@ -144,6 +177,55 @@ def test_each_message_is_converted_about_once_per_run() -> None:
     # Each call converts the previous last message again plus what the turn
     # added: linear in the run, not quadratic.
     assert sum(seen) <= 2 * len(conversation), (sum(seen), len(conversation))
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [
+        gemini_wire._wire_contents,
+        lambda items: bedrock_wire.wire_messages(items, bedrock_wire.ModelFamily.ANTHROPIC),
+        lambda items: bedrock_wire.wire_messages(items, bedrock_wire.ModelFamily.META_LLAMA),
+    ],
+    ids=["gemini", "bedrock-anthropic", "bedrock-llama"],
+)
+def test_gemini_and_bedrock_convert_each_item_about_once_per_run(
+    convert: Callable[[Sequence[Item]], Converted],
+) -> None:
+    cache = MessageCache()
+    seen: list[int] = []
+
+    def counted(items: Sequence[Item]) -> Converted:
+        seen.append(len(items))
+        return convert(items)
+
+    conversation: tuple[Item, ...] = (user_text("go"),)
+    for n in range(300):
+        conversation = (*conversation, *turn(n))
+        expected = [msgspec.json.encode(m) for _, m in convert(conversation) if m is not None]
+        got = cache.messages(conversation, counted)
+        assert [bytes(p) if type(p) is msgspec.Raw else msgspec.json.encode(p) for p in got] == expected
+    # Each request converts its last message again plus what the turn added.
+    assert sum(seen) <= 3 * len(conversation), (sum(seen), len(conversation))
+
+
+def test_a_bedrock_message_left_empty_still_parts_its_neighbours() -> None:
+    """An assistant turn with nothing Converse can carry is not sent, yet the
+    user turns around it stay two messages (as before the cache): the wire
+    message is None, not dropped from the conversion."""
+    items: tuple[Item, ...] = (
+        user_text("a"),
+        AssistantMessage((ReasoningPart("unsigned"),)),
+        user_text("b"),
+    )
+    request = ModelRequest(items)
+    llama = bedrock_wire.ModelFamily.META_LLAMA
+    whole = bedrock_wire.build_request(request, llama).body
+    assert [m["content"] for m in whole["messages"]] == [[{"text": "a"}], [{"text": "b"}]]
+    cache = MessageCache()
+    for end in range(1, len(items) + 1):
+        part = ModelRequest(items[:end])
+        body = bedrock_wire.build_request(part, llama, cache=cache).body
+        assert bedrock_wire.dumps(body) == bedrock_wire.dumps(bedrock_wire.build_request(part, llama).body)
 
 
 def test_a_cache_remembers_a_bounded_number_of_conversations() -> None:
