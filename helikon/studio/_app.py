@@ -39,6 +39,7 @@ from helikon.trace import Trace, TraceFormatError
 #: The studio listens on this machine only.
 HOST = "127.0.0.1"
 _ASSETS = {
+    "/dom.js": ("dom.js", "text/javascript; charset=utf-8"),
     "/studio.js": ("studio.js", "text/javascript; charset=utf-8"),
     "/studio.css": ("studio.css", "text/css; charset=utf-8"),
     "/fork.js": ("fork.js", "text/javascript; charset=utf-8"),

@@ -7,16 +7,7 @@
   const base = () => new URL(".", document.baseURI);
   const url = (path) => new URL(path, base());
 
-  function make(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (key === "text") node.textContent = value;
-      else if (key === "class") node.className = value;
-      else node.setAttribute(key, value);
-    }
-    for (const child of children) if (child) node.append(child);
-    return node;
-  }
+  const make = el; // dom.js
 
   async function call(path, options) {
     const response = await fetch(url(path), options);

@@ -4,18 +4,8 @@
 "use strict";
 
 (function () {
-  const api = (path) => new URL(path, new URL(".", document.baseURI));
 
-  function make(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (key === "text") node.textContent = value;
-      else if (key === "class") node.className = value;
-      else node.setAttribute(key, value);
-    }
-    for (const child of children) if (child) node.append(child);
-    return node;
-  }
+  const make = el; // dom.js
 
   function runId() {
     const match = location.hash.match(/^#\/run\/(.+)$/);

@@ -1,18 +1,7 @@
 // helikon studio. Every string from a run is set with textContent, never parsed as HTML.
 "use strict";
 
-const api = (path) => new URL(path, new URL(".", document.baseURI));
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (key === "text") node.textContent = value;
-    else if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) if (child) node.append(child);
-  return node;
-}
+// api() and el() come from dom.js.
 
 function json(value) {
   return el("pre", { text: JSON.stringify(value, null, 2) });

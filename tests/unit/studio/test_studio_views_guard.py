@@ -79,7 +79,7 @@ def test_the_new_routes_carry_the_security_headers(path: str, client: TestClient
 
 def test_the_scripts_set_text_never_markup() -> None:
     static = Path(__file__).resolve().parents[3] / "helikon" / "studio" / "static"
-    for name in ("views.js", "regression.js"):
+    for name in ("dom.js", "studio.js", "fork.js", "views.js", "regression.js"):
         source = (static / name).read_text()
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function("):
             assert sink not in source, (name, sink)
