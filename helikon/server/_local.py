@@ -61,16 +61,23 @@ class Admission:
     queued run's first event waits for a slot, so a low ``max_running``
     lengthens the time to first event of a burst. Lower it for runs whose
     tools burn CPU in the server process.
+
+    A run waiting for a human gives its slot back; ``max_awaiting`` bounds
+    how many runs may wait so at once (each holds its memory until a human
+    answers): a run that would wait beyond it has the call denied at once
+    ("too many runs wait for a human"), and goes on.
     """
 
     max_running: int = 1024
     max_queued: int = 1024
     retry_after: int = 2
+    max_awaiting: int = 1024
 
     def __attrs_post_init__(self) -> None:
-        if self.max_running < 1 or self.max_queued < 0 or self.retry_after < 1:
+        if self.max_running < 1 or self.max_queued < 0 or self.retry_after < 1 or self.max_awaiting < 0:
             raise ConfigError(
-                f"admission needs max_running >= 1, max_queued >= 0, retry_after >= 1: {self!r}"
+                "admission needs max_running >= 1, max_queued >= 0, retry_after >= 1, "
+                f"max_awaiting >= 0: {self!r}"
             )
 
 
@@ -82,6 +89,7 @@ class _Slots:
         self.admission = admission
         self.free = anyio.Semaphore(admission.max_running)
         self.waiting = 0
+        self.awaiting = 0  # runs waiting for a human (their slots given back)
 
     async def acquire(self) -> None:
         self.waiting += 1
@@ -188,6 +196,10 @@ class LocalRun:
 
     async def ask(self, request: ApprovalRequest) -> Allow | Deny:
         """The approval handler a run waits in until ``approve`` answers."""
+        slots = self.slots
+        if slots is not None and not self._parked and slots.awaiting >= slots.admission.max_awaiting:
+            limit = slots.admission.max_awaiting
+            return Deny(f"too many runs wait for a human ({limit}, the server's limit): the call is denied")
         waiting = _Pending(request)
         self.pending[(request.path, request.call_id)] = waiting
         self.status = RunStatus.AWAITING_APPROVAL
@@ -195,9 +207,9 @@ class LocalRun:
         # A human may take hours: the run's slot goes to another run while it
         # waits (given back by the first of its parallel approvals, taken again
         # by the last one answered).
-        slots = self.slots
         if slots is not None and not self._parked:
             slots.release()
+            slots.awaiting += 1
         self._parked += 1
         try:
             await waiting.answered.wait()
@@ -206,6 +218,7 @@ class LocalRun:
             self.pending.pop((request.path, request.call_id), None)
             self._parked -= 1
             if slots is not None and not self._parked:
+                slots.awaiting -= 1
                 with anyio.CancelScope(shield=True):
                     await slots.acquire()
         decision = waiting.decision

@@ -183,11 +183,18 @@ class AgentServer:
         return attrs.evolve(self, max_body_bytes=limit)
 
     def with_admission(
-        self, *, max_running: int = 1024, max_queued: int = 1024, retry_after: int = 2
+        self,
+        *,
+        max_running: int = 1024,
+        max_queued: int = 1024,
+        retry_after: int = 2,
+        max_awaiting: int = 1024,
     ) -> AgentServer:
         """At most ``max_running`` runs execute at once, ``max_queued`` more
-        wait their turn; beyond, 503 with ``Retry-After: retry_after``."""
-        return attrs.evolve(self, admission=Admission(max_running, max_queued, retry_after))
+        wait their turn; beyond, 503 with ``Retry-After: retry_after``. At
+        most ``max_awaiting`` runs wait for a human at once (beyond, the
+        call that would wait is denied)."""
+        return attrs.evolve(self, admission=Admission(max_running, max_queued, retry_after, max_awaiting))
 
     def with_authorize(self, authorize: Any) -> AgentServer:
         return attrs.evolve(self, authorize=authorize)

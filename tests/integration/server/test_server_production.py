@@ -38,6 +38,7 @@ from server_support import (
 
 from helikon import LlmAgent, ModelCapabilities
 from helikon.cancel import CancellationToken
+from helikon.errors import ConfigError
 from helikon.items import text_of
 from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk
 from helikon.server import AgentServer, BearerAuth
@@ -332,6 +333,28 @@ def test_a_run_waiting_for_a_human_gives_its_slot_back() -> None:
         assert client.post(f"{url}/approvals", json=decision).status_code == 200
         assert wait_for(client, url, "completed")["output"] == "The tool said: paid 5"
         assert client.post("/agents/assistant/runs", json={"input": "again"}).json()["status"] == "completed"
+
+
+def test_runs_waiting_for_a_human_are_bounded_the_next_call_is_denied() -> None:
+    # Each waiting run holds its memory until a human answers: with
+    # max_awaiting=1 a second run's call is denied at once and the run goes on.
+    server = AgentServer(context=approving_context()).with_agent(assistant()).with_admission(max_awaiting=1)
+    with served(server) as base, httpx.Client(base_url=base) as client:
+        waiting = client.post("/agents/assistant/runs?mode=async", json={"input": "pay 5"}).json()["run_id"]
+        url = f"/agents/assistant/runs/{waiting}"
+        (pending,) = wait_for(client, url, "awaiting_approval")["pending_approvals"]
+        second = client.post("/agents/assistant/runs", json={"input": "pay 6"}, timeout=10).json()
+        assert second["status"] == "completed" and "too many runs wait for a human" in second["output"]
+        assert "paid 6" not in second["output"]
+        decision = {"decisions": [{"call_id": pending["call_id"], "approved": True}]}
+        assert client.post(f"{url}/approvals", json=decision).status_code == 200
+        assert wait_for(client, url, "completed")["output"] == "The tool said: paid 5"
+        # the waiting run is answered: the next one may wait again
+        third = client.post("/agents/assistant/runs?mode=async", json={"input": "pay 7"}).json()["run_id"]
+        wait_for(client, f"/agents/assistant/runs/{third}", "awaiting_approval")
+        client.post(f"/agents/assistant/runs/{third}/cancel")
+    with pytest.raises(ConfigError, match="max_awaiting"):
+        AgentServer().with_admission(max_awaiting=-1)
 
 
 def test_serve_listens_with_a_large_backlog_and_closes_idle_connections() -> None:
