@@ -89,7 +89,7 @@ from helikon.items import (
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._calls import ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
-from helikon.loop._limits import exceeded, turn_usage
+from helikon.loop._limits import exceeded, spend, turn_usage
 from helikon.loop._outcome import Outcome
 from helikon.loop._round import advance_round, round_effect
 from helikon.loop._spec import AgentSpec, HandoffSpec
@@ -246,15 +246,14 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         return Failure(StepError("the model was not called"))
     turn = phase.turn
     response = aggregate(result.events, state.run_id, turn)
-    spent = turn_usage(response.usage, spec.price)
-    usage = state.usage + spent
+    cost, usage = spend(state.usage, response.usage, spec.price)
     events: list[AgentEvent] = []
     appended: list[Item] = []
     message = _assistant_message(response, spec)
     if message is not None:
         appended.append(message)
         # The turn's cost on the event that closes it (its last tool call's, else this).
-        events.append(MessageOutput(message, cost=None if response.calls else spent.cost))
+        events.append(MessageOutput(message, cost=None if response.calls else cost))
     if not response.calls:
         if spec.output is not None:
             output = spec.output
@@ -272,8 +271,8 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
     for call in response.calls:
         appended.append(call)
         events.append(ToolCallItem(call))
-    if spent.cost is not None:
-        events[-1] = ToolCallItem(response.calls[-1], cost=spent.cost)
+    if cost is not None:
+        events[-1] = ToolCallItem(response.calls[-1], cost=cost)
     if turn >= spec.config.max_turns:
         return Success(fail(state, MaxTurnsExceeded(spec.config.max_turns), events, appended, usage))
 
@@ -397,14 +396,13 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
     if output is None:
         return Failure(StepError("the agent has no output schema"))
     response = aggregate(result.events, state.run_id, phase.turn)
-    spent = turn_usage(response.usage, spec.price)
-    usage = state.usage + spent
+    cost, usage = spend(state.usage, response.usage, spec.price)
     events: list[AgentEvent] = []
     appended: list[Item] = []
     message = _assistant_message(response, spec)
     if message is not None:
         appended.append(message)
-        events.append(MessageOutput(message, cost=spent.cost))
+        events.append(MessageOutput(message, cost=cost))
     value, error = parse_json(response.text)
     errors = (error,) if error is not None else schema_errors(value, output.schema)
     conversation = state.conversation.append(appended)
