@@ -41,7 +41,7 @@ from helikon.loop._calls import (
     resumed_step,
     waits_on_step,
 )
-from helikon.loop._outcome import Outcome
+from helikon.loop._outcome import Outcome, ok
 from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._states import ExecutingTools, NeedsApproval, RunState
 from helikon.loop._turns import evolve, fail, next_turn
@@ -135,7 +135,7 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
             return Failure(StepError(fed))
         calls[index] = fed[0]
         events.extend(fed[1])
-    return Success(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
+    return ok(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
 
 
 def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec) -> Step:
@@ -165,7 +165,7 @@ def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec)
         fed, more = feed_approval(call, decision, spec)
         calls.append(fed)
         events.extend(more)
-    return Success(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
+    return ok(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
 
 
 def answered_before(state: RunState, result: ApprovalsGiven) -> bool:

@@ -90,7 +90,7 @@ from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._calls import ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
 from helikon.loop._limits import exceeded, spend, turn_usage
-from helikon.loop._outcome import Outcome
+from helikon.loop._outcome import Outcome, ok
 from helikon.loop._round import advance_round, round_effect
 from helikon.loop._spec import AgentSpec, HandoffSpec
 from helikon.loop._states import (
@@ -266,7 +266,7 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             )
             return Success(begin_turn(state, spec, events, appended))
         conversation = state.conversation.append(appended)
-        return Success(complete(state, spec, response.text, events, appended, usage, conversation))
+        return ok(complete(state, spec, response.text, events, appended, usage, conversation))
 
     for call in response.calls:
         appended.append(call)
@@ -315,7 +315,7 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             usage.cost,
         )
     events.extend(pipeline_events)
-    return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
+    return ok(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
 
 
 def _hand_off(
