@@ -153,6 +153,9 @@ class Settled:
     invalid: tuple[str, ...] = ()
 
 
+#: A call that runs (its first run): stages are frozen values, so one serves all.
+_RUNNING: Final = Running()
+
 #: Where a call is in its pipeline.
 CallStage: TypeAlias = PreHooks | Permitting | Running | Reconciling | PostHooks | Settled
 
@@ -213,8 +216,18 @@ def open_call(call: ToolCall, spec: AgentSpec, args: JsonValue | _Unparsed = UNP
     """
     if type(args) is _Unparsed:  # ``args``: the call's arguments, when parsed already
         args, _ = parse_json(call.arguments or "{}")
+    governance = spec.governance
+    if not governance.hooks:
+        # The hot path: a tool the rules allow whatever its arguments goes
+        # straight to running (one state, not one per stage on the way).
+        name = call.name
+        tool = spec.tool(name)
+        effect = tool.effect if tool is not None else ToolEffect.SIDE_EFFECT
+        folded = _argument_free_fold(name, effect, governance.permissions)
+        if type(folded) is Decided and type(folded.decision) is Allow:
+            return ToolCallState(call, args, _RUNNING), ()
     state = ToolCallState(call, args, PreHooks())
-    if spec.governance.hooks:
+    if governance.hooks:
         return state, ()
     return _permit(state, spec)
 
@@ -444,7 +457,7 @@ def _decide(state: ToolCallState, step: PermissionStep, spec: AgentSpec) -> Adva
         case Decided(decision=decision):
             match decision:
                 case Allow():
-                    return state.at(Running()), ()
+                    return state.at(_RUNNING), ()
                 case Deny(reason=reason):
                     return _deny(state, reason, spec)
                 case Replace(args=args):
