@@ -504,8 +504,12 @@ def _finish(state: ToolCallState, output: JsonValue, spec: AgentSpec) -> Advance
     if not isinstance(output, str) and governance.redact:
         output = redact_json(output, governance.secrets)
     text = output if isinstance(output, str) else _encode(output)
+    if governance.redact:
+        text = redact(text, governance.secrets)
     call = state.call
-    return state.at(Settled(ToolResult(call.call_id, call.name, _clean(text, spec)))), ()
+    return ToolCallState(
+        call, state.args, Settled(ToolResult(call.call_id, call.name, text)), state.injected
+    ), ()
 
 
 def _settle(state: ToolCallState, error: str, spec: AgentSpec, invalid: tuple[str, ...] = ()) -> Advanced:

@@ -276,10 +276,11 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
     if turn >= spec.config.max_turns:
         return Success(fail(state, MaxTurnsExceeded(spec.config.max_turns), events, appended, usage))
 
-    for call in response.calls:
-        handoff = spec.handoff(call.name)
-        if handoff is not None:
-            return Success(_hand_off(state, spec, handoff, response.calls, events, appended, usage))
+    if spec.handoffs:
+        for call in response.calls:
+            handoff = spec.handoff(call.name)
+            if handoff is not None:
+                return Success(_hand_off(state, spec, handoff, response.calls, events, appended, usage))
 
     calls: list[ToolCallState] = []
     invalid = False
