@@ -86,7 +86,7 @@ from helikon.governance import (
 from helikon.items import ToolCall, ToolResult
 from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._validate import parse_json, schema_errors
-from helikon.model import ToolEffect
+from helikon.model import ToolDef, ToolEffect
 
 # -- stages ------------------------------------------------------------------------------
 
@@ -204,8 +204,11 @@ class _Unparsed:
 UNPARSED: Final = _Unparsed()
 
 
-def open_call(call: ToolCall, spec: AgentSpec, args: JsonValue | _Unparsed = UNPARSED) -> Advanced:
-    """A runnable call entering its pipeline: up to its first step.
+def open_call(
+    call: ToolCall, spec: AgentSpec, args: JsonValue | _Unparsed = UNPARSED, tool: ToolDef | None = None
+) -> Advanced:
+    """A runnable call entering its pipeline: up to its first step
+    (``args`` and ``tool``: its parsed arguments and its tool, when known).
 
     >>> from helikon.ids import CallId
     >>> from helikon.model import ToolDef
@@ -221,7 +224,8 @@ def open_call(call: ToolCall, spec: AgentSpec, args: JsonValue | _Unparsed = UNP
         # The hot path: a tool the rules allow whatever its arguments goes
         # straight to running (one state, not one per stage on the way).
         name = call.name
-        tool = spec.tool(name)
+        if tool is None:
+            tool = spec.tool(name)
         effect = tool.effect if tool is not None else ToolEffect.SIDE_EFFECT
         folded = _argument_free_fold(name, effect, governance.permissions)
         if type(folded) is Decided and type(folded.decision) is Allow:

@@ -109,7 +109,7 @@ from helikon.loop._states import (
 )
 from helikon.loop._turns import begin_turn, complete, evolve, fail, request, turn_effect
 from helikon.loop._validate import parse_json, schema_errors
-from helikon.model import Usage
+from helikon.model import ToolDef, Usage
 
 #: Asked after a plain-text answer when the agent has an output schema.
 FINALIZE_PROMPT = (
@@ -201,24 +201,31 @@ def _assistant_message(response: Response, spec: AgentSpec) -> AssistantMessage 
     return AssistantMessage(content, spec.name) if content else None
 
 
-def _check_call(call: ToolCall, spec: AgentSpec) -> tuple[ToolResult | None, tuple[str, ...], JsonValue]:
+def _check_call(
+    call: ToolCall, spec: AgentSpec
+) -> tuple[ToolResult | None, tuple[str, ...], JsonValue, ToolDef | None]:
     """Answer a call the loop rejects itself: ``(error result, schema errors,
-    arguments)``.
+    arguments, tool)``.
 
-    A runnable call gives ``(None, (), its parsed arguments)``; an unknown
-    tool an error result and no schema errors; invalid arguments an error
-    result and their errors.
+    A runnable call gives ``(None, (), its parsed arguments, its tool)``; an
+    unknown tool an error result and no schema errors; invalid arguments an
+    error result and their errors.
     """
     tool = spec.tool(call.name)
     if tool is None:
         available = ", ".join(t.name for t in spec.tools) or "none"
         message = f"unknown tool {call.name!r}; available tools: {available}"
-        return ToolResult(call.call_id, call.name, message, is_error=True), (), None
+        return ToolResult(call.call_id, call.name, message, is_error=True), (), None, None
     value, error = parse_json(call.arguments or "{}")
     errors = (error,) if error is not None else schema_errors(value, tool.parameters)
     if not errors:
-        return None, (), value
-    return ToolResult(call.call_id, call.name, describe(InvalidArgs(errors)), is_error=True), errors, None
+        return None, (), value, tool
+    return (
+        ToolResult(call.call_id, call.name, describe(InvalidArgs(errors)), is_error=True),
+        errors,
+        None,
+        tool,
+    )
 
 
 # -- handlers ------------------------------------------------------------------
@@ -287,9 +294,9 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
     pipeline_events: list[AgentEvent] = []
     runnable = 0
     for call in response.calls:
-        rejected, arg_errors, args = _check_call(call, spec)
+        rejected, arg_errors, args, tool = _check_call(call, spec)
         if rejected is None:
-            opened, more = open_call(call, spec, args)
+            opened, more = open_call(call, spec, args, tool)
             calls.append(opened)
             runnable += 1
             pipeline_events.extend(more)
