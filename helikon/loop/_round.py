@@ -43,8 +43,8 @@ from helikon.loop._calls import (
 )
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._spec import AgentSpec, ApprovalRoute
-from helikon.loop._states import ExecutingTools, NeedsApproval, RunState
-from helikon.loop._turns import evolve, fail, next_turn
+from helikon.loop._states import CallingModel, ExecutingTools, NeedsApproval, RunState
+from helikon.loop._turns import begin_turn, evolve, fail
 from helikon.loop._validate import parse_json
 from helikon.model import Usage
 
@@ -225,8 +225,14 @@ def _settle(
     appended.extend(injected)
     if failed is not None:
         return fail(state, failed, events, appended, usage)
-    return next_turn(
-        state, spec, turn, events, appended, strikes=state.strikes + 1 if invalid else 0, usage=usage
+    # ``next_turn``, inline (the hot path of every tool round)
+    strikes = state.strikes + 1 if invalid else 0
+    conversation = state.conversation.append(appended)
+    return begin_turn(
+        evolve(state, phase=CallingModel(turn + 1), conversation=conversation, usage=usage, strikes=strikes),
+        spec,
+        events,
+        appended,
     )
 
 
