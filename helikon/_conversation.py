@@ -99,6 +99,8 @@ class Conversation(Sequence[Item]):
     @overload
     def __getitem__(self, index: slice) -> tuple[Item, ...]: ...
     def __getitem__(self, index: SupportsIndex | slice) -> Item | tuple[Item, ...]:
+        if type(index) is int and -len(self._tail) <= index < 0:
+            return self._tail[index]  # the latest items (what a model reads first): the hot path
         if isinstance(index, slice):
             return self.items()[index]
         at = index.__index__()

@@ -14,6 +14,8 @@ turn are unique (an approval, a result names exactly one call). Usage adds up; t
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import attrs
 
 from helikon.ids import CallId, RunId, derive_call_id
@@ -50,11 +52,9 @@ class Response:
 _NO_USAGE = Usage()
 
 
-@attrs.define
-class _PartialCall:
-    call_id: str | None
-    name: str
-    arguments: list[str]
+#: A call being assembled: ``([call id or None, name], argument chunks)``
+#: (plain lists, not an object: one is made per tool call of every turn).
+_PartialCall: TypeAlias = tuple[list[str | None], list[str]]
 
 
 def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Response:
@@ -95,14 +95,15 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
                 key = ("i", 0)
             partial = calls.get(key)
             if partial is None:
-                partial = calls[key] = _PartialCall(call_id, name or "", [])
+                partial = calls[key] = ([call_id, name or ""], [])
             else:
-                if partial.call_id is None and call_id is not None:
-                    partial.call_id = call_id
-                if name and not partial.name:
-                    partial.name = name
+                known = partial[0]
+                if known[0] is None and call_id is not None:
+                    known[0] = call_id
+                if name and not known[1]:
+                    known[1] = name
             if arguments:
-                partial.arguments.append(arguments)
+                partial[1].append(arguments)
             last_key = key
         elif kind is Usage:
             # ``Usage() + u`` has u's values: the first usage is kept as it is
@@ -128,12 +129,12 @@ def aggregate(events: tuple[ModelEvent, ...], run_id: RunId, turn: int) -> Respo
         reasoning.append(ReasoningPart("".join(open_reasoning)))
     tool_calls: list[ToolCall] = []
     seen: set[str] = set()
-    for position, p in enumerate(calls.values()):
-        call_id = CallId(p.call_id) if p.call_id else derive_call_id(run_id, turn, position)
+    for position, ((given_id, name), chunks) in enumerate(calls.values()):
+        call_id = CallId(given_id) if given_id else derive_call_id(run_id, turn, position)
         while call_id in seen:  # a duplicate id in one turn: the later call is renamed
             call_id = CallId(f"{call_id}_{position}")
         seen.add(call_id)
-        tool_calls.append(ToolCall(call_id, p.name, "".join(p.arguments)))
+        tool_calls.append(ToolCall(call_id, name or "", "".join(chunks)))
     parts = [part for part in (*parts, "".join(texts)) if part]
     return Response(
         "".join(parts),

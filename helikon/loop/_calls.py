@@ -86,7 +86,7 @@ from helikon.governance import (
 from helikon.items import ToolCall, ToolResult
 from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._validate import parse_json, schema_errors
-from helikon.model import ToolEffect
+from helikon.model import ToolDef, ToolEffect
 
 # -- stages ------------------------------------------------------------------------------
 
@@ -153,6 +153,9 @@ class Settled:
     invalid: tuple[str, ...] = ()
 
 
+#: A call that runs (its first run): stages are frozen values, so one serves all.
+_RUNNING: Final = Running()
+
 #: Where a call is in its pipeline.
 CallStage: TypeAlias = PreHooks | Permitting | Running | Reconciling | PostHooks | Settled
 
@@ -201,8 +204,11 @@ class _Unparsed:
 UNPARSED: Final = _Unparsed()
 
 
-def open_call(call: ToolCall, spec: AgentSpec, args: JsonValue | _Unparsed = UNPARSED) -> Advanced:
-    """A runnable call entering its pipeline: up to its first step.
+def open_call(
+    call: ToolCall, spec: AgentSpec, args: JsonValue | _Unparsed = UNPARSED, tool: ToolDef | None = None
+) -> Advanced:
+    """A runnable call entering its pipeline: up to its first step
+    (``args`` and ``tool``: its parsed arguments and its tool, when known).
 
     >>> from helikon.ids import CallId
     >>> from helikon.model import ToolDef
@@ -213,8 +219,19 @@ def open_call(call: ToolCall, spec: AgentSpec, args: JsonValue | _Unparsed = UNP
     """
     if type(args) is _Unparsed:  # ``args``: the call's arguments, when parsed already
         args, _ = parse_json(call.arguments or "{}")
+    governance = spec.governance
+    if not governance.hooks:
+        # The hot path: a tool the rules allow whatever its arguments goes
+        # straight to running (one state, not one per stage on the way).
+        name = call.name
+        if tool is None:
+            tool = spec.tool(name)
+        effect = tool.effect if tool is not None else ToolEffect.SIDE_EFFECT
+        folded = _argument_free_fold(name, effect, governance.permissions)
+        if type(folded) is Decided and type(folded.decision) is Allow:
+            return ToolCallState(call, args, _RUNNING), ()
     state = ToolCallState(call, args, PreHooks())
-    if spec.governance.hooks:
+    if governance.hooks:
         return state, ()
     return _permit(state, spec)
 
@@ -444,7 +461,7 @@ def _decide(state: ToolCallState, step: PermissionStep, spec: AgentSpec) -> Adva
         case Decided(decision=decision):
             match decision:
                 case Allow():
-                    return state.at(Running()), ()
+                    return state.at(_RUNNING), ()
                 case Deny(reason=reason):
                     return _deny(state, reason, spec)
                 case Replace(args=args):
@@ -491,8 +508,12 @@ def _finish(state: ToolCallState, output: JsonValue, spec: AgentSpec) -> Advance
     if not isinstance(output, str) and governance.redact:
         output = redact_json(output, governance.secrets)
     text = output if isinstance(output, str) else _encode(output)
+    if governance.redact:
+        text = redact(text, governance.secrets)
     call = state.call
-    return state.at(Settled(ToolResult(call.call_id, call.name, _clean(text, spec)))), ()
+    return ToolCallState(
+        call, state.args, Settled(ToolResult(call.call_id, call.name, text)), state.injected
+    ), ()
 
 
 def _settle(state: ToolCallState, error: str, spec: AgentSpec, invalid: tuple[str, ...] = ()) -> Advanced:

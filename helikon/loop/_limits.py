@@ -92,4 +92,37 @@ cache_creation_input_tokens=0, requests=1, tool_calls=0, cost=None)
     return attrs.evolve(priced(reported, price), requests=reported.requests + 1)
 
 
-__all__ = ["ORDER", "exceeded", "turn_usage"]
+def spend(total: Usage, reported: Usage, price: ModelPrice | None) -> tuple[Decimal | None, Usage]:
+    """A model call's cost and the run's usage after it: ``(turn.cost, total +
+    turn)`` where ``turn = turn_usage(reported, price)``, with one new
+    :class:`~helikon.model.Usage` on the hot path (no price), not two.
+
+    >>> spend(Usage(1, 1, requests=1, cost=Decimal(0)), Usage(input_tokens=2), None)
+    (None, Usage(input_tokens=3, output_tokens=1, cached_input_tokens=0, reasoning_tokens=0, \
+cache_creation_input_tokens=0, requests=2, tool_calls=0, cost=None))
+    """
+    if price is not None:
+        spent = turn_usage(reported, price)
+        return spent.cost, total + spent
+    i, o, c, r, w = (
+        reported.input_tokens,
+        reported.output_tokens,
+        reported.cached_input_tokens,
+        reported.reasoning_tokens,
+        reported.cache_creation_input_tokens,
+    )
+    # ``total + turn``'s cost: the turn is unpriced as soon as it spent tokens.
+    cost = None if (i or o or c or r or w) else total.cost
+    return None, Usage(
+        total.input_tokens + i,
+        total.output_tokens + o,
+        total.cached_input_tokens + c,
+        total.reasoning_tokens + r,
+        total.cache_creation_input_tokens + w,
+        total.requests + reported.requests + 1,
+        total.tool_calls + reported.tool_calls,
+        cost,
+    )
+
+
+__all__ = ["ORDER", "exceeded", "spend", "turn_usage"]

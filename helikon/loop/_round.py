@@ -41,10 +41,10 @@ from helikon.loop._calls import (
     resumed_step,
     waits_on_step,
 )
-from helikon.loop._outcome import Outcome
+from helikon.loop._outcome import Outcome, ok
 from helikon.loop._spec import AgentSpec, ApprovalRoute
-from helikon.loop._states import ExecutingTools, NeedsApproval, RunState
-from helikon.loop._turns import evolve, fail, next_turn
+from helikon.loop._states import CallingModel, ExecutingTools, NeedsApproval, RunState
+from helikon.loop._turns import begin_turn, evolve, fail
 from helikon.loop._validate import parse_json
 from helikon.model import Usage
 
@@ -68,7 +68,11 @@ def advance_round(
     (the model turn's message and calls, when the round opens), ``usage``
     the run's usage when this step changed it (one new state per step).
     """
-    steps = [step for step in map(pending_step, calls) if step is not None]
+    steps: list[CallStep] = []
+    for call in calls:  # a loop, not a comprehension: no frame of its own (one per step)
+        step = pending_step(call)
+        if step is not None:
+            steps.append(step)
     requests = [] if steps else [r for r in map(approval_request, calls) if r is not None]
     if steps or requests:
         conversation = state.conversation.append(appended) if appended else None
@@ -123,8 +127,18 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
         return Failure(StepError("no tools were running"))
     if not result.results:
         return Failure(StepError("no step results"))
-    waiting = {c.call.call_id: i for i, c in enumerate(phase.calls) if waits_on_step(c)}
     events: list[AgentEvent] = []
+    if len(phase.calls) == 1 and len(result.results) == 1:
+        # The hot path: a round of one call, answered (no index to build).
+        only, answer = phase.calls[0], result.results[0]
+        if answer.call_id != only.call.call_id or not waits_on_step(only):
+            return Failure(StepError(f"tool call {answer.call_id!r} has no step waiting for a result"))
+        fed = feed_step(only, answer, spec)
+        if isinstance(fed, str):
+            return Failure(StepError(fed))
+        events.extend(fed[1])
+        return ok(advance_round(state, spec, phase.turn, (fed[0],), phase.invalid_args, events, []))
+    waiting = {c.call.call_id: i for i, c in enumerate(phase.calls) if waits_on_step(c)}
     calls = list(phase.calls)
     for answer in result.results:
         index = waiting.pop(answer.call_id, None)
@@ -135,7 +149,7 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
             return Failure(StepError(fed))
         calls[index] = fed[0]
         events.extend(fed[1])
-    return Success(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
+    return ok(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
 
 
 def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec) -> Step:
@@ -165,7 +179,7 @@ def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec)
         fed, more = feed_approval(call, decision, spec)
         calls.append(fed)
         events.extend(more)
-    return Success(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
+    return ok(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
 
 
 def answered_before(state: RunState, result: ApprovalsGiven) -> bool:
@@ -211,8 +225,14 @@ def _settle(
     appended.extend(injected)
     if failed is not None:
         return fail(state, failed, events, appended, usage)
-    return next_turn(
-        state, spec, turn, events, appended, strikes=state.strikes + 1 if invalid else 0, usage=usage
+    # ``next_turn``, inline (the hot path of every tool round)
+    strikes = state.strikes + 1 if invalid else 0
+    conversation = state.conversation.append(appended)
+    return begin_turn(
+        evolve(state, phase=CallingModel(turn + 1), conversation=conversation, usage=usage, strikes=strikes),
+        spec,
+        events,
+        appended,
     )
 
 

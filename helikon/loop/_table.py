@@ -28,7 +28,7 @@ from helikon.effects import (
 )
 from helikon.errors import StepError
 from helikon.loop import _transition as rules
-from helikon.loop._model_form import model_answer
+from helikon.loop._model_form import model_answer, model_form_problem
 from helikon.loop._outcome import Outcome
 from helikon.loop._round import Step, answered_before, on_approvals_given, on_tools_executed
 from helikon.loop._spec import AgentSpec
@@ -111,7 +111,7 @@ def transition(state: RunState, result: EffectResult, spec: AgentSpec) -> Result
     >>> type(nxt.state.phase).__name__, type(nxt.events[-1]).__name__
     ('Done', 'RunCompleted')
     """
-    if type(result) is ModelResponded:
+    if type(result) is ModelResponded and model_form_problem(result.events) is not None:
         result = model_answer(result)  # a model's values enter in normal form, or fail the call
     handler = TABLE.get((type(state.phase), type(result)))
     if handler is None and type(result) is ApprovalsGiven and answered_before(state, result):

@@ -89,8 +89,8 @@ from helikon.items import (
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._calls import ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
-from helikon.loop._limits import exceeded, turn_usage
-from helikon.loop._outcome import Outcome
+from helikon.loop._limits import exceeded, spend, turn_usage
+from helikon.loop._outcome import Outcome, ok
 from helikon.loop._round import advance_round, round_effect
 from helikon.loop._spec import AgentSpec, HandoffSpec
 from helikon.loop._states import (
@@ -109,7 +109,7 @@ from helikon.loop._states import (
 )
 from helikon.loop._turns import begin_turn, complete, evolve, fail, request, turn_effect
 from helikon.loop._validate import parse_json, schema_errors
-from helikon.model import Usage
+from helikon.model import ToolDef, Usage
 
 #: Asked after a plain-text answer when the agent has an output schema.
 FINALIZE_PROMPT = (
@@ -201,24 +201,31 @@ def _assistant_message(response: Response, spec: AgentSpec) -> AssistantMessage 
     return AssistantMessage(content, spec.name) if content else None
 
 
-def _check_call(call: ToolCall, spec: AgentSpec) -> tuple[ToolResult | None, tuple[str, ...], JsonValue]:
+def _check_call(
+    call: ToolCall, spec: AgentSpec
+) -> tuple[ToolResult | None, tuple[str, ...], JsonValue, ToolDef | None]:
     """Answer a call the loop rejects itself: ``(error result, schema errors,
-    arguments)``.
+    arguments, tool)``.
 
-    A runnable call gives ``(None, (), its parsed arguments)``; an unknown
-    tool an error result and no schema errors; invalid arguments an error
-    result and their errors.
+    A runnable call gives ``(None, (), its parsed arguments, its tool)``; an
+    unknown tool an error result and no schema errors; invalid arguments an
+    error result and their errors.
     """
     tool = spec.tool(call.name)
     if tool is None:
         available = ", ".join(t.name for t in spec.tools) or "none"
         message = f"unknown tool {call.name!r}; available tools: {available}"
-        return ToolResult(call.call_id, call.name, message, is_error=True), (), None
+        return ToolResult(call.call_id, call.name, message, is_error=True), (), None, None
     value, error = parse_json(call.arguments or "{}")
     errors = (error,) if error is not None else schema_errors(value, tool.parameters)
     if not errors:
-        return None, (), value
-    return ToolResult(call.call_id, call.name, describe(InvalidArgs(errors)), is_error=True), errors, None
+        return None, (), value, tool
+    return (
+        ToolResult(call.call_id, call.name, describe(InvalidArgs(errors)), is_error=True),
+        errors,
+        None,
+        tool,
+    )
 
 
 # -- handlers ------------------------------------------------------------------
@@ -246,15 +253,14 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         return Failure(StepError("the model was not called"))
     turn = phase.turn
     response = aggregate(result.events, state.run_id, turn)
-    spent = turn_usage(response.usage, spec.price)
-    usage = state.usage + spent
+    cost, usage = spend(state.usage, response.usage, spec.price)
     events: list[AgentEvent] = []
     appended: list[Item] = []
     message = _assistant_message(response, spec)
     if message is not None:
         appended.append(message)
         # The turn's cost on the event that closes it (its last tool call's, else this).
-        events.append(MessageOutput(message, cost=None if response.calls else spent.cost))
+        events.append(MessageOutput(message, cost=None if response.calls else cost))
     if not response.calls:
         if spec.output is not None:
             output = spec.output
@@ -267,29 +273,30 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             )
             return Success(begin_turn(state, spec, events, appended))
         conversation = state.conversation.append(appended)
-        return Success(complete(state, spec, response.text, events, appended, usage, conversation))
+        return ok(complete(state, spec, response.text, events, appended, usage, conversation))
 
     for call in response.calls:
         appended.append(call)
         events.append(ToolCallItem(call))
-    if spent.cost is not None:
-        events[-1] = ToolCallItem(response.calls[-1], cost=spent.cost)
+    if cost is not None:
+        events[-1] = ToolCallItem(response.calls[-1], cost=cost)
     if turn >= spec.config.max_turns:
         return Success(fail(state, MaxTurnsExceeded(spec.config.max_turns), events, appended, usage))
 
-    for call in response.calls:
-        handoff = spec.handoff(call.name)
-        if handoff is not None:
-            return Success(_hand_off(state, spec, handoff, response.calls, events, appended, usage))
+    if spec.handoffs:
+        for call in response.calls:
+            handoff = spec.handoff(call.name)
+            if handoff is not None:
+                return Success(_hand_off(state, spec, handoff, response.calls, events, appended, usage))
 
     calls: list[ToolCallState] = []
     invalid = False
     pipeline_events: list[AgentEvent] = []
     runnable = 0
     for call in response.calls:
-        rejected, arg_errors, args = _check_call(call, spec)
+        rejected, arg_errors, args, tool = _check_call(call, spec)
         if rejected is None:
-            opened, more = open_call(call, spec, args)
+            opened, more = open_call(call, spec, args, tool)
             calls.append(opened)
             runnable += 1
             pipeline_events.extend(more)
@@ -316,7 +323,7 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
             usage.cost,
         )
     events.extend(pipeline_events)
-    return Success(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
+    return ok(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
 
 
 def _hand_off(
@@ -397,14 +404,13 @@ def on_final_response(state: RunState, result: ModelResponded, spec: AgentSpec) 
     if output is None:
         return Failure(StepError("the agent has no output schema"))
     response = aggregate(result.events, state.run_id, phase.turn)
-    spent = turn_usage(response.usage, spec.price)
-    usage = state.usage + spent
+    cost, usage = spend(state.usage, response.usage, spec.price)
     events: list[AgentEvent] = []
     appended: list[Item] = []
     message = _assistant_message(response, spec)
     if message is not None:
         appended.append(message)
-        events.append(MessageOutput(message, cost=spent.cost))
+        events.append(MessageOutput(message, cost=cost))
     value, error = parse_json(response.text)
     errors = (error,) if error is not None else schema_errors(value, output.schema)
     conversation = state.conversation.append(appended)

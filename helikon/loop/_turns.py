@@ -128,6 +128,8 @@ def begin_turn(state: RunState, spec: AgentSpec, events: list[AgentEvent], appen
     if spec.hooks:
         starting = evolve(state, phase=StartingTurn(phase.turn, phase))
         return Outcome(starting, tuple(events), RunHooks(phase.turn), tuple(appended))
+    if type(phase) is CallingModel and not spec.dynamic_instructions:  # the hot path of turn_effect
+        return Outcome(state, tuple(events), CallModel(request(state, spec), phase.turn), tuple(appended))
     return turn_effect(state, spec, events, appended)
 
 
