@@ -487,7 +487,10 @@ def check_first_breaking_step(plan: Plan, limits: UsageLimits, trace: Trace, las
             value = (
                 spent_now.total_tokens if error.limit == "total_tokens" else getattr(spent_now, error.limit)
             )
-            return error.value == value and value > error.maximum
+            # The machine folds a wave's answers one by one and stops at the
+            # first that breaks a limit: its value counts the answers folded
+            # so far, the trace's count all the wave's answers.
+            return error.maximum < error.value <= value
 
         # the holders it may be (two may share a maximum): one really broke it
         breakers = [holder for holder in owners(error.path) if broke(holder)]
@@ -516,6 +519,24 @@ def check_first_breaking_step(plan: Plan, limits: UsageLimits, trace: Trace, las
         ),
     ),
     UsageLimits(),
+)
+# A wave cut short by its first answer that breaks a limit (the second is never folded).
+@example(
+    Plan(
+        "sequential",
+        "sequential1",
+        parts=(
+            Plan(
+                "parallel",
+                "parallel2",
+                parts=(
+                    Plan("leaf", "leaf3", (("tools", Usage(), 1), ("say", Usage(), 0))),
+                    Plan("leaf", "leaf4", (("tools", Usage(), 1), ("say", Usage(), 0))),
+                ),
+            ),
+        ),
+    ),
+    UsageLimits(tool_calls=0),
 )
 def test_limits_on_random_trees_end_the_run_at_the_first_breaking_step_under_every_interpreter(
     plan: Plan, limits: UsageLimits
