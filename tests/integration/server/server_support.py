@@ -153,3 +153,27 @@ def wait_for(client: httpx.Client, url: str, status: str | set[str], timeout: fl
 
 def server_for(*agents: Any, **options: Any) -> AgentServer:
     return AgentServer(agents=agents or (assistant(),), **options)
+
+
+def paying_branches(name: str, paid: list[int]) -> Any:
+    """A parallel agent ``name`` whose two branches (``small`` pays 5, ``big``
+    pays 100000) reuse the call id ``c1``: only the path tells them apart.
+    Every payment made is appended to ``paid``."""
+    from helikon import ParallelAgent
+    from helikon.testing import MockModel, call_tools, say
+
+    @tool
+    async def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: dollars.
+        """
+        paid.append(amount)
+        return f"paid {amount}"
+
+    def branch(branch_name: str, amount: int) -> LlmAgent[None]:
+        model = MockModel([call_tools(("c1", "pay", {"amount": amount})), say(f"{branch_name} done")])
+        return LlmAgent(name=branch_name, model=model, tools=[pay])
+
+    return ParallelAgent(name, "Both at once.").add(branch("small", 5)).add(branch("big", 100000))

@@ -23,13 +23,12 @@ from typing import Any
 
 import httpx
 import pytest
-from server_support import ScriptedModel, approving_context, assistant, serving
+from server_support import ScriptedModel, approving_context, assistant, paying_branches, serving
 
-from helikon import Handoff, LlmAgent, ModelCapabilities, ParallelAgent, tool
+from helikon import Handoff, LlmAgent, ModelCapabilities, ParallelAgent
 from helikon.cancel import CancellationToken
 from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk
 from helikon.server import AgentServer, BearerAuth
-from helikon.testing import MockModel, call_tools, say
 
 pytestmark = pytest.mark.integration
 
@@ -92,22 +91,8 @@ class BrokenModel(FixedModel):
 
 def tree(paid: list[int]) -> ParallelAgent:
     """Two branches whose models reuse the call id ``c1``: only the path tells them apart."""
-
-    @tool
-    async def pay(amount: int) -> str:
-        """Pay.
-
-        Args:
-            amount: dollars.
-        """
-        paid.append(amount)
-        return f"paid {amount}"
-
-    def branch(name: str, amount: int) -> LlmAgent[None]:
-        model = MockModel([call_tools(("c1", "pay", {"amount": amount})), say(f"{name} done")])
-        return LlmAgent(name=name, model=model, tools=[pay])
-
-    return ParallelAgent("tree", "Both at once.").add(branch("small", 5)).add(branch("big", 100000))
+    result: ParallelAgent = paying_branches("tree", paid)
+    return result
 
 
 @pytest.fixture(scope="module")

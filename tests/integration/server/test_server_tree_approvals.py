@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 from httpx_sse import connect_sse
-from server_support import approving_context, serving, wait_for
+from server_support import approving_context, paying_branches, serving, wait_for
 
 from helikon import LlmAgent, ParallelAgent, tool
 from helikon.server import AgentServer
@@ -22,21 +22,9 @@ pytestmark = pytest.mark.integration
 
 
 def desk(paid: list[int]) -> ParallelAgent:
-    @tool
-    async def pay(amount: int) -> str:
-        """Pay.
-
-        Args:
-            amount: dollars.
-        """
-        paid.append(amount)
-        return f"paid {amount}"
-
-    def branch(name: str, amount: int) -> LlmAgent[None]:
-        model = MockModel([call_tools(("c1", "pay", {"amount": amount})), say(f"{name} done")])
-        return LlmAgent(name=name, model=model, tools=[pay])
-
-    return ParallelAgent("desk", "Both at once.").add(branch("small", 5)).add(branch("big", 100000))
+    """Two branches whose models reuse the call id ``c1``: only the path tells them apart."""
+    result: ParallelAgent = paying_branches("desk", paid)
+    return result
 
 
 def test_two_branches_sharing_a_call_id_are_shown_and_answered_apart() -> None:
