@@ -116,6 +116,68 @@ _ITEM = {
         ),
     ]
 }
+_NULLABLE_TEXT = {"type": ["string", "null"]}
+#: A cost in the pricing's currency, as a decimal string (``"0.00425"``).
+_COST = {"type": "string", "pattern": "^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$"}
+#: Each event's own fields (helikon.events), beside ``type``, ``seq`` and
+#: ``path``. A field the event may leave out is not required: ``cost`` is
+#: written only when the turn's model has a price.
+_EVENT_FIELDS: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "RunStarted": (["agent", "run_id"], {"agent": _TEXT, "run_id": _TEXT}),
+    "TurnStarted": (["turn"], {"turn": {"type": "integer"}}),
+    "TokenDelta": (["text"], {"text": _TEXT}),
+    "ReasoningDelta": (["text"], {"text": _TEXT}),
+    "ToolCallDelta": (
+        ["call_id", "name", "args_delta"],
+        {
+            "call_id": _NULLABLE_TEXT,
+            "name": _NULLABLE_TEXT,
+            "args_delta": _TEXT,
+            "index": {"type": ["integer", "null"]},
+        },
+    ),
+    # ``cost``: the cost of the model turn this event closes (docs/observability.md).
+    "MessageOutput": (["item"], {"item": {"type": "object"}, "cost": _COST}),
+    "ToolCallItem": (["item"], {"item": {"type": "object"}, "cost": _COST}),
+    "ToolOutputItem": (["item"], {"item": {"type": "object"}}),
+    "HandoffItem": (["from_agent", "to_agent"], {"from_agent": _TEXT, "to_agent": _TEXT}),
+    "AgentUpdated": (["agent"], {"agent": _TEXT}),
+    "GuardrailTriggered": (["kind", "info"], {"kind": _TEXT, "info": _TEXT}),
+    "ApprovalRequested": (["call_id", "tool", "args"], {"call_id": _TEXT, "tool": _TEXT, "args": {}}),
+    "PermissionDenied": (["tool", "reason"], {"tool": _TEXT, "reason": _TEXT}),
+    "RepairStarted": (["attempt"], {"attempt": {"type": "integer"}}),
+    "StructuredOutputFailed": (
+        ["schema_errors", "final_text"],
+        {"schema_errors": {"type": "array", "items": _TEXT}, "final_text": _TEXT},
+    ),
+    "RunCompleted": (["usage"], {"usage": {"type": "object"}}),
+    # ``synthetic``: the server's own terminal frame for a run that ended without one.
+    "RunFailed": (
+        ["error"],
+        {"error": {"type": "object"}, "usage": {"type": "object"}, "synthetic": {"type": "boolean"}},
+    ),
+}
+
+
+def _event(kind: str) -> dict[str, Any]:
+    required, fields = _EVENT_FIELDS[kind]
+    return {
+        "type": "object",
+        "required": ["type", "seq", *required],
+        "properties": {
+            "type": {"const": kind},
+            "seq": {"type": "integer"},
+            # The agent-tree path that emitted it (absent: the run's own agent).
+            "path": {"type": "array", "items": _TEXT},
+            **fields,
+        },
+        "additionalProperties": False,
+    }
+
+
+#: A run event as the server sends it: one variant per event type, each
+#: naming every field the server writes (a field it does not name is refused).
+_EVENT = {"oneOf": [_event(kind) for kind in _EVENT_FIELDS]}
 _SSE = {"description": "Server-Sent Events, one per run event", "content": {"text/event-stream": {}}}
 
 
@@ -175,16 +237,7 @@ def _document(title: str) -> dict[str, Any]:
                     ]
                 },
                 "Item": _ITEM,
-                "Event": {
-                    "type": "object",
-                    "required": ["type", "seq"],
-                    "properties": {
-                        "type": {"type": "string"},
-                        "seq": {"type": "integer"},
-                        # The agent-tree path that emitted it (absent: the run's own agent).
-                        "path": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
+                "Event": _EVENT,
                 "RunResult": {
                     "type": "object",
                     "required": ["run_id", "agent", "status", "output", "events"],
