@@ -45,6 +45,21 @@ class MemorySession:
         with self._lock:
             return self._events[:] if since is None else self._events[max(since + 1, 0) :]
 
+    def log(self) -> list[SessionEvent]:
+        """A copy of the whole log as it is now, read without awaiting (the
+        log is in memory): for synchronous readers such as the studio's
+        sessions view, on any thread. :meth:`events` is the same read
+        through the :class:`~helikon.sessions.Session` protocol.
+
+        >>> import anyio
+        >>> from helikon.sessions import UserMessageEvent
+        >>> session = MemorySession([UserMessageEvent.from_text("hi", at=0)])
+        >>> [event.at for event in session.log()]
+        [0]
+        """
+        with self._lock:
+            return self._events[:]
+
     async def snapshot(self) -> tuple[Item, ...]:
         return project(await self.events())
 

@@ -67,7 +67,7 @@ class MemoryBrowser:
             raise SessionError.unavailable(
                 "the chat keeps its sessions in a backend of its own: name it with --sessions to browse it"
             )
-        return {sid: list(session._events) for sid, session in dict(self.provider.sessions).items()}
+        return {sid: session.log() for sid, session in dict(self.provider.sessions).items()}
 
     def sessions(self) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = [

@@ -59,6 +59,16 @@ async def test_memory_session_starts_from_given_events() -> None:
     assert await session.snapshot() == project([user("a"), user("b")])
 
 
+async def test_memory_session_log_is_a_synchronous_copy_of_the_whole_log() -> None:
+    session = MemorySession([user("a")])
+    log = session.log()
+    await session.append([user("b")])
+    log.append(user("not in the session"))
+    assert log[:1] == [user("a")]  # a copy: neither later appends nor edits to it reach across
+    assert session.log() == await session.events() == [user("a"), user("b")]
+    assert await anyio.to_thread.run_sync(session.log) == [user("a"), user("b")]  # any thread
+
+
 async def test_memory_session_is_safe_across_threads() -> None:
     session = MemorySession()
 

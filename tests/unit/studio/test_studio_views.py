@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import trio
 from starlette.testclient import TestClient
@@ -18,8 +19,9 @@ from studio_views_support import GOLDEN_TESTS, broken, saved_eval_run, scenario
 from tests_support_studio import agent_with
 
 from helikon import LlmAgent, RunContext
-from helikon.sessions import AssistantMessageEvent, SqliteSession, UserMessageEvent
-from helikon.studio import Studio, browser_for
+from helikon.server import InMemorySessions
+from helikon.sessions import AssistantMessageEvent, SessionError, SqliteSession, UserMessageEvent
+from helikon.studio import MemoryBrowser, Studio, browser_for
 from helikon.studio._regression import field, record_command
 from helikon.testing import say
 
@@ -194,6 +196,21 @@ def test_the_studios_own_chat_sessions_are_listed_and_open_to_their_conversation
     assert [item["type"] for item in page["items"]] == ["UserMessage", "AssistantMessage"] * 2
     texts = [part["text"] for item in page["items"] for part in item["content"]]
     assert texts == ["hi", "Hello there.", "again", "Still here."]
+
+
+def test_the_memory_browser_reads_each_session_through_its_public_log() -> None:
+    chats = InMemorySessions()
+    anyio.run(chats("tab-1").append, [UserMessageEvent.from_text("hi", at=5)])
+    chats("tab-2")  # opened, nothing written yet
+    browser = MemoryBrowser(chats)
+    assert browser.sessions() == [
+        {"id": "tab-1", "events": 1, "last_at": 5},
+        {"id": "tab-2", "events": 0, "last_at": None},
+    ]
+    assert browser.events("tab-1") == chats.sessions["tab-1"].log()
+    assert browser.events("tab-3") is None
+    with pytest.raises(SessionError, match="--sessions"):
+        MemoryBrowser(None).sessions()
 
 
 def test_a_sqlite_session_database_is_browsable(tmp_path: Path) -> None:
