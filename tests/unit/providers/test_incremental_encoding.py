@@ -17,23 +17,22 @@ import anyio
 import httpx
 import msgspec
 import pytest
+from request_support import IMAGE_MESSAGE, SCHEMA, TOOL
 
 from helikon.cancel import CancellationToken
 from helikon.errors import ModelError
 from helikon.ids import CallId
 from helikon.items import (
     AssistantMessage,
-    ImagePart,
     Item,
     ReasoningPart,
     TextPart,
     ToolCall,
     ToolResult,
-    UserMessage,
     system_text,
     user_text,
 )
-from helikon.model import JsonSchema, ModelRequest, ModelSettings, ToolDef
+from helikon.model import ModelRequest, ModelSettings
 from helikon.providers import _bedrock_request as bedrock_wire
 from helikon.providers import _gemini_request as gemini_wire
 from helikon.providers._incremental import Converted, MessageCache, http_json
@@ -41,9 +40,6 @@ from helikon.providers.anthropic import AnthropicModel, CacheStrategy
 from helikon.providers.bedrock import BedrockModel
 from helikon.providers.gemini import GeminiModel
 from helikon.providers.openai import OpenAIModel
-
-TOOL = ToolDef("lookup", "Look a thing up.", {"type": "object", "properties": {"q": {"type": "string"}}})
-SCHEMA = JsonSchema("answer", {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
 
 
 def turn(n: int) -> tuple[Item, ...]:
@@ -63,8 +59,7 @@ def turn(n: int) -> tuple[Item, ...]:
         case 3:
             return (AssistantMessage((ReasoningPart("only thinking"),)), user_text(f"And {n}?"))
         case _:
-            image = UserMessage((TextPart("see"), ImagePart(data="AAAA", media_type="image/png")))
-            return (AssistantMessage((TextPart(f"Answer {n}"),)), image)
+            return (AssistantMessage((TextPart(f"Answer {n}"),)), IMAGE_MESSAGE)
 
 
 class Capture:

@@ -13,30 +13,26 @@ from typing import Any
 
 import msgspec
 import pytest
+from request_support import IMAGE_MESSAGE, SCHEMA, TOOL
 
 from helikon.ids import CallId
 from helikon.items import (
     AssistantMessage,
-    ImagePart,
     Item,
     ReasoningPart,
     TextPart,
     ToolCall,
     ToolResult,
-    UserMessage,
     system_text,
     user_text,
 )
-from helikon.model import JsonSchema, ModelRequest, ModelSettings, ToolChoiceRequired, ToolDef
+from helikon.model import ModelRequest, ModelSettings, ToolChoiceRequired, ToolDef
 from helikon.providers._bedrock_request import ModelFamily
 from helikon.providers._bedrock_request import build_request as bedrock_request
 from helikon.providers._gemini_request import Thinking
 from helikon.providers._gemini_request import build_body as gemini_body
 from helikon.providers.anthropic import AnthropicModel, CacheStrategy
 from helikon.providers.openai import OpenAIModel
-
-TOOL = ToolDef("lookup", "Look a thing up.", {"type": "object", "properties": {"q": {"type": "string"}}})
-SCHEMA = JsonSchema("answer", {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
 
 HISTORY: tuple[Item, ...] = (
     user_text("What is the weather?"),
@@ -54,7 +50,7 @@ CASES: dict[str, tuple[tuple[Item, ...], tuple[ToolDef, ...], ModelSettings]] = 
     "forced": (HISTORY, (TOOL,), ModelSettings(tool_choice=ToolChoiceRequired())),
     "structured": (HISTORY, (), ModelSettings(response_format=SCHEMA)),
     "image": (
-        (UserMessage((TextPart("see"), ImagePart(data="AAAA", media_type="image/png"))),),
+        (IMAGE_MESSAGE,),
         (),
         ModelSettings(temperature=0.5),
     ),
