@@ -29,7 +29,8 @@ import importlib.util
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,22 @@ def launch_chromium() -> Callable[[Any], Any]:
         return playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
 
     return launch
+
+
+@pytest.fixture(scope="session")
+def chromium(launch_chromium: Callable[[Any], Any]) -> Callable[[], AbstractContextManager[Any]]:
+    """``with chromium() as browser:``: a browser of :func:`launch_chromium`
+    for the block, closed after it (whatever the block raised)."""
+
+    @contextmanager
+    def browser() -> Iterator[Any]:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            launched = launch_chromium(playwright)
+            try:
+                yield launched
+            finally:
+                launched.close()
+
+    return browser

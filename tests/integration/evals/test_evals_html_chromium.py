@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +48,9 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalReport, Path]:
 
 
 @pytest.fixture(scope="module")
-def browser(launch_chromium: Callable[[Any], Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+def browser(chromium: Callable[[], AbstractContextManager[Any]]) -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
 
 
 class Watched:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -96,15 +97,9 @@ def tree(paid: list[int]) -> ParallelAgent:
 
 
 @pytest.fixture(scope="module")
-def browser(launch_chromium: Callable[[Any], Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+def browser(chromium: Callable[[], AbstractContextManager[Any]]) -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,15 @@ Screenshots are saved in the test's temporary directory.
 
 from __future__ import annotations
 
-import itertools
 import shutil
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from studio_browser import assert_laid_out, serving, watched_page
 
 from helikon import LlmAgent, RunContext, collect, tool
 from helikon.governance import Allow, Deny
@@ -31,42 +30,6 @@ pytestmark = pytest.mark.integration
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "traces"
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
-
-
-@contextmanager
-def serving(studio: Studio) -> Iterator[str]:
-    """The studio on a free loopback port (its own ``serve``, in a thread under trio); the base URL."""
-    ready = threading.Event()
-    urls: list[str] = []
-    failure: list[BaseException] = []
-    stop: list[trio.CancelScope] = []
-    token: list[trio.lowlevel.TrioToken] = []
-
-    async def main() -> None:
-        token.append(trio.lowlevel.current_trio_token())
-        with trio.CancelScope() as scope:
-            stop.append(scope)
-            async with trio.open_nursery() as nursery:
-                urls.append(await nursery.start(studio.serve, 0))
-                ready.set()
-
-    def run() -> None:
-        try:
-            trio.run(main)
-        except BaseException as exc:  # surfaced to the test
-            failure.append(exc)
-        finally:
-            ready.set()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(20) and urls, f"the studio did not start: {failure}"
-    try:
-        yield urls[0]
-    finally:
-        trio.from_thread.run_sync(stop[0].cancel, trio_token=token[0])
-        thread.join(timeout=10)
-    assert not failure, failure
 
 
 @tool
@@ -113,34 +76,9 @@ def record_denied_run(directory: Path) -> None:
     recorder.trace.dump(directory / "denied.jsonl")
 
 
-def assert_laid_out(page: Any, selectors: list[str], width: int) -> None:
-    """Every element shown lies inside the viewport's width; siblings of one list do not overlap."""
-    assert page.evaluate("document.documentElement.scrollWidth") <= width, "the page scrolls sideways"
-    for selector in selectors:
-        items = page.locator(selector)
-        boxes = []
-        for n in range(items.count()):
-            if not items.nth(n).is_visible():
-                continue
-            box = items.nth(n).bounding_box()
-            assert box is not None and box["width"] > 0 and box["height"] > 0, selector
-            assert box["x"] >= -0.5 and box["x"] + box["width"] <= width + 0.5, (selector, n, box, width)
-            boxes.append(box)
-        for a, b in itertools.pairwise(boxes):
-            apart = (
-                a["y"] + a["height"] <= b["y"] + 0.5
-                or b["y"] + b["height"] <= a["y"] + 0.5
-                or a["x"] + a["width"] <= b["x"] + 0.5
-                or b["x"] + b["width"] <= a["x"] + 0.5
-            )
-            assert apart, (selector, a, b)
-
-
 def test_a_tree_runs_sub_agent_step_expands_laid_out_at_1280_and_390_px(
-    launch_chromium: Callable[[Any], Any], tmp_path: Path
+    chromium: Callable[[], AbstractContextManager[Any]], tmp_path: Path
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     traces = tmp_path / "traces"
     traces.mkdir()
     shutil.copy(GOLDEN / "parallel_fan_out.jsonl", traces / "fan_out.jsonl")
@@ -150,83 +88,75 @@ def test_a_tree_runs_sub_agent_step_expands_laid_out_at_1280_and_390_px(
     shots.mkdir()
     studio = Studio(traces=[traces], golden=GOLDEN)
     errors: list[str] = []
-    with serving(studio) as base, sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for width, height in ((1280, 800), (390, 844)):
-                page = browser.new_page(viewport={"width": width, "height": height})
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(f"{base}/")
-                page.wait_for_selector(".run-row:has-text('three-lenses')")
-                assert page.locator("#runs > li").count() == 3 + len(list(GOLDEN.glob("*.jsonl")))
-                page.fill("#filter", "traces fan_out")
-                assert page.locator("#runs > li").count() == 1
-                assert_laid_out(page, ["header#top", "#runs-tools", "#runs > li", ".run-row span"], width)
-                page.screenshot(path=str(shots / f"runs-{width}.png"), full_page=True)
-
-                page.click(".run-row:has-text('three-lenses')")
-                page.wait_for_selector("#run-head h1:has-text('three-lenses')")
-                wave = page.locator("#timeline > li.step").filter(has_text="PerformAll").first
-                wave.locator("summary").first.click()
-                child = wave.locator(".children > li.step[data-path='pessimist']")
-                child.locator("summary").click()
-                body = child.locator(".body")
-                body.wait_for()
-                assert "model request" in body.inner_text()
-                assert body.locator(".said").inner_text() == "It will go down."
-                assert "What will the market do?" in body.inner_text()
-                assert_laid_out(
-                    page,
-                    [
-                        "#run-head",
-                        "#timeline > li.step",
-                        ".children > li.step",
-                        "[data-path='pessimist'] .body > *",
-                        "#run-head > *",
-                    ],
-                    width,
-                )
-                page.screenshot(path=str(shots / f"tree-run-{width}.png"), full_page=True)
-                page.close()
-
-            # a run whose strings are markup and script shows them as text
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            page.on("pageerror", lambda e: errors.append(str(e)))
+    with serving(studio) as base, chromium() as browser:
+        for width, height in ((1280, 800), (390, 844)):
+            page = watched_page(browser, errors, width, height)
             page.goto(f"{base}/")
-            page.click(".run-row:has-text('hostile-agent')")
-            page.wait_for_selector("#run-input:has-text('question <img')")
-            for step in range(page.locator("#timeline > li.step details").count()):
-                page.locator("#timeline > li.step details > summary").nth(step).click()
-            page.wait_for_selector(".said:has-text('answer <img src=x')")
-            page.wait_for_selector(".events li:has-text('found')")
-            assert page.locator("main img, main script").count() == 0
-            assert page.evaluate("window.__pwned === undefined")
-            page.screenshot(path=str(shots / "hostile-1280.png"), full_page=True)
+            page.wait_for_selector(".run-row:has-text('three-lenses')")
+            assert page.locator("#runs > li").count() == 3 + len(list(GOLDEN.glob("*.jsonl")))
+            page.fill("#filter", "traces fan_out")
+            assert page.locator("#runs > li").count() == 1
+            assert_laid_out(page, ["header#top", "#runs-tools", "#runs > li", ".run-row span"], width)
+            page.screenshot(path=str(shots / f"runs-{width}.png"), full_page=True)
 
-            # a tool round shows the permission policy's decision
-            page.goto(f"{base}/")
-            page.click(".run-row:has-text('policed-agent')")
-            page.wait_for_selector("#run-head .status.completed")
-            page.locator("#timeline > li.step details > summary").nth(1).click()
-            ruled = page.locator(".governance")
-            ruled.wait_for()
-            assert "Deny" in ruled.inner_text() and "no lookups today" in ruled.inner_text()
-            assert "denied: lookup: no lookups today" in ruled.inner_text()
-        finally:
-            browser.close()
+            page.click(".run-row:has-text('three-lenses')")
+            page.wait_for_selector("#run-head h1:has-text('three-lenses')")
+            wave = page.locator("#timeline > li.step").filter(has_text="PerformAll").first
+            wave.locator("summary").first.click()
+            child = wave.locator(".children > li.step[data-path='pessimist']")
+            child.locator("summary").click()
+            body = child.locator(".body")
+            body.wait_for()
+            assert "model request" in body.inner_text()
+            assert body.locator(".said").inner_text() == "It will go down."
+            assert "What will the market do?" in body.inner_text()
+            assert_laid_out(
+                page,
+                [
+                    "#run-head",
+                    "#timeline > li.step",
+                    ".children > li.step",
+                    "[data-path='pessimist'] .body > *",
+                    "#run-head > *",
+                ],
+                width,
+            )
+            page.screenshot(path=str(shots / f"tree-run-{width}.png"), full_page=True)
+            page.close()
+
+        # a run whose strings are markup and script shows them as text
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/")
+        page.click(".run-row:has-text('hostile-agent')")
+        page.wait_for_selector("#run-input:has-text('question <img')")
+        for step in range(page.locator("#timeline > li.step details").count()):
+            page.locator("#timeline > li.step details > summary").nth(step).click()
+        page.wait_for_selector(".said:has-text('answer <img src=x')")
+        page.wait_for_selector(".events li:has-text('found')")
+        assert page.locator("main img, main script").count() == 0
+        assert page.evaluate("window.__pwned === undefined")
+        page.screenshot(path=str(shots / "hostile-1280.png"), full_page=True)
+
+        # a tool round shows the permission policy's decision
+        page.goto(f"{base}/")
+        page.click(".run-row:has-text('policed-agent')")
+        page.wait_for_selector("#run-head .status.completed")
+        page.locator("#timeline > li.step details > summary").nth(1).click()
+        ruled = page.locator(".governance")
+        ruled.wait_for()
+        assert "Deny" in ruled.inner_text() and "no lookups today" in ruled.inner_text()
+        assert "denied: lookup: no lookups today" in ruled.inner_text()
     assert errors == []
     assert all((shots / name).stat().st_size > 1000 for name in ("runs-390.png", "tree-run-1280.png"))
 
 
 def test_a_chat_through_the_studio_is_recorded_and_opens_as_a_run(
-    launch_chromium: Callable[[Any], Any],
+    chromium: Callable[[], AbstractContextManager[Any]],
 ) -> None:
     """The agent server's chat page works under the studio's policy (its inline
     script admitted by hash), its run is recorded, and the page asks nothing of
     any other origin."""
-    from playwright.sync_api import sync_playwright
-
     desk = LlmAgent(
         name="desk",
         model=MockModel([call_tools(("lookup", {"term": "tides"})), say("Tides come twice a day.")]),
@@ -235,28 +165,22 @@ def test_a_chat_through_the_studio_is_recorded_and_opens_as_a_run(
     studio = Studio(agents=[desk])
     errors: list[str] = []
     requested: list[str] = []
-    with serving(studio) as base, sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: requested.append(r.url))
-            page.goto(f"{base}/")
-            page.wait_for_selector("#runs-status:has-text('no runs yet')")
-            page.click("#nav-chat")
-            page.wait_for_selector("#agent option[value='desk']", state="attached")
-            page.fill("#message", "when are the tides?")
-            page.press("#message", "Enter")
-            page.wait_for_selector(".msg.tool:has-text('tool call: lookup')")
-            page.wait_for_selector(".msg.assistant:has-text('Tides come twice a day.')")
-            page.goto(f"{base}/")
-            page.click(".run-row:has-text('desk')")
-            page.wait_for_selector("#run-head .status.completed")
-            page.locator("#timeline > li.step details > summary").nth(1).click()
-            page.wait_for_selector(".body:has-text('tool calls')")
-            assert '"term": "tides"' in page.locator(".body").first.inner_text()
-        finally:
-            browser.close()
+    with serving(studio) as base, chromium() as browser:
+        page = watched_page(browser, errors)
+        page.on("request", lambda r: requested.append(r.url))
+        page.goto(f"{base}/")
+        page.wait_for_selector("#runs-status:has-text('no runs yet')")
+        page.click("#nav-chat")
+        page.wait_for_selector("#agent option[value='desk']", state="attached")
+        page.fill("#message", "when are the tides?")
+        page.press("#message", "Enter")
+        page.wait_for_selector(".msg.tool:has-text('tool call: lookup')")
+        page.wait_for_selector(".msg.assistant:has-text('Tides come twice a day.')")
+        page.goto(f"{base}/")
+        page.click(".run-row:has-text('desk')")
+        page.wait_for_selector("#run-head .status.completed")
+        page.locator("#timeline > li.step details > summary").nth(1).click()
+        page.wait_for_selector(".body:has-text('tool calls')")
+        assert '"term": "tides"' in page.locator(".body").first.inner_text()
     assert errors == []
     assert requested and all(url.startswith(f"{base}/") or url.startswith("data:") for url in requested)

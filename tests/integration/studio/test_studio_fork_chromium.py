@@ -11,12 +11,13 @@ directory (``screenshots/``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from test_studio_chromium import assert_laid_out, serving
+from studio_browser import assert_laid_out, serving, watched_page
 
 from helikon import LlmAgent, RunContext, tool
 from helikon.interpreters import LiveInterpreter, RecordingInterpreter
@@ -61,10 +62,8 @@ def record(directory: Path) -> None:
 
 
 def test_fork_at_a_tool_result_with_an_edited_output_then_diff_it_with_its_parent(
-    launch_chromium: Callable[[Any], Any], tmp_path: Path
+    chromium: Callable[[], AbstractContextManager[Any]], tmp_path: Path
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     traces = tmp_path / "traces"
     traces.mkdir()
     record(traces)
@@ -72,67 +71,61 @@ def test_fork_at_a_tool_result_with_an_edited_output_then_diff_it_with_its_paren
     shots.mkdir()
     studio = Studio(traces=[traces], agents=[forecaster()])
     errors: list[str] = []
-    with serving(studio) as base, sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for width, height in ((1280, 800), (390, 844)):
-                page = browser.new_page(viewport={"width": width, "height": height})
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(f"{base}/")
-                page.click(".run-row:has-text('traces: forecast.jsonl')")
-                page.wait_for_selector("#run-head .status.completed")
-                tool_step = page.locator("#timeline > li.step[data-index='1']")
-                tool_step.locator("summary").first.click()
-                tool_step.locator(".fork-here").click()
-                edit = tool_step.locator(".fork-edit")
-                edit.fill(edit.input_value().replace("sunny in Oslo", "snowing in Oslo"))
-                assert tool_step.locator("input[value='replay']").is_checked()
-                assert_laid_out(page, ["header#top", "#timeline > li.step", ".fork-form > *"], width)
-                page.screenshot(path=str(shots / f"fork-form-{width}.png"), full_page=True)
-                tool_step.locator(".fork-run").click()
+    with serving(studio) as base, chromium() as browser:
+        for width, height in ((1280, 800), (390, 844)):
+            page = watched_page(browser, errors, width, height)
+            page.goto(f"{base}/")
+            page.click(".run-row:has-text('traces: forecast.jsonl')")
+            page.wait_for_selector("#run-head .status.completed")
+            tool_step = page.locator("#timeline > li.step[data-index='1']")
+            tool_step.locator("summary").first.click()
+            tool_step.locator(".fork-here").click()
+            edit = tool_step.locator(".fork-edit")
+            edit.fill(edit.input_value().replace("sunny in Oslo", "snowing in Oslo"))
+            assert tool_step.locator("input[value='replay']").is_checked()
+            assert_laid_out(page, ["header#top", "#timeline > li.step", ".fork-form > *"], width)
+            page.screenshot(path=str(shots / f"fork-form-{width}.png"), full_page=True)
+            tool_step.locator(".fork-run").click()
 
-                # the fork: a new run linked to its parent, its steps marked, its divergence named
-                page.wait_for_selector("#fork-info:has-text('Fork of')")
-                assert "source" not in page.url and "#/run/" in page.url
-                head = page.locator("#fork-info").inner_text()
-                assert "at step #1 (answer edited), replay mode" in head
-                assert "diverged from the recording at step 2" in head
-                marks = page.locator("#timeline > li.step .mark")
-                assert marks.all_inner_texts() == ["replayed", "edited", "live"]
-                page.locator("#timeline > li.step[data-index='2'] summary").first.click()
-                page.wait_for_selector(".events li:has-text('The forecast: snowing in Oslo.')")
-                assert page.locator(".events li:has-text('sunny in Oslo')").count() == 0
+            # the fork: a new run linked to its parent, its steps marked, its divergence named
+            page.wait_for_selector("#fork-info:has-text('Fork of')")
+            assert "source" not in page.url and "#/run/" in page.url
+            head = page.locator("#fork-info").inner_text()
+            assert "at step #1 (answer edited), replay mode" in head
+            assert "diverged from the recording at step 2" in head
+            marks = page.locator("#timeline > li.step .mark")
+            assert marks.all_inner_texts() == ["replayed", "edited", "live"]
+            page.locator("#timeline > li.step[data-index='2'] summary").first.click()
+            page.wait_for_selector(".events li:has-text('The forecast: snowing in Oslo.')")
+            assert page.locator(".events li:has-text('sunny in Oslo')").count() == 0
 
-                # the machine state after the first step, as a tree
-                first = page.locator("#timeline > li.step[data-index='0']")
-                first.locator("summary").first.click()
-                first.locator(".show-state").click()
-                tree = first.locator(".state-view")
-                tree.locator(".json-key:has-text('conversation')").wait_for()
-                assert "machine state after step #0" in tree.inner_text()
-                assert_laid_out(
-                    page, ["#fork-info", "#timeline > li.step", ".fork-tools > *", ".state-view"], width
-                )
-                page.screenshot(path=str(shots / f"fork-run-{width}.png"), full_page=True)
+            # the machine state after the first step, as a tree
+            first = page.locator("#timeline > li.step[data-index='0']")
+            first.locator("summary").first.click()
+            first.locator(".show-state").click()
+            tree = first.locator(".state-view")
+            tree.locator(".json-key:has-text('conversation')").wait_for()
+            assert "machine state after step #0" in tree.inner_text()
+            assert_laid_out(
+                page, ["#fork-info", "#timeline > li.step", ".fork-tools > *", ".state-view"], width
+            )
+            page.screenshot(path=str(shots / f"fork-run-{width}.png"), full_page=True)
 
-                # the diff of the fork and its parent
-                page.click("#fork-info .diff-parent")
-                page.wait_for_selector(".verdict.differ")
-                assert "snowing in Oslo" in page.locator(".output.b").inner_text()
-                assert "sunny in Oslo" in page.locator(".output.a").inner_text()
-                paths = page.locator(".diff-part code").all_inner_texts()
-                assert "output" in paths and any(p.startswith("events[") for p in paths)
-                assert_laid_out(page, ["#diff-pick label", ".diff-head", ".output", ".diff-part"], width)
-                page.screenshot(path=str(shots / f"diff-{width}.png"), full_page=True)
+            # the diff of the fork and its parent
+            page.click("#fork-info .diff-parent")
+            page.wait_for_selector(".verdict.differ")
+            assert "snowing in Oslo" in page.locator(".output.b").inner_text()
+            assert "sunny in Oslo" in page.locator(".output.a").inner_text()
+            paths = page.locator(".diff-part code").all_inner_texts()
+            assert "output" in paths and any(p.startswith("events[") for p in paths)
+            assert_laid_out(page, ["#diff-pick label", ".diff-head", ".output", ".diff-part"], width)
+            page.screenshot(path=str(shots / f"diff-{width}.png"), full_page=True)
 
-                # a run diffed with itself is the same
-                page.select_option("#diff-b", page.locator("#diff-a").input_value())
-                page.click("#diff-go")
-                page.wait_for_selector(".verdict.same")
-                page.close()
-        finally:
-            browser.close()
+            # a run diffed with itself is the same
+            page.select_option("#diff-b", page.locator("#diff-a").input_value())
+            page.click("#diff-go")
+            page.wait_for_selector(".verdict.same")
+            page.close()
     assert errors == []
     assert all(
         (shots / f"{n}-{w}.png").stat().st_size > 1000 for n in ("fork-run", "diff") for w in (1280, 390)

@@ -24,12 +24,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_studio_chromium import assert_laid_out, serving
+from studio_browser import assert_laid_out, serving, watched_page
 
 from helikon import LlmAgent
 from helikon.studio import Studio
@@ -87,10 +87,8 @@ def studio_process(project: Path, *args: str) -> Iterator[str]:
 
 
 def test_a_golden_replayed_against_a_broken_agent_shows_the_divergence_in_place(
-    launch_chromium: Callable[[Any], Any], tmp_path: Path
+    chromium: Callable[[], AbstractContextManager[Any]], tmp_path: Path
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     project = tmp_path / "project"
     golden = project / "tests" / "golden"
     (golden / "traces").mkdir(parents=True)
@@ -100,56 +98,50 @@ def test_a_golden_replayed_against_a_broken_agent_shows_the_divergence_in_place(
     shots = tmp_path / "screenshots"
     shots.mkdir()
     errors: list[str] = []
-    with studio_process(project, "--app", "broken:agent") as base, sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for width, height in WIDTHS:
-                page = browser.new_page(viewport={"width": width, "height": height})
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(f"{base}/")
-                page.click(".run-row:has-text('single_tool')")
-                page.wait_for_selector("#run-head h1:has-text('budget-assistant')")
-                page.select_option("#replay-mode", "strict")
-                page.click("#replay")
-                page.wait_for_selector(".replay-diverged")
-                assert "definition differs" in page.inner_text(".replay-diverged")
-                # in place: on the timeline's first step, with the field path, expected and actual
-                step = page.locator("#timeline > li.step.diverged")
-                assert step.count() == 1 and step.get_attribute("data-index") == "0"
-                here = step.locator(".divergence-here")
-                field = (
-                    here.locator(".field")
-                    .filter(has=page.locator(".field-path", has_text="instructions"))
-                    .first
-                )
-                assert field.is_visible()
-                assert field.locator(".expected code").inner_text() == "'You are a budgeting assistant.'"
-                assert field.locator(".actual code").inner_text() == "'You are a careless assistant.'"
-                command = page.inner_text(".record-command")
-                assert command == "pytest tests/golden -k single_tool --helikon-record"
-                assert_laid_out(
-                    page,
-                    [
-                        "header#top",
-                        "#regression",
-                        "#replay-result > *",
-                        "#timeline > li.step",
-                        ".divergence-here .field",
-                    ],
-                    width,
-                )
-                keep(shots, f"studio-regression-{width}.png", page)
+    with studio_process(project, "--app", "broken:agent") as base, chromium() as browser:
+        for width, height in WIDTHS:
+            page = watched_page(browser, errors, width, height)
+            page.goto(f"{base}/")
+            page.click(".run-row:has-text('single_tool')")
+            page.wait_for_selector("#run-head h1:has-text('budget-assistant')")
+            page.select_option("#replay-mode", "strict")
+            page.click("#replay")
+            page.wait_for_selector(".replay-diverged")
+            assert "definition differs" in page.inner_text(".replay-diverged")
+            # in place: on the timeline's first step, with the field path, expected and actual
+            step = page.locator("#timeline > li.step.diverged")
+            assert step.count() == 1 and step.get_attribute("data-index") == "0"
+            here = step.locator(".divergence-here")
+            field = (
+                here.locator(".field")
+                .filter(has=page.locator(".field-path", has_text="instructions"))
+                .first
+            )
+            assert field.is_visible()
+            assert field.locator(".expected code").inner_text() == "'You are a budgeting assistant.'"
+            assert field.locator(".actual code").inner_text() == "'You are a careless assistant.'"
+            command = page.inner_text(".record-command")
+            assert command == "pytest tests/golden -k single_tool --helikon-record"
+            assert_laid_out(
+                page,
+                [
+                    "header#top",
+                    "#regression",
+                    "#replay-result > *",
+                    "#timeline > li.step",
+                    ".divergence-here .field",
+                ],
+                width,
+            )
+            keep(shots, f"studio-regression-{width}.png", page)
 
-                # a loose replay compares effect kinds and tool calls: it matches, and warns
-                page.select_option("#replay-mode", "loose")
-                page.click("#replay")
-                page.wait_for_selector(".replay-ok")
-                assert "different agent definition" in page.inner_text(".replay-warning")
-                assert page.locator("#timeline .divergence-here").count() == 0
-                page.close()
-        finally:
-            browser.close()
+            # a loose replay compares effect kinds and tool calls: it matches, and warns
+            page.select_option("#replay-mode", "loose")
+            page.click("#replay")
+            page.wait_for_selector(".replay-ok")
+            assert "different agent definition" in page.inner_text(".replay-warning")
+            assert page.locator("#timeline .divergence-here").count() == 0
+            page.close()
     assert errors == []
 
 
@@ -166,89 +158,79 @@ def saved_run(tmp_path: Path) -> Path:
 
 
 def test_eval_runs_with_their_charts_and_chat_sessions_are_browsable(
-    launch_chromium: Callable[[Any], Any], tmp_path: Path, saved_run: Path
+    chromium: Callable[[], AbstractContextManager[Any]], tmp_path: Path, saved_run: Path
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     desk = LlmAgent(name="desk", model=MockModel([say("Tides come twice a day."), say("Every 12 hours.")]))
     studio = Studio(agents=[desk], evals=[saved_run])
     shots = tmp_path / "screenshots"
     shots.mkdir()
     errors: list[str] = []
-    with serving(studio) as base, sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            # a chat through the studio: its session is browsable
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{base}/server/")
-            page.wait_for_selector("#agent option[value='desk']", state="attached")
-            for text, answer in (("when are the tides?", "twice a day"), ("how often?", "12 hours")):
-                page.fill("#message", text)
-                page.press("#message", "Enter")
-                page.wait_for_selector(f".msg.assistant:has-text('{answer}')")
+    with serving(studio) as base, chromium() as browser:
+        # a chat through the studio: its session is browsable
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/server/")
+        page.wait_for_selector("#agent option[value='desk']", state="attached")
+        for text, answer in (("when are the tides?", "twice a day"), ("how often?", "12 hours")):
+            page.fill("#message", text)
+            page.press("#message", "Enter")
+            page.wait_for_selector(f".msg.assistant:has-text('{answer}')")
+        page.close()
+
+        for width, height in WIDTHS:
+            page = watched_page(browser, errors, width, height)
+            page.goto(f"{base}/")
+            page.click("#nav-evals")
+            page.wait_for_selector(".eval-row:has-text('support nightly')")
+            assert "4/7 cases passed" in page.inner_text(".eval-row")
+            assert_laid_out(page, ["header#top", "#evals > li", ".eval-row span"], width)
+            page.click(".eval-row")
+            page.wait_for_selector(".eval-head h1:has-text('support nightly')")
+            charts = page.locator(".charts figure")
+            assert charts.count() == 3
+            assert page.locator("svg.chart rect.bar").count() >= 2 + 2 + 4
+            assert page.locator("svg[aria-label='score distribution'] rect.bar").count() == 10
+            failed = page.locator("li.case[data-status='failed']")
+            assert failed.count() == 2
+            assert_laid_out(
+                page, ["#eval-page .eval-head", ".charts figure", "li.case", ".case-head > *"], width
+            )
+            keep(shots, f"studio-evals-{width}.png", page)
+            # a case's link opens its run
+            page.locator("li.case").filter(has_text="refund-b2").locator("a.case-run").click()
+            page.wait_for_selector("#run-head h1:has-text('support')")
+            assert "evals: nightly/traces/" in page.inner_text("#run-head")
+            assert page.locator("#timeline > li.step").count() >= 3
+
+            page.click("#nav-sessions")
+            page.wait_for_selector(".session-row")
+            assert "(memory backend)" in page.inner_text("#sessions-status")
+            assert page.locator(".session-row").count() == 1
+            assert "4 events" in page.inner_text(".session-row")
+            page.click(".session-row")
+            page.wait_for_selector(".session-head")
+            items = page.locator("ol.items > li")
+            assert [items.nth(n).inner_text().split(": ", 1)[1] for n in range(items.count())] == [
+                "when are the tides?",
+                "Tides come twice a day.",
+                "how often?",
+                "Every 12 hours.",
+            ]
+            assert items.first.inner_text().startswith("user: ")
+            assert items.nth(1).inner_text().startswith("desk: ")
+            assert_laid_out(page, ["header#top", ".session-head", "ol.items > li"], width)
+            keep(shots, f"studio-sessions-{width}.png", page)
             page.close()
-
-            for width, height in WIDTHS:
-                page = browser.new_page(viewport={"width": width, "height": height})
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(f"{base}/")
-                page.click("#nav-evals")
-                page.wait_for_selector(".eval-row:has-text('support nightly')")
-                assert "4/7 cases passed" in page.inner_text(".eval-row")
-                assert_laid_out(page, ["header#top", "#evals > li", ".eval-row span"], width)
-                page.click(".eval-row")
-                page.wait_for_selector(".eval-head h1:has-text('support nightly')")
-                charts = page.locator(".charts figure")
-                assert charts.count() == 3
-                assert page.locator("svg.chart rect.bar").count() >= 2 + 2 + 4
-                assert page.locator("svg[aria-label='score distribution'] rect.bar").count() == 10
-                failed = page.locator("li.case[data-status='failed']")
-                assert failed.count() == 2
-                assert_laid_out(
-                    page, ["#eval-page .eval-head", ".charts figure", "li.case", ".case-head > *"], width
-                )
-                keep(shots, f"studio-evals-{width}.png", page)
-                # a case's link opens its run
-                page.locator("li.case").filter(has_text="refund-b2").locator("a.case-run").click()
-                page.wait_for_selector("#run-head h1:has-text('support')")
-                assert "evals: nightly/traces/" in page.inner_text("#run-head")
-                assert page.locator("#timeline > li.step").count() >= 3
-
-                page.click("#nav-sessions")
-                page.wait_for_selector(".session-row")
-                assert "(memory backend)" in page.inner_text("#sessions-status")
-                assert page.locator(".session-row").count() == 1
-                assert "4 events" in page.inner_text(".session-row")
-                page.click(".session-row")
-                page.wait_for_selector(".session-head")
-                items = page.locator("ol.items > li")
-                assert [items.nth(n).inner_text().split(": ", 1)[1] for n in range(items.count())] == [
-                    "when are the tides?",
-                    "Tides come twice a day.",
-                    "how often?",
-                    "Every 12 hours.",
-                ]
-                assert items.first.inner_text().startswith("user: ")
-                assert items.nth(1).inner_text().startswith("desk: ")
-                assert_laid_out(page, ["header#top", ".session-head", "ol.items > li"], width)
-                keep(shots, f"studio-sessions-{width}.png", page)
-                page.close()
-        finally:
-            browser.close()
     assert errors == []
     assert all((shots / f"studio-{v}-390.png").stat().st_size > 1000 for v in ("evals", "sessions"))
 
 
 def test_a_chat_in_the_studio_asks_for_an_approval_inline_follows_a_handoff_and_is_recorded(
-    launch_chromium: Callable[[Any], Any], tmp_path: Path
+    chromium: Callable[[], AbstractContextManager[Any]], tmp_path: Path
 ) -> None:
     """Item 1 through the studio: the mounted chat streams a tool call, asks
     for an approval inline (answered there), follows a handoff, and the run
     opens in the run list with the approval among its governance decisions."""
-    from playwright.sync_api import sync_playwright
-
     from helikon import RunContext, tool
     from helikon.governance import GuardRule
     from helikon.workflows import Handoff
@@ -277,38 +259,34 @@ def test_a_chat_in_the_studio_asks_for_an_approval_inline_follows_a_handoff_and_
     shots = tmp_path / "screenshots"
     shots.mkdir()
     errors: list[str] = []
-    with serving(studio) as base, sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{base}/")
-            page.click("#nav-chat")
-            page.wait_for_selector("#agent option[value='desk']", state="attached")
-            page.select_option("#agent", "desk")
-            page.fill("#message", "please pay my bill of 12")
-            page.press("#message", "Enter")
-            page.wait_for_selector(".msg.handoff:has-text('billing')")
-            page.wait_for_selector(".msg.approval button:has-text('Approve')")
-            keep(shots, "studio-chat-approval-1280.png", page)
-            page.click(".msg.approval button:has-text('Approve')")
-            page.wait_for_selector(".msg.assistant:has-text('Paid 12, done.')")
-            page.goto(f"{base}/")
-            page.wait_for_selector(".run-row:has-text('desk')")
-            page.click(".run-row:has-text('desk')")
-            page.wait_for_selector("#run-head .status.completed")
-            for n in range(page.locator("#timeline > li.step > details > summary").count()):
-                page.locator("#timeline > li.step > details > summary").nth(n).click()
-            # billing's part of each wave, nested under its path: the approval, then the tool's output
-            for index, shown in (("2", "approval of"), ("3", "paid 12")):
-                child = page.locator(f"#timeline > li.step[data-index='{index}'] .children > li.step").first
-                assert child.get_attribute("data-path") == "billing"
-                child.locator("summary").first.click()
-                child.locator(".body").first.wait_for()
-                assert shown in child.inner_text()
-            approval = page.locator("#timeline > li.step[data-index='2'] .governance")
-            assert ": approved" in approval.inner_text()
-            keep(shots, "studio-chat-run-1280.png", page)
-        finally:
-            browser.close()
+    with serving(studio) as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/")
+        page.click("#nav-chat")
+        page.wait_for_selector("#agent option[value='desk']", state="attached")
+        page.select_option("#agent", "desk")
+        page.fill("#message", "please pay my bill of 12")
+        page.press("#message", "Enter")
+        page.wait_for_selector(".msg.handoff:has-text('billing')")
+        page.wait_for_selector(".msg.approval button:has-text('Approve')")
+        keep(shots, "studio-chat-approval-1280.png", page)
+        page.click(".msg.approval button:has-text('Approve')")
+        page.wait_for_selector(".msg.assistant:has-text('Paid 12, done.')")
+        page.goto(f"{base}/")
+        page.wait_for_selector(".run-row:has-text('desk')")
+        page.click(".run-row:has-text('desk')")
+        page.wait_for_selector("#run-head .status.completed")
+        for n in range(page.locator("#timeline > li.step > details > summary").count()):
+            page.locator("#timeline > li.step > details > summary").nth(n).click()
+        # billing's part of each wave, nested under its path: the approval, then the tool's output
+        for index, shown in (("2", "approval of"), ("3", "paid 12")):
+            child = page.locator(f"#timeline > li.step[data-index='{index}'] .children > li.step").first
+            assert child.get_attribute("data-path") == "billing"
+            child.locator("summary").first.click()
+            child.locator(".body").first.wait_for()
+            assert shown in child.inner_text()
+        approval = page.locator("#timeline > li.step[data-index='2'] .governance")
+        assert ": approved" in approval.inner_text()
+        keep(shots, "studio-chat-run-1280.png", page)
     assert errors == []
