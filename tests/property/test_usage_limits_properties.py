@@ -19,6 +19,7 @@ the same way; there the end is checked against the recorded trace (see
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -133,7 +134,7 @@ def build(plan: dict[str, Any]) -> tuple[LlmAgent[Any], RunContext[Any]]:
             handoffs=[Handoff.to(made)] if made is not None else [],
         )
     assert made is not None
-    return made, RunContext.ephemeral(None).with_prices(PRICES)
+    return made, priced()
 
 
 def _broken(limits: UsageLimits, used: Usage, requests: int, tool_calls: int) -> tuple[str, Any] | None:
@@ -180,32 +181,39 @@ def reference(plan: dict[str, Any]) -> UsageLimitExceeded | None:
     return None
 
 
-def live(plan: dict[str, Any], interpreter: Any = None, backend: str = "trio") -> list[AgentEvent]:
-    agent, ctx = build(plan)
+# -- one run of an agent, four ways (the flat chains and the trees alike) ---------------
+
+
+def priced() -> RunContext[Any]:
+    return RunContext.ephemeral(None).with_prices(PRICES)
+
+
+def run_live(agent: Any, ctx: RunContext[Any], interpreter: Any, backend: str) -> list[AgentEvent]:
+    """The run's events under ``interpreter`` on ``backend``."""
 
     async def go() -> list[AgentEvent]:
-        return [e async for e in agent.run(ctx, "go", interpreter=interpreter or LiveInterpreter(RUN_ID))]
+        return [e async for e in agent.run(ctx, "go", interpreter=interpreter)]
 
     return anyio.run(go, backend=backend)
 
 
-def scripted(plan: dict[str, Any]) -> list[AgentEvent]:
-    agent, ctx = build(plan)
-    chain = [a["name"] for a in plan["agents"]]
-
-    def member(spec: dict[str, Any]) -> TestInterpreter:
-        tools = {f"{spec['name']}_t{i}": Echo(f"{spec['name']}_t{i}").plain for i in range(2)}
-        return TestInterpreter(model=script(spec["name"], spec["turns"], chain), tools=tools, ctx=ctx)
-
-    root = member(plan["agents"][0])
-    root.agents = {spec["name"]: member(spec) for spec in plan["agents"][1:]}
+def run_scripted(agent: Any, ctx: RunContext[Any], root: TestInterpreter) -> list[AgentEvent]:
+    """The run's events under the scripted interpreter ``root`` (its ``agents``: the members')."""
     env = prepare(agent, ctx, run_id=RUN_ID)
     machine_spec = env.machine.spec if env.machine is not None else env.spec
     return list(root.run(machine_spec, "go", RUN_ID).events)
 
 
-def stepped(plan: dict[str, Any]) -> list[AgentEvent]:
-    agent, ctx = build(plan)
+def echo_tools(name: str) -> dict[str, Any]:
+    """The scripted interpreter's ``tools`` for the member ``name`` (its two :class:`Echo` tools)."""
+    return {f"{name}_t{i}": Echo(f"{name}_t{i}").plain for i in range(2)}
+
+
+def run_stepped(
+    agent: Any, ctx: RunContext[Any], interpreter: Callable[[], Any] = lambda: None
+) -> list[AgentEvent]:
+    """The run's events through the step API, its state dumped and loaded at
+    every step; each effect performed by a fresh ``interpreter()`` (None: the default)."""
 
     async def go() -> list[AgentEvent]:
         out = start(agent, "go", run_id=RUN_ID, ctx=ctx)
@@ -213,7 +221,7 @@ def stepped(plan: dict[str, Any]) -> list[AgentEvent]:
         state, effect = out.state, out.effect
         while type(effect) is not Terminate:
             state = load_state(dump_state(state))
-            live_events, result = await perform(agent, effect, ctx, run_id=RUN_ID)
+            live_events, result = await perform(agent, effect, ctx, run_id=RUN_ID, interpreter=interpreter())
             events.extend(live_events)
             out = advance(agent, state, result, ctx=ctx)
             events.extend(out.events)
@@ -223,14 +231,40 @@ def stepped(plan: dict[str, Any]) -> list[AgentEvent]:
     return anyio.run(go, backend="trio")
 
 
+def read_back(trace: Trace) -> Trace:
+    """``trace`` written to a file and loaded from it (what a replay reads)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.jsonl"
+        path.write_bytes(trace.to_bytes())
+        return Trace.load(path)
+
+
+def live(plan: dict[str, Any], interpreter: Any = None, backend: str = "trio") -> list[AgentEvent]:
+    agent, ctx = build(plan)
+    return run_live(agent, ctx, interpreter or LiveInterpreter(RUN_ID), backend)
+
+
+def scripted(plan: dict[str, Any]) -> list[AgentEvent]:
+    agent, ctx = build(plan)
+    chain = [a["name"] for a in plan["agents"]]
+
+    def member(spec: dict[str, Any]) -> TestInterpreter:
+        model = script(spec["name"], spec["turns"], chain)
+        return TestInterpreter(model=model, tools=echo_tools(spec["name"]), ctx=ctx)
+
+    root = member(plan["agents"][0])
+    root.agents = {spec["name"]: member(spec) for spec in plan["agents"][1:]}
+    return run_scripted(agent, ctx, root)
+
+
+def stepped(plan: dict[str, Any]) -> list[AgentEvent]:
+    return run_stepped(*build(plan))
+
+
 def replayed(plan: dict[str, Any]) -> tuple[list[AgentEvent], list[AgentEvent]]:
     recorder = RecordingInterpreter(LiveInterpreter(RUN_ID))
     recorded = live(plan, recorder)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "run.jsonl"
-        path.write_bytes(recorder.trace.to_bytes())
-        trace = Trace.load(path)
-    return recorded, live(plan, ReplayInterpreter(trace))
+    return recorded, live(plan, ReplayInterpreter(read_back(recorder.trace)))
 
 
 @settings(max_examples=min((settings.default or settings()).max_examples, 200))
@@ -364,52 +398,29 @@ def plan_nodes(plan: Plan) -> list[Plan]:
     return [plan, *(node for part in plan.parts for node in plan_nodes(part))]
 
 
+def lock_step() -> LiveInterpreter:
+    """A live interpreter that performs whole waves (the machine's order, not the scheduler's)."""
+    return LiveInterpreter(RUN_ID, lock_step=True)
+
+
 def tree_live(plan: Plan, limits: UsageLimits, backend: str, interpreter: Any = None) -> list[AgentEvent]:
-    agent = build_tree(plan, limits)
-    ctx = RunContext.ephemeral(None).with_prices(PRICES)
-    chosen = interpreter or LiveInterpreter(RUN_ID, lock_step=True)
-
-    async def go() -> list[AgentEvent]:
-        return [e async for e in agent.run(ctx, "go", interpreter=chosen)]
-
-    return anyio.run(go, backend=backend)
+    return run_live(build_tree(plan, limits), priced(), interpreter or lock_step(), backend)
 
 
 def tree_scripted(plan: Plan, limits: UsageLimits) -> list[AgentEvent]:
-    agent = build_tree(plan, limits)
-    ctx = RunContext.ephemeral(None).with_prices(PRICES)
+    ctx = priced()
 
     def member(node: Plan) -> TestInterpreter:
-        tools = {f"{node.name}_t{i}": Echo(f"{node.name}_t{i}").plain for i in range(2)}
         model = tree_script(node) * REPEAT if node.kind in ("leaf", "handoff", "tool") else []
-        return TestInterpreter(model=model, tools=tools, ctx=ctx)
+        return TestInterpreter(model=model, tools=echo_tools(node.name), ctx=ctx)
 
     root = member(plan)
     root.agents = {node.name: member(node) for node in plan_nodes(plan)[1:]}
-    env = prepare(agent, ctx, run_id=RUN_ID)
-    machine_spec = env.machine.spec if env.machine is not None else env.spec
-    return list(root.run(machine_spec, "go", RUN_ID).events)
+    return run_scripted(build_tree(plan, limits), ctx, root)
 
 
 def tree_stepped(plan: Plan, limits: UsageLimits) -> list[AgentEvent]:
-    agent = build_tree(plan, limits)
-    ctx = RunContext.ephemeral(None).with_prices(PRICES)
-
-    async def go() -> list[AgentEvent]:
-        out = start(agent, "go", run_id=RUN_ID, ctx=ctx)
-        events = list(out.events)
-        state, effect = out.state, out.effect
-        while type(effect) is not Terminate:
-            state = load_state(dump_state(state))
-            interpreter = LiveInterpreter(RUN_ID, lock_step=True)
-            live_events, result = await perform(agent, effect, ctx, run_id=RUN_ID, interpreter=interpreter)
-            events.extend(live_events)
-            out = advance(agent, state, result, ctx=ctx)
-            events.extend(out.events)
-            state, effect = out.state, out.effect
-        return events
-
-    return anyio.run(go, backend="trio")
+    return run_stepped(build_tree(plan, limits), priced(), lock_step)
 
 
 def _segment_member(segment: str) -> str:
@@ -541,12 +552,9 @@ def check_first_breaking_step(plan: Plan, limits: UsageLimits, trace: Trace, las
 def test_limits_on_random_trees_end_the_run_at_the_first_breaking_step_under_every_interpreter(
     plan: Plan, limits: UsageLimits
 ) -> None:
-    recorder = RecordingInterpreter(LiveInterpreter(RUN_ID, lock_step=True))
+    recorder = RecordingInterpreter(lock_step())
     events = tree_live(plan, limits, "trio", recorder)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "run.jsonl"
-        path.write_bytes(recorder.trace.to_bytes())
-        trace = Trace.load(path)
+    trace = read_back(recorder.trace)
     event(check_first_breaking_step(plan, limits, trace, events[-1]))
     assert tree_live(plan, limits, "asyncio") == events
     assert tree_scripted(plan, limits) == events
