@@ -10,29 +10,26 @@ written from the API reference live in ``tests/fixtures/openai/``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import attrs
 import httpx
 import pytest
+from openai_support import HELLO, Chunked, Server, failure_of, invoke, json_reply, reply_of
 
 from helikon import LlmAgent, collect, run_sync, tool
 from helikon.cancel import CancellationToken
 from helikon.errors import (
     ConfigError,
     ContextLengthExceeded,
-    ModelError,
-    ModelFailure,
     OtherModelFailure,
     RateLimited,
     Refused,
     TransportFailure,
     Unavailable,
 )
-from helikon.ids import CallId, RunId
+from helikon.ids import CallId
 from helikon.items import (
     AssistantMessage,
     ImagePart,
@@ -45,7 +42,6 @@ from helikon.items import (
     system_text,
     user_text,
 )
-from helikon.loop._aggregate import Response, aggregate
 from helikon.model import (
     Finish,
     FinishReason,
@@ -79,89 +75,14 @@ needs_wire = pytest.mark.skipif(
 # -- the mock server -----------------------------------------------------------
 
 
-class Chunked(httpx.AsyncByteStream):
-    """A response body delivered in small pieces (7 bytes by default), then
-    ``then()`` awaited. An iterator object, not a generator, so a stream the
-    client stops early leaves nothing to finalise."""
-
-    def __init__(self, body: bytes, size: int = 7, then: Callable[[], Any] | None = None) -> None:
-        self._pieces = [body[start : start + size] for start in range(0, len(body), size)]
-        self._then = then
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self
-
-    async def __anext__(self) -> bytes:
-        if self._pieces:
-            return self._pieces.pop(0)
-        if self._then is not None:
-            await self._then()
-        raise StopAsyncIteration
-
-
 def sse_reply(body: bytes | str, status: int = 200, **kw: Any) -> httpx.Response:
     raw = body.encode() if isinstance(body, str) else body
     return httpx.Response(status, headers={"content-type": "text/event-stream"}, stream=Chunked(raw, **kw))
 
 
-def json_reply(
-    body: bytes | object, status: int = 200, headers: dict[str, str] | None = None
-) -> httpx.Response:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return httpx.Response(
-        status, headers={"content-type": "application/json", **(headers or {})}, stream=Chunked(raw)
-    )
-
-
-@attrs.define
-class Server:
-    """Answers each request with the next reply and keeps the requests."""
-
-    replies: list[httpx.Response | Exception]
-    requests: list[httpx.Request] = attrs.field(factory=list)
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
-
-    def body(self, n: int = -1) -> Any:
-        return json.loads(self.requests[n].content)
-
-
 def chat_model(server: Server, model_id: str = "gpt-4o", **options: Any) -> OpenAIModel:
     options.setdefault("api_key", "sk-test")
-    client = httpx.AsyncClient(transport=httpx.MockTransport(server))
-    return OpenAIModel.chat(model_id, http_client=client, **options)
-
-
-HELLO = ModelRequest((user_text("hi"),))
-
-
-def invoke(model: OpenAIModel, request: ModelRequest = HELLO) -> list[ModelEvent]:
-    async def main() -> list[ModelEvent]:
-        return [event async for event in model.invoke(request, CancellationToken())]
-
-    return anyio.run(main, backend="trio")
-
-
-def reply_of(events: list[ModelEvent]) -> Response:
-    return aggregate(tuple(events), RunId("r"), 1)
-
-
-def failure_of(model: OpenAIModel, request: ModelRequest = HELLO) -> tuple[ModelFailure, list[ModelEvent]]:
-    """The ModelError's failure, and the events streamed before it."""
-    seen: list[ModelEvent] = []
-
-    async def main() -> None:
-        async for event in model.invoke(request, CancellationToken()):
-            seen.append(event)
-
-    with pytest.raises(ModelError) as caught:
-        anyio.run(main, backend="trio")
-    return caught.value.failure, seen
+    return OpenAIModel.chat(model_id, http_client=server.client(), **options)
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:

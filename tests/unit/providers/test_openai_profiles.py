@@ -11,6 +11,7 @@ import anyio
 import attrs
 import httpx
 import pytest
+from openai_support import Server
 
 from helikon.cancel import CancellationToken
 from helikon.errors import ConfigError, ModelError, OtherModelFailure, TransportFailure, Unavailable
@@ -35,19 +36,6 @@ STRUCTURED = ModelSettings(response_format=JsonSchema("city", CITY))
 WEATHER = ToolDef("weather", "The weather.", {"type": "object", "properties": {}})
 
 
-@attrs.define
-class Server:
-    replies: list[httpx.Response]
-    requests: list[httpx.Request] = attrs.field(factory=list)
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.replies.pop(0)
-
-    def body(self, n: int = -1) -> Any:
-        return json.loads(self.requests[n].content)
-
-
 def sse(*chunks: dict[str, Any], done: bool = True) -> httpx.Response:
     text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + ("data: [DONE]\n\n" if done else "")
     return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode())
@@ -62,8 +50,7 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
 
 
 def model(server: Server, **options: Any) -> OpenAIModel:
-    client = httpx.AsyncClient(transport=httpx.MockTransport(server))
-    return OpenAIModel.chat("local", base_url="http://127.0.0.1:1/v1", http_client=client, **options)
+    return OpenAIModel.chat("local", base_url="http://127.0.0.1:1/v1", http_client=server.client(), **options)
 
 
 def invoke(m: OpenAIModel, request: ModelRequest) -> list[ModelEvent]:

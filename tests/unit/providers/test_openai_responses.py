@@ -9,27 +9,22 @@ the API reference live in ``tests/fixtures/openai/``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
-import attrs
 import httpx
 import pytest
+from openai_support import Chunked, Server, failure_of, invoke, json_reply, reply_of
 
 from helikon import LlmAgent, run_sync, tool
-from helikon.cancel import CancellationToken
 from helikon.errors import (
-    ModelError,
-    ModelFailure,
     OtherModelFailure,
     RateLimited,
     Refused,
     TransportFailure,
     Unavailable,
 )
-from helikon.ids import CallId, RunId
+from helikon.ids import CallId
 from helikon.items import (
     AssistantMessage,
     ImagePart,
@@ -42,13 +37,11 @@ from helikon.items import (
     system_text,
     user_text,
 )
-from helikon.loop._aggregate import Response, aggregate
 from helikon.model import (
     Finish,
     FinishReason,
     JsonObjectFormat,
     JsonSchema,
-    ModelEvent,
     ModelRequest,
     ModelSettings,
     ReasoningChunk,
@@ -72,22 +65,6 @@ needs_wire = pytest.mark.skipif(
 # -- the mock server -----------------------------------------------------------
 
 
-class Chunked(httpx.AsyncByteStream):
-    """A response body delivered in 7-byte pieces (an iterator object, not a
-    generator, so a stream the client stops early leaves nothing to finalise)."""
-
-    def __init__(self, body: bytes) -> None:
-        self._pieces = [body[start : start + 7] for start in range(0, len(body), 7)]
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self
-
-    async def __anext__(self) -> bytes:
-        if self._pieces:
-            return self._pieces.pop(0)
-        raise StopAsyncIteration
-
-
 def sse_reply(body: bytes | str) -> httpx.Response:
     raw = body.encode() if isinstance(body, str) else body
     return httpx.Response(
@@ -95,56 +72,9 @@ def sse_reply(body: bytes | str) -> httpx.Response:
     )
 
 
-def json_reply(body: bytes | object, status: int = 200) -> httpx.Response:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return httpx.Response(status, headers={"content-type": "application/json"}, stream=Chunked(raw))
-
-
-@attrs.define
-class Server:
-    """Answers each request with the next reply and keeps the requests."""
-
-    replies: list[httpx.Response]
-    requests: list[httpx.Request] = attrs.field(factory=list)
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.replies.pop(0)
-
-    def body(self, n: int = -1) -> Any:
-        return json.loads(self.requests[n].content)
-
-
 def responses_model(server: Server, model_id: str = "gpt-4o", **options: Any) -> OpenAIModel:
     options.setdefault("api_key", "sk-test")
-    client = httpx.AsyncClient(transport=httpx.MockTransport(server))
-    return OpenAIModel.responses(model_id, http_client=client, **options)
-
-
-HELLO = ModelRequest((user_text("hi"),))
-
-
-def invoke(model: OpenAIModel, request: ModelRequest = HELLO) -> list[ModelEvent]:
-    async def main() -> list[ModelEvent]:
-        return [event async for event in model.invoke(request, CancellationToken())]
-
-    return anyio.run(main, backend="trio")
-
-
-def reply_of(events: list[ModelEvent]) -> Response:
-    return aggregate(tuple(events), RunId("r"), 1)
-
-
-def failure_of(model: OpenAIModel, request: ModelRequest = HELLO) -> tuple[ModelFailure, list[ModelEvent]]:
-    seen: list[ModelEvent] = []
-
-    async def main() -> None:
-        async for event in model.invoke(request, CancellationToken()):
-            seen.append(event)
-
-    with pytest.raises(ModelError) as caught:
-        anyio.run(main, backend="trio")
-    return caught.value.failure, seen
+    return OpenAIModel.responses(model_id, http_client=server.client(), **options)
 
 
 def sse(*events: dict[str, Any]) -> str:
