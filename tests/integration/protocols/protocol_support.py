@@ -9,8 +9,7 @@ from typing import Any
 
 import attrs
 
-from helikon import LlmAgent, RunContext, tool
-from helikon.governance import GuardRule
+from helikon import LlmAgent
 from helikon.items import ToolResult, UserMessage, text_of
 from helikon.model import ModelRequest
 from helikon.testing import FunctionModel, Pause, call_tools, say
@@ -19,6 +18,9 @@ from helikon.testing._function import ModelReply
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/integration: the shared _support
 from _support.loopback import free_port as free_port
 from _support.loopback import serving as serving
+from _support.paying import approving_context as approving_context
+from _support.paying import get_weather as get_weather
+from _support.paying import pay as pay
 
 
 def _last_user_text(request: ModelRequest) -> str:
@@ -57,26 +59,6 @@ def answer(request: ModelRequest) -> ModelReply:
     return f"echo: {text}"
 
 
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city.
-
-    Args:
-        city: the city.
-    """
-    return f"sunny in {city}"
-
-
-@tool
-def pay(amount: int) -> str:
-    """Pay an amount.
-
-    Args:
-        amount: how much.
-    """
-    return f"paid {amount}"
-
-
 def assistant(name: str = "assistant") -> LlmAgent[Any]:
     return LlmAgent(
         name=name,
@@ -100,6 +82,3 @@ def reporter() -> LlmAgent[Any]:
     return LlmAgent(name="reporter", model=FunctionModel(answer), output_type=Report, description="Reports.")
 
 
-def approving_context() -> RunContext[Any]:
-    """Payments need a human."""
-    return RunContext.ephemeral(None).with_guard_rules([GuardRule.tool("pay")]).with_suspend_on_approval()

@@ -12,9 +12,8 @@ from typing import Any
 import anyio
 import httpx
 
-from helikon import LlmAgent, ModelCapabilities, RunContext, tool
+from helikon import LlmAgent, ModelCapabilities, tool
 from helikon.cancel import CancellationToken
-from helikon.governance import GuardRule
 from helikon.items import ToolResult, UserMessage, text_of
 from helikon.model import Finish, FinishReason, ModelEvent, ModelRequest, TextChunk, ToolCallChunk
 from helikon.server import AgentServer
@@ -22,6 +21,9 @@ from helikon.server import AgentServer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/integration: the shared _support
 from _support.loopback import free_port as free_port
 from _support.loopback import serving as serving
+from _support.paying import approving_context as approving_context
+from _support.paying import get_weather as get_weather
+from _support.paying import pay as pay
 
 
 def _last_user_text(messages: tuple[Any, ...]) -> str:
@@ -103,26 +105,6 @@ class ScriptedModel:
         yield Finish(FinishReason.STOP)
 
 
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city.
-
-    Args:
-        city: the city.
-    """
-    return f"sunny in {city}"
-
-
-@tool
-def pay(amount: int) -> str:
-    """Pay an amount.
-
-    Args:
-        amount: how much.
-    """
-    return f"paid {amount}"
-
-
 def assistant(model: Any = None, name: str = "assistant") -> LlmAgent[Any]:
     return LlmAgent(
         name=name,
@@ -133,9 +115,6 @@ def assistant(model: Any = None, name: str = "assistant") -> LlmAgent[Any]:
     )
 
 
-def approving_context() -> RunContext[Any]:
-    """Payments need a human: with no handler, the server waits for the approvals route."""
-    return RunContext.ephemeral(None).with_guard_rules([GuardRule.tool("pay")]).with_suspend_on_approval()
 
 
 def wait_for(client: httpx.Client, url: str, status: str | set[str], timeout: float = 10.0) -> dict[str, Any]:
