@@ -586,22 +586,31 @@ def test_messages_bodies_run_as_a_conversation() -> None:
     assert user_texts(model.requests[0].messages) == ["I earn $3,000.", "What can I save?"]
 
 
+def gated_reporter(
+    model: MockModel, session: MemorySession
+) -> tuple[AgentCoreServer, anyio.Event, anyio.Event]:
+    """``(server, started, release)``: an AgentCore server of one agent on
+    ``session`` whose ``slow_report`` tool sets ``started``, then waits for
+    ``release``. Made inside the run (its events belong to the running loop)."""
+    started, release = anyio.Event(), anyio.Event()
+
+    @tool
+    async def slow_report() -> str:
+        """Build the monthly report."""
+        started.set()
+        await release.wait()
+        return "report ready"
+
+    agent = LlmAgent(name="reporter", model=model, tools=[slow_report])
+    return AgentCoreServer(agent, sessions=lambda sid: session if sid else None), started, release
+
+
 def test_invocations_of_one_session_run_one_at_a_time() -> None:
     session = MemorySession()
     model = MockModel([call_tools(("slow_report", {})), say("First done."), say("Second done.")])
 
     async def main() -> None:
-        started, release = anyio.Event(), anyio.Event()
-
-        @tool
-        async def slow_report() -> str:
-            """Build the monthly report."""
-            started.set()
-            await release.wait()
-            return "report ready"
-
-        agent = LlmAgent(name="reporter", model=model, tools=[slow_report])
-        server = AgentCoreServer(agent, sessions=lambda sid: session if sid else None)
+        server, started, release = gated_reporter(model, session)
         headers = {AGENTCORE_SESSION_HEADER: SESSION, **JSON}
         answers: dict[str, str] = {}
         async with anyio.create_task_group() as group:
@@ -745,17 +754,7 @@ def test_a_client_gone_while_waiting_for_its_session_never_runs() -> None:
     model = MockModel([call_tools(("slow_report", {})), say("First done."), say("Third done.")])
 
     async def main() -> None:
-        started, release = anyio.Event(), anyio.Event()
-
-        @tool
-        async def slow_report() -> str:
-            """Build the monthly report."""
-            started.set()
-            await release.wait()
-            return "report ready"
-
-        agent = LlmAgent(name="reporter", model=model, tools=[slow_report])
-        server = AgentCoreServer(agent, sessions=lambda sid: session if sid else None)
+        server, started, release = gated_reporter(model, session)
         headers = {AGENTCORE_SESSION_HEADER: SESSION, **JSON}
         answers: dict[str, str] = {}
         async with anyio.create_task_group() as group:
