@@ -20,10 +20,12 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from types import AsyncGeneratorType
 from typing import Any, final
 
 import attrs
 
+from helikon.context import Actions
 from helikon.effects import (
     AgentRun,
     AgentRunResult,
@@ -33,11 +35,13 @@ from helikon.effects import (
     AtPath,
     AwaitApproval,
     CallModel,
+    CallStep,
     CheckGuardrails,
     Effect,
     EffectResult,
     ExecuteTools,
     Handoff,
+    InvokeTool,
     ModelCallFailed,
     ModelResponded,
     NotifyHooks,
@@ -48,8 +52,11 @@ from helikon.effects import (
     RunAgents,
     RunHooks,
     RunInterrupted,
+    StepResult,
     StoreOutput,
     Terminate,
+    ToolReturned,
+    ToolsExecuted,
 )
 from helikon.errors import (
     Cancelled,
@@ -63,7 +70,7 @@ from helikon.errors import (
 from helikon.events import AgentEvent, emitted_at
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, run_child
-from helikon.interpreters._drive import due, interruption, is_event, is_result
+from helikon.interpreters._drive import CLOCKED, due, interruption, is_event, is_result
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._perform import (
     approvals,
@@ -74,10 +81,12 @@ from helikon.interpreters._perform import (
     run_tool_round,
     turn_hooks,
 )
-from helikon.interpreters._steps import callbacks_of
+from helikon.interpreters._steps import _tool_context, callbacks_of
 from helikon.interpreters._tree_env import child_of, env_at, is_private
-from helikon.loop import delta_event
+from helikon.loop import tool_raised
+from helikon.loop._deltas import _MAKERS as _DELTAS
 from helikon.model import ModelEvent, Usage
+from helikon.tools._decorator import FunctionTool, at_once, takes_context
 
 #: When work is cut short, on the event loop's clock, and the timeout that set it.
 Limit = tuple[float, float] | None
@@ -163,15 +172,22 @@ class LiveInterpreter:
         """The result of an effect that streams no events, as one awaitable
         (what :func:`~helikon.interpreters._drive.drive` awaits instead of
         iterating :meth:`perform`); None for an effect that may stream."""
-        return self._plain(effect, env, due(env)) if type(effect) in _PLAIN else None
+        return self._plain(effect, env, _due(env)) if type(effect) in _PLAIN else None
 
     async def _plain(self, effect: Effect, env: RunEnv, limit: Limit) -> EffectResult:
-        if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
+        token = env.ctx.cancel
+        # a chore is the machine's bookkeeping, never interrupted; without a
+        # limit, only a cancelled run is (what ``interruption`` checks first)
+        if type(effect) not in _CHORES and (limit is not None or token.cancelled):
             stopped = interruption(env, limit)
             if stopped is not None:
                 return stopped
         match effect:
             case ExecuteTools(steps=steps):
+                if limit is None and token.deadline is None and len(steps) == 1:
+                    quick = _at_once(steps[0], env)
+                    if quick is not None:
+                        return await quick
                 most = env.spec.config.parallel_tool_call_limit
                 return await _interruptible(run_tool_round(steps, callbacks_of(env), most), env, limit)
             case AskApprovals(requests=requests):
@@ -265,31 +281,41 @@ class LiveInterpreter:
     async def _call_model(
         self, effect: CallModel, env: RunEnv, at: tuple[Limit] | None
     ) -> AsyncIterator[AgentEvent | EffectResult]:
-        limit = due(env) if at is None else at[0]
-        stopped = interruption(env, limit)
-        if stopped is not None:
-            yield stopped
-            return
+        limit = _due(env) if at is None else at[0]
+        token = env.ctx.cancel
+        if limit is not None or token.cancelled:
+            stopped = interruption(env, limit)
+            if stopped is not None:
+                yield stopped
+                return
         events: list[ModelEvent] = []
         deadline = limit[0] if limit is not None else None
         # The model gets a token that also carries the run's deadline, so an
         # adapter's waits under ``cancel.scope()`` end at the timeout too.
-        cancel = env.ctx.cancel if deadline is None else env.ctx.cancel.child(deadline)
+        cancel = token if deadline is None else token.child(deadline)
         try:
             stream = env.model.invoke(effect.request, cancel)
+            ended = False
             try:
                 async for event in stream:
                     events.append(event)
-                    delta = delta_event(event)
-                    if delta is not None:
-                        yield delta
-                    checked = deadline is not None and len(events) % 64 == 0
-                    if cancel.cancelled or (checked and interruption(env, limit) is not None):
+                    make = _DELTAS.get(type(event))  # what ``delta_event`` does, without its frame
+                    if make is not None:
+                        delta = make(event)
+                        if delta is not None:
+                            yield delta
+                    if cancel.cancelled:
                         break
+                    if deadline is not None and len(events) % 64 == 0 and interruption(env, limit):
+                        break
+                else:
+                    ended = True
             finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                # a spent async generator has nothing left to close
+                if not (ended and type(stream) is AsyncGeneratorType):
+                    aclose = getattr(stream, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
         except ModelError as exc:
             yield ModelCallFailed(exc.failure, tuple(events))
             return
@@ -300,12 +326,49 @@ class LiveInterpreter:
             yield ModelCallFailed(OtherModelFailure(f"{type(exc).__name__}: {exc}"), tuple(events))
             return
         finally:
-            if cancel is not env.ctx.cancel:
+            if cancel is not token:
                 cancel.detach()
         # A model adapter may end its stream early when the deadline passes
         # (rather than raise), so a stream past the deadline is not an answer.
-        stopped = interruption(env, limit)
+        stopped = interruption(env, limit) if limit is not None or token.cancelled else None
         yield stopped if stopped is not None else ModelResponded(tuple(events))
+
+
+def _due(env: RunEnv) -> Limit:
+    """:func:`due` for the run itself, with no call when the run has no
+    clock reading and no deadline (``due``'s own first test)."""
+    if env.deadline is None and env.derived.get(CLOCKED) is None:
+        return None
+    return due(env)
+
+
+def _at_once(step: CallStep, env: RunEnv) -> Awaitable[EffectResult] | None:
+    """A round of one call of a tool that cannot suspend (see
+    :func:`~helikon.tools._decorator.at_once`), performed without a cancel
+    scope; None for any other step."""
+    if type(step) is not InvokeTool:
+        return None
+    tool = at_once(env.tools.get(step.tool))
+    return None if tool is None else _call_at_once(step, tool, env)
+
+
+async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: RunEnv) -> EffectResult:
+    """What ``_interruptible(run_tool_round((step,), ...))`` gives for a run
+    with no deadline, without the cancel scope: the call never reaches a
+    checkpoint, so no scope could interrupt it, and with no deadline the
+    effective deadline the tool could read is the same. A tool that does not
+    read its context gets none (``invoke`` ignores it)."""
+    actions = Actions()
+    ctx: Any = _tool_context(env, step.call_id, actions) if takes_context(tool) else None
+    try:
+        value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it
+    except Exception as exc:
+        result: StepResult = tool_raised(step.call_id, exc)
+    else:
+        result = ToolReturned(step.call_id, value)  # ``invoke`` returns the normal form already
+    if env.ctx.cancel.cancelled:  # the tool fired the token itself
+        return _cancelled()
+    return ToolsExecuted((result,), actions.escalated)
 
 
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv, limit: Limit) -> EffectResult:
