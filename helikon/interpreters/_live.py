@@ -35,7 +35,6 @@ from helikon.effects import (
     AtPath,
     AwaitApproval,
     CallModel,
-    CallStep,
     CheckGuardrails,
     Effect,
     EffectResult,
@@ -172,7 +171,11 @@ class LiveInterpreter:
         """The result of an effect that streams no events, as one awaitable
         (what :func:`~helikon.interpreters._drive.drive` awaits instead of
         iterating :meth:`perform`); None for an effect that may stream."""
-        return self._plain(effect, env, _due(env)) if type(effect) in _PLAIN else None
+        if type(effect) not in _PLAIN:
+            return None
+        # ``due``'s own first test, without its call: no clock reading, no deadline
+        plain = env.deadline is None and env.derived.get(CLOCKED) is None
+        return self._plain(effect, env, None if plain else due(env))
 
     async def _plain(self, effect: Effect, env: RunEnv, limit: Limit) -> EffectResult:
         token = env.ctx.cancel
@@ -185,9 +188,11 @@ class LiveInterpreter:
         match effect:
             case ExecuteTools(steps=steps):
                 if limit is None and token.deadline is None and len(steps) == 1:
-                    quick = _at_once(steps[0], env)
-                    if quick is not None:
-                        return await quick
+                    step = steps[0]  # a round of one call of a tool that cannot suspend?
+                    if type(step) is InvokeTool:
+                        found = _quick_tools(env).get(step.tool)
+                        if found is not None:
+                            return await _call_at_once(step, found, env)
                 most = env.spec.config.parallel_tool_call_limit
                 return await _interruptible(run_tool_round(steps, callbacks_of(env), most), env, limit)
             case AskApprovals(requests=requests):
@@ -281,7 +286,10 @@ class LiveInterpreter:
     async def _call_model(
         self, effect: CallModel, env: RunEnv, at: tuple[Limit] | None
     ) -> AsyncIterator[AgentEvent | EffectResult]:
-        limit = _due(env) if at is None else at[0]
+        if at is not None:
+            limit = at[0]
+        else:  # ``due``'s own first test, without its call
+            limit = None if env.deadline is None and env.derived.get(CLOCKED) is None else due(env)
         token = env.ctx.cancel
         if limit is not None or token.cancelled:
             stopped = interruption(env, limit)
@@ -334,22 +342,20 @@ class LiveInterpreter:
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
 
-def _due(env: RunEnv) -> Limit:
-    """:func:`due` for the run itself, with no call when the run has no
-    clock reading and no deadline (``due``'s own first test)."""
-    if env.deadline is None and env.derived.get(CLOCKED) is None:
-        return None
-    return due(env)
+#: Where a run's environment keeps its tools that cannot suspend.
+_QUICK = "tools at once"
 
 
-def _at_once(step: CallStep, env: RunEnv) -> Awaitable[EffectResult] | None:
-    """A round of one call of a tool that cannot suspend (see
-    :func:`~helikon.tools._decorator.at_once`), performed without a cancel
-    scope; None for any other step."""
-    if type(step) is not InvokeTool:
-        return None
-    tool = at_once(env.tools.get(step.tool))
-    return None if tool is None else _call_at_once(step, tool, env)
+def _quick_tools(env: RunEnv) -> dict[str, FunctionTool[..., Any]]:
+    """The run's tools whose calls cannot suspend (see
+    :func:`~helikon.tools._decorator.at_once`), by name; found once per run."""
+    quick = env.derived.get(_QUICK)
+    if quick is None:
+        quick = env.derived[_QUICK] = {
+            name: found for name, implementation in env.tools.items() if (found := at_once(implementation))
+        }
+    tools: dict[str, FunctionTool[..., Any]] = quick
+    return tools
 
 
 async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: RunEnv) -> EffectResult:
@@ -358,8 +364,8 @@ async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: Run
     checkpoint, so no scope could interrupt it, and with no deadline the
     effective deadline the tool could read is the same. A tool that does not
     read its context gets none (``invoke`` ignores it)."""
-    actions = Actions()
-    ctx: Any = _tool_context(env, step.call_id, actions) if takes_context(tool) else None
+    actions = Actions() if takes_context(tool) else None  # escalating needs the context
+    ctx: Any = None if actions is None else _tool_context(env, step.call_id, actions)
     try:
         value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it
     except Exception as exc:
@@ -368,7 +374,7 @@ async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: Run
         result = ToolReturned(step.call_id, value)  # ``invoke`` returns the normal form already
     if env.ctx.cancel.cancelled:  # the tool fired the token itself
         return _cancelled()
-    return ToolsExecuted((result,), actions.escalated)
+    return ToolsExecuted((result,), actions is not None and actions.escalated)
 
 
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv, limit: Limit) -> EffectResult:

@@ -37,6 +37,8 @@ from helikon.tools._schema import SchemaBuilder, type_schema
 P = ParamSpec("P")
 R = TypeVar("R")
 
+#: Values that are their own JSON normal form.
+_SCALARS: Final = frozenset({type(None), bool, int})
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -168,6 +170,9 @@ class FunctionTool(Generic[P, R]):
             result = await pending
         else:
             result = await plan.call(ctx, args)
+        if type(result) in _SCALARS:  # its own normal form (what ``to_json`` answers at once)
+            scalar: JsonValue = result
+            return scalar
         try:
             return to_json(result)
         except NormalFormError as exc:
