@@ -8,7 +8,11 @@ each call's pipeline and each branch moves on as soon as its own step is
 answered, the round's calls under ``parallel_tool_call_limit``.
 
 Cancellation: tools and instructions run inside a cancel scope tied to the
-run's token and deadline, so a cancel interrupts them at once. A model
+run's token and deadline, so a cancel interrupts them at once. A round of one
+call of a tool that cannot suspend (an ``async def`` with no ``await``, a
+``def`` with ``thread=False``) runs without one when no deadline applies:
+it reaches no checkpoint, so no scope could interrupt it, and the token is
+read when it returns. A model
 stream is checked between chunks (a cancel scope must not stay open across
 the ``yield`` that streams a delta); model adapters receive the token and
 wrap their network waits in :meth:`CancellationToken.scope`.
@@ -171,11 +175,24 @@ class LiveInterpreter:
         """The result of an effect that streams no events, as one awaitable
         (what :func:`~helikon.interpreters._drive.drive` awaits instead of
         iterating :meth:`perform`); None for an effect that may stream."""
-        if type(effect) not in _PLAIN:
+        kind = type(effect)
+        if kind not in _PLAIN:
             return None
         # ``due``'s own first test, without its call: no clock reading, no deadline
-        plain = env.deadline is None and env.derived.get(CLOCKED) is None
-        return self._plain(effect, env, None if plain else due(env))
+        if env.deadline is not None or env.derived.get(CLOCKED) is not None:
+            return self._plain(effect, env, due(env))
+        if kind is ExecuteTools:
+            # A round of one call of a tool that cannot suspend, in a run that
+            # is not cancelled and has no deadline: its own coroutine at once.
+            token = env.ctx.cancel
+            steps = effect.steps  # type: ignore[union-attr]
+            step = steps[0] if len(steps) == 1 else None
+            if type(step) is InvokeTool and not token.cancelled and token.deadline is None:
+                quick = env.derived.get(_QUICK)
+                found = (quick if quick is not None else _quick_tools(env)).get(step.tool)
+                if found is not None:
+                    return _call_at_once(step, found, env)
+        return self._plain(effect, env, None)
 
     async def _plain(self, effect: Effect, env: RunEnv, limit: Limit) -> EffectResult:
         token = env.ctx.cancel

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Generator, Sequence
+from types import CoroutineType
 from typing import Any, TypeAlias, TypeVar, final
 
 import attrs
@@ -311,7 +312,9 @@ async def answer_async(call: Call) -> Answer:
     cancellation is not an answer and propagates."""
     try:
         value = call.fn(*call.args)
-        if inspect.isawaitable(value):
+        # a coroutine (an ``async def``'s call) or nothing (a hook's usual
+        # answer) told apart without ``inspect.isawaitable``'s checks
+        if type(value) is CoroutineType or (value is not None and inspect.isawaitable(value)):
             value = await value
     except Exception as exc:
         return Raised(exc)
