@@ -188,8 +188,7 @@ class LiveInterpreter:
             steps = effect.steps  # type: ignore[union-attr]
             step = steps[0] if len(steps) == 1 else None
             if type(step) is InvokeTool and not token.cancelled and token.deadline is None:
-                quick = env.derived.get(_QUICK)
-                found = (quick if quick is not None else _quick_tools(env)).get(step.tool)
+                found = _quick_tool(env, step.tool)
                 if found is not None:
                     return _call_at_once(step, found, env)
         return self._plain(effect, env, None)
@@ -207,7 +206,7 @@ class LiveInterpreter:
                 if limit is None and token.deadline is None and len(steps) == 1:
                     step = steps[0]  # a round of one call of a tool that cannot suspend?
                     if type(step) is InvokeTool:
-                        found = _quick_tools(env).get(step.tool)
+                        found = _quick_tool(env, step.tool)
                         if found is not None:
                             return await _call_at_once(step, found, env)
                 most = env.spec.config.parallel_tool_call_limit
@@ -359,20 +358,22 @@ class LiveInterpreter:
         yield stopped if stopped is not None else ModelResponded(tuple(events))
 
 
-#: Where a run's environment keeps its tools that cannot suspend.
+#: Where a run's environment keeps, by name, which of its tools cannot suspend.
 _QUICK = "tools at once"
 
 
-def _quick_tools(env: RunEnv) -> dict[str, FunctionTool[..., Any]]:
-    """The run's tools whose calls cannot suspend (see
-    :func:`~helikon.tools._decorator.at_once`), by name; found once per run."""
+def _quick_tool(env: RunEnv, name: str) -> FunctionTool[..., Any] | None:
+    """The run's tool ``name`` if its calls cannot suspend (see
+    :func:`~helikon.tools._decorator.at_once`); each name looked at once per run."""
     quick = env.derived.get(_QUICK)
     if quick is None:
-        quick = env.derived[_QUICK] = {
-            name: found for name, implementation in env.tools.items() if (found := at_once(implementation))
-        }
-    tools: dict[str, FunctionTool[..., Any]] = quick
-    return tools
+        quick = env.derived[_QUICK] = {}
+    found: FunctionTool[..., Any] | None
+    try:
+        found = quick[name]
+    except KeyError:
+        found = quick[name] = at_once(env.tools.get(name))
+    return found
 
 
 async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: RunEnv) -> EffectResult:
