@@ -55,10 +55,8 @@ from helikon.effects import (
     RunAgents,
     RunHooks,
     RunInterrupted,
-    StepResult,
     StoreOutput,
     Terminate,
-    ToolReturned,
     ToolsExecuted,
 )
 from helikon.errors import (
@@ -82,11 +80,13 @@ from helikon.interpreters._perform import (
     notify,
     run_async,
     run_tool_round,
+    step_result,
+    tool_answered,
     turn_hooks,
 )
 from helikon.interpreters._steps import _tool_context, callbacks_of
 from helikon.interpreters._tree_env import child_of, env_at, is_private
-from helikon.loop import tool_raised
+from helikon.loop import Raised
 from helikon.loop._deltas import _MAKERS as _DELTAS
 from helikon.model import ModelEvent, Usage
 from helikon.tools._decorator import FunctionTool, at_once, takes_context
@@ -336,7 +336,7 @@ class LiveInterpreter:
                     ended = True
             finally:
                 # a spent async generator has nothing left to close
-                if not (ended and type(stream) is AsyncGeneratorType):
+                if not (ended and isinstance(stream, AsyncGeneratorType)):
                     aclose = getattr(stream, "aclose", None)
                     if aclose is not None:
                         await aclose()
@@ -387,9 +387,9 @@ async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: Run
     try:
         value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it
     except Exception as exc:
-        result: StepResult = tool_raised(step.call_id, exc)
+        result = step_result(step, Raised(exc))
     else:
-        result = ToolReturned(step.call_id, value)  # ``invoke`` returns the normal form already
+        result = tool_answered(step.call_id, value)
     if env.ctx.cancel.cancelled:  # the tool fired the token itself
         return _cancelled()
     return ToolsExecuted((result,), actions is not None and actions.escalated)
