@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
@@ -30,10 +31,17 @@ class CancellationToken:
         #: ``anyio.current_time()`` after which waits under :meth:`scope` stop.
         self.deadline = deadline
 
-    @property
-    def cancelled(self) -> bool:
-        """Whether :meth:`cancel` has been called."""
-        return self._cancelled
+    if TYPE_CHECKING:
+
+        @property
+        def cancelled(self) -> bool:
+            """Whether :meth:`cancel` has been called."""
+            return self._cancelled
+
+    else:
+        # A read-only property whose getter is C code (no Python frame): the
+        # live interpreter reads it several times per model turn.
+        cancelled = property(attrgetter("_cancelled"), doc="Whether :meth:`cancel` has been called.")
 
     def cancel(self) -> None:
         """Fire the token. Idempotent; runs every registered callback once."""

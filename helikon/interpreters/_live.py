@@ -8,7 +8,11 @@ each call's pipeline and each branch moves on as soon as its own step is
 answered, the round's calls under ``parallel_tool_call_limit``.
 
 Cancellation: tools and instructions run inside a cancel scope tied to the
-run's token and deadline, so a cancel interrupts them at once. A model
+run's token and deadline, so a cancel interrupts them at once. A round of one
+call of a tool that cannot suspend (an ``async def`` with no ``await``, a
+``def`` with ``thread=False``) runs without one when no deadline applies:
+it reaches no checkpoint, so no scope could interrupt it, and the token is
+read when it returns. A model
 stream is checked between chunks (a cancel scope must not stay open across
 the ``yield`` that streams a delta); model adapters receive the token and
 wrap their network waits in :meth:`CancellationToken.scope`.
@@ -20,10 +24,12 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from types import AsyncGeneratorType
 from typing import Any, final
 
 import attrs
 
+from helikon.context import Actions
 from helikon.effects import (
     AgentRun,
     AgentRunResult,
@@ -38,6 +44,7 @@ from helikon.effects import (
     EffectResult,
     ExecuteTools,
     Handoff,
+    InvokeTool,
     ModelCallFailed,
     ModelResponded,
     NotifyHooks,
@@ -50,6 +57,7 @@ from helikon.effects import (
     RunInterrupted,
     StoreOutput,
     Terminate,
+    ToolsExecuted,
 )
 from helikon.errors import (
     Cancelled,
@@ -63,7 +71,7 @@ from helikon.errors import (
 from helikon.events import AgentEvent, emitted_at
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, run_child
-from helikon.interpreters._drive import due, interruption, is_event, is_result
+from helikon.interpreters._drive import CLOCKED, due, interruption, is_event, is_result
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._perform import (
     approvals,
@@ -72,12 +80,16 @@ from helikon.interpreters._perform import (
     notify,
     run_async,
     run_tool_round,
+    step_result,
+    tool_answered,
     turn_hooks,
 )
-from helikon.interpreters._steps import callbacks_of
+from helikon.interpreters._steps import _tool_context, callbacks_of
 from helikon.interpreters._tree_env import child_of, env_at, is_private
-from helikon.loop import delta_event
+from helikon.loop import Raised
+from helikon.loop._deltas import _MAKERS as _DELTAS
 from helikon.model import ModelEvent, Usage
+from helikon.tools._decorator import FunctionTool, at_once, takes_context
 
 #: When work is cut short, on the event loop's clock, and the timeout that set it.
 Limit = tuple[float, float] | None
@@ -163,15 +175,40 @@ class LiveInterpreter:
         """The result of an effect that streams no events, as one awaitable
         (what :func:`~helikon.interpreters._drive.drive` awaits instead of
         iterating :meth:`perform`); None for an effect that may stream."""
-        return self._plain(effect, env, due(env)) if type(effect) in _PLAIN else None
+        kind = type(effect)
+        if kind not in _PLAIN:
+            return None
+        # ``due``'s own first test, without its call: no clock reading, no deadline
+        if env.deadline is not None or env.derived.get(CLOCKED) is not None:
+            return self._plain(effect, env, due(env))
+        if kind is ExecuteTools:
+            # A round of one call of a tool that cannot suspend, in a run that
+            # is not cancelled and has no deadline: its own coroutine at once.
+            token = env.ctx.cancel
+            steps = effect.steps  # type: ignore[union-attr]
+            step = steps[0] if len(steps) == 1 else None
+            if type(step) is InvokeTool and not token.cancelled and token.deadline is None:
+                found = _quick_tool(env, step.tool)
+                if found is not None:
+                    return _call_at_once(step, found, env)
+        return self._plain(effect, env, None)
 
     async def _plain(self, effect: Effect, env: RunEnv, limit: Limit) -> EffectResult:
-        if type(effect) not in _CHORES:  # a chore is the machine's bookkeeping, never interrupted
+        token = env.ctx.cancel
+        # a chore is the machine's bookkeeping, never interrupted; without a
+        # limit, only a cancelled run is (what ``interruption`` checks first)
+        if type(effect) not in _CHORES and (limit is not None or token.cancelled):
             stopped = interruption(env, limit)
             if stopped is not None:
                 return stopped
         match effect:
             case ExecuteTools(steps=steps):
+                if limit is None and token.deadline is None and len(steps) == 1:
+                    step = steps[0]  # a round of one call of a tool that cannot suspend?
+                    if type(step) is InvokeTool:
+                        found = _quick_tool(env, step.tool)
+                        if found is not None:
+                            return await _call_at_once(step, found, env)
                 most = env.spec.config.parallel_tool_call_limit
                 return await _interruptible(run_tool_round(steps, callbacks_of(env), most), env, limit)
             case AskApprovals(requests=requests):
@@ -265,31 +302,44 @@ class LiveInterpreter:
     async def _call_model(
         self, effect: CallModel, env: RunEnv, at: tuple[Limit] | None
     ) -> AsyncIterator[AgentEvent | EffectResult]:
-        limit = due(env) if at is None else at[0]
-        stopped = interruption(env, limit)
-        if stopped is not None:
-            yield stopped
-            return
+        if at is not None:
+            limit = at[0]
+        else:  # ``due``'s own first test, without its call
+            limit = None if env.deadline is None and env.derived.get(CLOCKED) is None else due(env)
+        token = env.ctx.cancel
+        if limit is not None or token.cancelled:
+            stopped = interruption(env, limit)
+            if stopped is not None:
+                yield stopped
+                return
         events: list[ModelEvent] = []
         deadline = limit[0] if limit is not None else None
         # The model gets a token that also carries the run's deadline, so an
         # adapter's waits under ``cancel.scope()`` end at the timeout too.
-        cancel = env.ctx.cancel if deadline is None else env.ctx.cancel.child(deadline)
+        cancel = token if deadline is None else token.child(deadline)
         try:
             stream = env.model.invoke(effect.request, cancel)
+            ended = False
             try:
                 async for event in stream:
                     events.append(event)
-                    delta = delta_event(event)
-                    if delta is not None:
-                        yield delta
-                    checked = deadline is not None and len(events) % 64 == 0
-                    if cancel.cancelled or (checked and interruption(env, limit) is not None):
+                    make = _DELTAS.get(type(event))  # what ``delta_event`` does, without its frame
+                    if make is not None:
+                        delta = make(event)
+                        if delta is not None:
+                            yield delta
+                    if cancel.cancelled:
                         break
+                    if deadline is not None and len(events) % 64 == 0 and interruption(env, limit):
+                        break
+                else:
+                    ended = True
             finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                # a spent async generator has nothing left to close
+                if not (ended and isinstance(stream, AsyncGeneratorType)):
+                    aclose = getattr(stream, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
         except ModelError as exc:
             yield ModelCallFailed(exc.failure, tuple(events))
             return
@@ -300,12 +350,49 @@ class LiveInterpreter:
             yield ModelCallFailed(OtherModelFailure(f"{type(exc).__name__}: {exc}"), tuple(events))
             return
         finally:
-            if cancel is not env.ctx.cancel:
+            if cancel is not token:
                 cancel.detach()
         # A model adapter may end its stream early when the deadline passes
         # (rather than raise), so a stream past the deadline is not an answer.
-        stopped = interruption(env, limit)
+        stopped = interruption(env, limit) if limit is not None or token.cancelled else None
         yield stopped if stopped is not None else ModelResponded(tuple(events))
+
+
+#: Where a run's environment keeps, by name, which of its tools cannot suspend.
+_QUICK = "tools at once"
+
+
+def _quick_tool(env: RunEnv, name: str) -> FunctionTool[..., Any] | None:
+    """The run's tool ``name`` if its calls cannot suspend (see
+    :func:`~helikon.tools._decorator.at_once`); each name looked at once per run."""
+    quick = env.derived.get(_QUICK)
+    if quick is None:
+        quick = env.derived[_QUICK] = {}
+    found: FunctionTool[..., Any] | None
+    try:
+        found = quick[name]
+    except KeyError:
+        found = quick[name] = at_once(env.tools.get(name))
+    return found
+
+
+async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: RunEnv) -> EffectResult:
+    """What ``_interruptible(run_tool_round((step,), ...))`` gives for a run
+    with no deadline, without the cancel scope: the call never reaches a
+    checkpoint, so no scope could interrupt it, and with no deadline the
+    effective deadline the tool could read is the same. A tool that does not
+    read its context gets none (``invoke`` ignores it)."""
+    actions = Actions() if takes_context(tool) else None  # escalating needs the context
+    ctx: Any = None if actions is None else _tool_context(env, step.call_id, actions)
+    try:
+        value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it
+    except Exception as exc:
+        result = step_result(step, Raised(exc))
+    else:
+        result = tool_answered(step.call_id, value)
+    if env.ctx.cancel.cancelled:  # the tool fired the token itself
+        return _cancelled()
+    return ToolsExecuted((result,), actions is not None and actions.escalated)
 
 
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv, limit: Limit) -> EffectResult:

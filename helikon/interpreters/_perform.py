@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Generator, Sequence
+from types import CoroutineType
 from typing import Any, TypeAlias, TypeVar, final
 
 import attrs
@@ -168,6 +169,12 @@ def tool_returned(call_id: CallId, value: object, tool: str | None = None) -> St
     return ToolReturned(call_id, output)
 
 
+def tool_answered(call_id: CallId, output: JsonValue) -> StepResult:
+    """What :meth:`FunctionTool.invoke <helikon.tools.FunctionTool.invoke>`
+    returned, already in normal form (``tool_returned`` of it is itself)."""
+    return ToolReturned(call_id, output)
+
+
 def step_result(step: CallStep, answer: Answer) -> StepResult:
     """What one pipeline step's answer becomes (the answer table's row)."""
     if type(step) is InvokeTool and type(answer) is Returned:  # the hot path: a tool answered
@@ -311,7 +318,9 @@ async def answer_async(call: Call) -> Answer:
     cancellation is not an answer and propagates."""
     try:
         value = call.fn(*call.args)
-        if inspect.isawaitable(value):
+        # a coroutine (an ``async def``'s call) or nothing (a hook's usual
+        # answer) told apart without ``inspect.isawaitable``'s checks
+        if isinstance(value, CoroutineType) or (value is not None and inspect.isawaitable(value)):
             value = await value
     except Exception as exc:
         return Raised(exc)
@@ -399,6 +408,7 @@ __all__ = [
     "run_sync",
     "run_tool_round",
     "step_result",
+    "tool_answered",
     "tool_returned",
     "tool_round",
     "turn_hooks",

@@ -37,6 +37,8 @@ from helikon.tools._schema import SchemaBuilder, type_schema
 P = ParamSpec("P")
 R = TypeVar("R")
 
+#: Values that are their own JSON normal form.
+_SCALARS: Final = frozenset({type(None), bool, int})
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -59,6 +61,15 @@ class _Plan:
     drop_null: frozenset[str]
     #: Args-class style: builds the one argument from the whole object.
     args_converter: Converter | None
+    #: An ``async def`` whose body has no ``await``, ``async with`` or
+    #: ``async for`` (read from its bytecode): its coroutine ends at its first step.
+    never_awaits: bool = False
+    #: A call never suspends (an ``async def`` that never awaits, or a
+    #: ``def`` called on the event loop): nothing in it can be interrupted.
+    at_once: bool = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "at_once", self.never_awaits if self.is_async else not self.thread)
 
     async def call(self, ctx: ToolContext[Any], args: JsonObject) -> object:
         """Convert ``args`` and call the function (in a worker thread when it is sync).
@@ -159,6 +170,9 @@ class FunctionTool(Generic[P, R]):
             result = await pending
         else:
             result = await plan.call(ctx, args)
+        if type(result) in _SCALARS:  # its own normal form (what ``to_json`` answers at once)
+            scalar: JsonValue = result
+            return scalar
         try:
             return to_json(result)
         except NormalFormError as exc:
@@ -399,6 +413,7 @@ def _build(
         required=required,
         drop_null=drop_null,
         args_converter=args_converter,
+        never_awaits=is_async and _never_awaits(fn),
     )
     try:
         returns = hints.get("return")
@@ -458,6 +473,39 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     import inspect
 
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+#: The opcodes a coroutine suspends at (every ``await``, ``async with`` and
+#: ``async for`` compiles to some of them).
+_SUSPENDING = frozenset(
+    {"YIELD_VALUE", "SEND", "GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH"}
+)
+
+
+def _never_awaits(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` is an ``async def`` whose body cannot suspend (False
+    when unsure: a callable object, a wrapper, a generator-based coroutine)."""
+    import dis
+    import inspect
+
+    code = getattr(fn, "__code__", None)
+    if code is None or not code.co_flags & inspect.CO_COROUTINE:
+        return False
+    return not any(instruction.opname in _SUSPENDING for instruction in dis.get_instructions(code))
+
+
+def at_once(tool: object) -> FunctionTool[..., Any] | None:
+    """``tool`` if it is a :class:`FunctionTool` whose call never suspends
+    (see ``_Plan.at_once``), else None."""
+    if type(tool) is FunctionTool and tool._plan.at_once:
+        return tool
+    return None
+
+
+def takes_context(tool: FunctionTool[..., Any]) -> bool:
+    """Whether the function reads its :class:`ToolContext` (its first
+    parameter); :meth:`FunctionTool.invoke` ignores the context otherwise."""
+    return tool._plan.takes_ctx
 
 
 def _param_field(param: Any, hint: object, docs: Mapping[str, str]) -> FieldSpec:

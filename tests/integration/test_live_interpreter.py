@@ -31,6 +31,7 @@ from helikon.errors import Cancelled, ModelError, ModelFailed, RateLimited, Time
 from helikon.interpreters import LiveInterpreter
 from helikon.model import ToolEffect
 from helikon.testing import MockModel, Pause, call_tools, say
+from helikon.tools._decorator import at_once
 
 BACKENDS = ["trio", "asyncio"]
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
@@ -172,6 +173,60 @@ def test_cancel_mid_tool_ends_the_run_promptly(backend: str) -> None:
     assert elapsed < 2
     assert events[-1] == RunFailed(Cancelled())
     assert not any(type(e) is ToolOutputItem for e in events)
+
+
+def test_a_tool_that_never_awaits_and_cancels_the_run_ends_it(backend: str) -> None:
+    # Performed without a cancel scope (it cannot suspend): the token it
+    # fired still ends the run, and its output is dropped as it was before.
+    ctx = RunContext.ephemeral(None)
+
+    @tool
+    async def stop(tctx: ToolContext[None]) -> str:
+        """Stop the run."""
+        tctx.cancel.cancel()
+        return "stopped"
+
+    agent = LlmAgent(name="a", model=MockModel([call_tools(("stop", {})), say("never")]), tools=[stop])
+
+    events = run_on(backend, lambda: events_of(agent, ctx))
+
+    assert events[-1] == RunFailed(Cancelled())
+    assert not any(type(e) is ToolOutputItem for e in events)
+
+
+def test_tools_that_never_await_answer_as_awaiting_ones_do(backend: str) -> None:
+    @tool
+    async def quick(tctx: ToolContext[None], n: int) -> dict[str, Any]:
+        """Answer at once.
+
+        Args:
+            n: a number.
+        """
+        if n < 0:
+            raise ValueError("negative")
+        tctx.actions.escalate()
+        return {"b": n, "a": [tctx.call_id]}
+
+    @tool
+    async def slow(tctx: ToolContext[None], n: int) -> dict[str, Any]:
+        """Answer after a checkpoint.
+
+        Args:
+            n: a number.
+        """
+        await anyio.sleep(0)
+        if n < 0:
+            raise ValueError("negative")
+        tctx.actions.escalate()
+        return {"b": n, "a": [tctx.call_id]}
+
+    async def scenario(which: Any) -> list[AgentEvent]:
+        script = [call_tools(("f", {"n": 2})), call_tools(("f", {"n": -1})), say("done")]
+        agent = LlmAgent(name="a", model=MockModel(script), tools=[tool(which, name="f")])
+        return await events_of(agent, RunContext.ephemeral(None), interpreter=LiveInterpreter(run_id="r"))
+
+    assert at_once(quick) is not None and at_once(slow) is None  # the two paths of a tool round
+    assert run_on(backend, lambda: scenario(quick)) == run_on(backend, lambda: scenario(slow))
 
 
 def test_timeout_interrupts_a_slow_tool(backend: str) -> None:

@@ -27,7 +27,7 @@ from helikon.protocols import Tool
 from helikon.tools import FunctionTool, tool, tools
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable
 
 CTX: ToolContext[str] = ToolContext(
     "user-ctx",
@@ -552,3 +552,74 @@ def test_the_examples_in_docs_tools_md_run(tmp_path: Any) -> None:
     script.write_text("\n".join(blocks))
     namespace = runpy.run_path(str(script))
     assert [t.name for t in namespace["registry"]] == ["add", "lookup_spending", "ping"]
+
+
+# -- which tools the live interpreter calls without a cancel scope ----------------------------
+
+
+def test_a_tool_that_cannot_suspend_is_told_apart_from_one_that_can() -> None:
+    from helikon.tools._decorator import at_once
+
+    async def never(a: int) -> int:
+        """Add one.
+
+        Args:
+            a: a number.
+        """
+        return a + 1
+
+    async def awaits(a: int) -> int:
+        """Sleep, then add one.
+
+        Args:
+            a: a number.
+        """
+        await anyio.sleep(0)
+        return a + 1
+
+    async def enters(a: int) -> int:
+        """Open a task group.
+
+        Args:
+            a: a number.
+        """
+        async with anyio.create_task_group():
+            pass
+        return a
+
+    async def iterates(a: int) -> int:
+        """Iterate asynchronously.
+
+        Args:
+            a: a number.
+        """
+
+        async def gen() -> AsyncIterator[int]:
+            yield a
+
+        return sum([x async for x in gen()])
+
+    def plain(a: int) -> int:
+        """Add one.
+
+        Args:
+            a: a number.
+        """
+        return a + 1
+
+    class Callable_:
+        async def __call__(self, a: int) -> int:
+            """Add one (an object: its code is not read).
+
+            Args:
+                a: a number.
+            """
+            return a + 1
+
+    assert at_once(tool(never)) is not None
+    assert at_once(tool(plain, thread=False)) is not None
+    assert at_once(tool(tool(plain), thread=False)) is not None  # re-decorated: thread changed
+    obj = tool(Callable_(), name="obj")
+    for may_suspend in (tool(awaits), tool(enters), tool(iterates), tool(plain), obj):
+        assert at_once(may_suspend) is None, may_suspend
+    assert at_once(len) is None
