@@ -227,8 +227,35 @@ class AgentAsTool:
 # -- workflow agents -------------------------------------------------------------
 
 
+class _Resumes:
+    """``resume``, the same for the workflow agents and the swarm."""
+
+    __slots__ = ()
+
+    def resume(
+        self,
+        ctx: RunContext[Any] | None,
+        state: Any,
+        answer: EffectResult | None = None,
+        *,
+        config: RunConfig | None = None,
+        interpreter: Any = None,
+        allow_changed_definition: bool = False,
+    ) -> AsyncIterator[AgentEvent]:
+        """Continue a run from a saved ``state`` (see ``LlmAgent.resume``)."""
+        return resume_agent(
+            self,
+            ctx,
+            state,
+            answer,
+            config=config,
+            interpreter=interpreter,
+            allow_changed_definition=allow_changed_definition,
+        )
+
+
 @attrs.frozen(eq=False)
-class _Workflow:
+class _Workflow(_Resumes):
     """What the workflow agents share: children by key, a spec, ``run``."""
 
     name: str
@@ -296,27 +323,6 @@ class _Workflow:
         if not self.children:
             raise ConfigError(f"workflow {self.name!r} has no sub-agents")
         return run_agent(self, ctx, input, config=config, interpreter=interpreter, run_id=run_id)
-
-    def resume(
-        self,
-        ctx: RunContext[Any] | None,
-        state: Any,
-        answer: EffectResult | None = None,
-        *,
-        config: RunConfig | None = None,
-        interpreter: Any = None,
-        allow_changed_definition: bool = False,
-    ) -> AsyncIterator[AgentEvent]:
-        """Continue a run from a saved ``state`` (see ``LlmAgent.resume``)."""
-        return resume_agent(
-            self,
-            ctx,
-            state,
-            answer,
-            config=config,
-            interpreter=interpreter,
-            allow_changed_definition=allow_changed_definition,
-        )
 
     def make_env(
         self,
@@ -477,7 +483,7 @@ class SwarmBuildError(ConfigError):
 
 
 @attrs.frozen(eq=False)
-class SwarmAgent:
+class SwarmAgent(_Resumes):
     """A pool of LLM agents with a handoff from every member to every other.
 
     The run is the ordinary handoff-driven loop of the entry member; it ends
@@ -521,27 +527,6 @@ class SwarmAgent:
         run_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         return run_agent(self, ctx, input, config=config, interpreter=interpreter, run_id=run_id)
-
-    def resume(
-        self,
-        ctx: RunContext[Any] | None,
-        state: Any,
-        answer: EffectResult | None = None,
-        *,
-        config: RunConfig | None = None,
-        interpreter: Any = None,
-        allow_changed_definition: bool = False,
-    ) -> AsyncIterator[AgentEvent]:
-        """Continue a run from a saved ``state`` (see ``LlmAgent.resume``)."""
-        return resume_agent(
-            self,
-            ctx,
-            state,
-            answer,
-            config=config,
-            interpreter=interpreter,
-            allow_changed_definition=allow_changed_definition,
-        )
 
     def make_env(self, ctx: RunContext[Any], interpreter: Any, **kw: Any) -> RunEnv:
         """Runs as its entry member; the agent tree counts the handoffs

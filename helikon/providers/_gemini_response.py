@@ -40,7 +40,7 @@ from helikon.model import (
     ToolCallChunk,
     Usage,
 )
-from helikon.providers._http import classify
+from helikon.providers._http import classify, duration_ms
 
 _FINISH: Final[Mapping[str, FinishReason]] = {
     "STOP": FinishReason.STOP,
@@ -107,10 +107,7 @@ def retry_delay_ms(error: Mapping[str, Any]) -> int | None:
         if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
             delay = detail.get("retryDelay")
             if isinstance(delay, str) and delay.endswith("s"):
-                try:
-                    return max(0, int(float(delay[:-1]) * 1000))
-                except ValueError:
-                    return None
+                return duration_ms(delay)
     return None
 
 

@@ -90,6 +90,19 @@ def retry_after_ms(headers: Mapping[str, str]) -> int | None:
     return max(0, int((when.timestamp() - time.time()) * 1000))
 
 
+def duration_ms(delay: str) -> int | None:
+    """A Google duration (``"1.5s"``: seconds and an ``s``) in milliseconds,
+    or None if it is not a number of seconds.
+
+    >>> duration_ms("1.5s"), duration_ms("s")
+    (1500, None)
+    """
+    try:
+        return max(0, int(float(delay[:-1]) * 1000))
+    except ValueError:
+        return None
+
+
 def body_retry_after_ms(body: bytes) -> int | None:
     """A retry hint inside an error body (Google's ``google.rpc.RetryInfo``
     ``retryDelay: "12s"``), in milliseconds, or None.
@@ -109,10 +122,7 @@ def body_retry_after_ms(body: bytes) -> int | None:
     for detail in details if isinstance(details, list) else ():
         delay = detail.get("retryDelay") if isinstance(detail, dict) else None
         if isinstance(delay, str) and delay.endswith("s"):
-            try:
-                return max(0, int(float(delay[:-1]) * 1000))
-            except ValueError:
-                return None
+            return duration_ms(delay)
     return None
 
 
@@ -390,6 +400,7 @@ __all__ = [
     "chunks",
     "classify",
     "decode_json",
+    "duration_ms",
     "error_message",
     "new_client",
     "read_all",

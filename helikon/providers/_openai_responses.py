@@ -324,14 +324,7 @@ class ResponsesParser:
         arguments = _str(item.get("arguments"))
         if arguments:
             self._with_arguments.add(index)
-        return [
-            ToolCallChunk(
-                index=index,
-                call_id=_opt(item.get("call_id")),
-                name=_opt(item.get("name")),
-                arguments=arguments,
-            )
-        ]
+        return [_call_start(item, index, arguments)]
 
     def _item_done(self, item: object, output_index: object) -> list[ModelEvent]:
         """What a finished item adds that its deltas did not already give."""
@@ -344,14 +337,7 @@ class ResponsesParser:
                 arguments = _str(item.get("arguments"))
                 if new:
                     self._with_arguments.add(index)
-                    return [
-                        ToolCallChunk(
-                            index=index,
-                            call_id=_opt(item.get("call_id")),
-                            name=_opt(item.get("name")),
-                            arguments=arguments,
-                        )
-                    ]
+                    return [_call_start(item, index, arguments)]
                 if arguments and index not in self._with_arguments:
                     self._with_arguments.add(index)
                     return [ToolCallChunk(index=index, arguments=arguments)]
@@ -426,6 +412,16 @@ def _str(value: object) -> str:
 
 def _opt(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _call_start(item: Mapping[str, Any], index: int, arguments: str) -> ToolCallChunk:
+    """The first chunk of a ``function_call`` item: its id, name and ``arguments``."""
+    return ToolCallChunk(
+        index=index,
+        call_id=_opt(item.get("call_id")),
+        name=_opt(item.get("name")),
+        arguments=arguments,
+    )
 
 
 __all__ = [

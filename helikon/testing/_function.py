@@ -28,7 +28,7 @@ from helikon.model import (
     ToolCallChunk,
     Usage,
 )
-from helikon.testing._mock import Pause, ScriptItem, _play, keep, say
+from helikon.testing._mock import Pause, RecordingModel, ScriptItem, _play, keep, say
 
 #: What a model function answers: text (streamed word by word, like
 #: :func:`~helikon.testing.say`), a list of script items (what ``say`` and
@@ -46,7 +46,7 @@ ModelFunction: TypeAlias = Callable[[ModelRequest], ModelReply | Awaitable[Model
 
 
 @final
-class FunctionModel:
+class FunctionModel(RecordingModel):
     """A model whose every turn is ``function(request)``.
 
     The function receives the :class:`~helikon.model.ModelRequest` (its
@@ -83,31 +83,12 @@ class FunctionModel:
         capabilities: ModelCapabilities | None = None,
         keep_requests: int | None = 100,
     ) -> None:
-        if keep_requests is not None and keep_requests < 0:
-            raise ValueError("keep_requests must be None or at least 0")
+        super().__init__(model_id, capabilities, keep_requests)
         self._function = function
-        self._calls = 0
-        self.keep_requests = keep_requests
-        self.requests: list[ModelRequest] = []
-        self._model_id = model_id
-        self._capabilities = capabilities or ModelCapabilities.all()
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self._capabilities
 
     @property
     def provider(self) -> str:
         return "function"
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def calls(self) -> int:
-        """How many times the model was invoked."""
-        return self._calls
 
     def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         self._calls += 1

@@ -50,8 +50,37 @@ class Pause:
 ScriptItem = ModelEvent | Pause | ModelError
 
 
+class RecordingModel:
+    """What the test models share: an id, capabilities, the count of calls
+    and the latest ``keep_requests`` requests (every one for ``None``)."""
+
+    def __init__(
+        self, model_id: str, capabilities: ModelCapabilities | None, keep_requests: int | None
+    ) -> None:
+        if keep_requests is not None and keep_requests < 0:
+            raise ValueError("keep_requests must be None or at least 0")
+        self._calls = 0
+        self.keep_requests = keep_requests
+        self.requests: list[ModelRequest] = []
+        self._model_id = model_id
+        self._capabilities = capabilities or ModelCapabilities.all()
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return self._capabilities
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def calls(self) -> int:
+        """How many times the model was invoked."""
+        return self._calls
+
+
 @final
-class MockModel:
+class MockModel(RecordingModel):
     """A model that plays back scripts: the n-th model turn streams ``scripts[n]``.
 
     Running out of scripts raises a :class:`~helikon.errors.ModelError`
@@ -102,35 +131,16 @@ class MockModel:
         estimate_usage: bool = False,
         keep_requests: int | None = 100,
     ) -> None:
-        if keep_requests is not None and keep_requests < 0:
-            raise ValueError("keep_requests must be None or at least 0")
+        super().__init__(model_id, capabilities, keep_requests)
         self._scripts: list[Sequence[ScriptItem]] = list(scripts)
         self.estimate_usage = estimate_usage
         self._next = 0
         self._turns: dict[int, _Turn | None] = {}
         self._readers: list[_Reader] = []
-        self._calls = 0
-        self.keep_requests = keep_requests
-        self.requests: list[ModelRequest] = []
-        self._model_id = model_id
-        self._capabilities = capabilities or ModelCapabilities.all()
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self._capabilities
 
     @property
     def provider(self) -> str:
         return "mock"
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def calls(self) -> int:
-        """How many times the model was invoked."""
-        return self._calls
 
     @property
     def scripts(self) -> tuple[Sequence[ScriptItem], ...]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
 import httpx
@@ -81,6 +81,39 @@ async def _read(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Resp
     response = await client.send(request)
     await response.aread()
     return response
+
+
+async def _answer(
+    client: httpx.AsyncClient | None,
+    request: httpx.Request,
+    timeout: float,
+    service: str,
+    error: Callable[[httpx.Response, Any], ToolError],
+) -> dict[str, Any]:
+    """The JSON object ``service`` answers ``request`` with.
+
+    Raises:
+        ToolError: the request failed, the service answered with an HTTP
+            error (``error`` words it from the response and its decoded
+            body), or the answer is not a JSON object.
+    """
+    response = await _send(client, request, timeout, service)
+    data = _json(response.content)
+    if response.status_code >= 400:
+        raise error(response, data)
+    if not isinstance(data, dict):
+        raise ToolError(f"{service} answered with something that is not a JSON object")
+    return data
+
+
+def _results(hits: object, snippet: str) -> list[SearchResult]:
+    """The hits that have a URL, in order, as results; ``snippet`` is the
+    key of a hit's excerpt."""
+    return [
+        SearchResult(_plain(hit.get("title")), hit["url"], _plain(hit.get(snippet)))
+        for hit in (hits if isinstance(hits, list) else ())
+        if isinstance(hit, dict) and isinstance(hit.get("url"), str)
+    ]
 
 
 def _retry_hint(headers: Mapping[str, str]) -> str:
@@ -166,20 +199,10 @@ class BraveBackend:
         params.update(self._extra)
         headers = {"Accept": "application/json", "X-Subscription-Token": self._key}
         request = httpx.Request("GET", self._url, params=params, headers=headers)
-        response = await _send(self._client, request, self._timeout, "Brave Search")
-        data = _json(response.content)
-        if response.status_code >= 400:
-            raise _brave_error(response, data)
-        if not isinstance(data, dict):
-            raise ToolError("Brave Search answered with something that is not a JSON object")
+        data = await _answer(self._client, request, self._timeout, "Brave Search", _brave_error)
         web = data.get("web")
         hits = web.get("results") if isinstance(web, dict) else None
-        results = [
-            SearchResult(_plain(hit.get("title")), hit["url"], _plain(hit.get("description")))
-            for hit in (hits if isinstance(hits, list) else ())
-            if isinstance(hit, dict) and isinstance(hit.get("url"), str)
-        ]
-        return results[:asked]
+        return _results(hits, "description")[:asked]
 
 
 def _brave_error(response: httpx.Response, data: Any) -> ToolError:
@@ -265,19 +288,8 @@ class TavilyBackend:
             body["exclude_domains"] = list(blocked_domains)
         headers = {"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"}
         request = httpx.Request("POST", self._url, content=msgspec.json.encode(body), headers=headers)
-        response = await _send(self._client, request, self._timeout, "Tavily")
-        data = _json(response.content)
-        if response.status_code >= 400:
-            raise _tavily_error(response, data)
-        if not isinstance(data, dict):
-            raise ToolError("Tavily answered with something that is not a JSON object")
-        hits = data.get("results")
-        results = [
-            SearchResult(_plain(hit.get("title")), hit["url"], _plain(hit.get("content")))
-            for hit in (hits if isinstance(hits, list) else ())
-            if isinstance(hit, dict) and isinstance(hit.get("url"), str)
-        ]
-        return results[:count]
+        data = await _answer(self._client, request, self._timeout, "Tavily", _tavily_error)
+        return _results(data.get("results"), "content")[:count]
 
 
 def _tavily_error(response: httpx.Response, data: Any) -> ToolError:

@@ -172,6 +172,17 @@ def _regular(fd: int, path: str) -> os.stat_result:
     return info
 
 
+def _open_regular(fd: int, path: str) -> tuple[os.stat_result, BinaryIO]:
+    """``fd``'s status and ``fd`` as a binary file, if it is a regular file
+    (else ``fd`` is closed and the :class:`ToolError` raised)."""
+    try:
+        info = _regular(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return info, os.fdopen(fd, "rb")
+
+
 def _existing(dir_fd: int, name: str, path: str, *, load: bool) -> tuple[int, float, bytes] | None:
     """The mode, mtime (and, with ``load``, content) of the file to replace; ``None`` if there is none.
 
@@ -183,12 +194,8 @@ def _existing(dir_fd: int, name: str, path: str, *, load: bool) -> tuple[int, fl
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
-    try:
-        info = _regular(fd, path)
-    except BaseException:
-        os.close(fd)
-        raise
-    with os.fdopen(fd, "rb") as handle:
+    info, file = _open_regular(fd, path)
+    with file as handle:
         if info.st_nlink > 1:
             raise ToolError.denied(
                 f"{path} has {info.st_nlink} hard links; another of its names may be outside the sandbox"
@@ -214,6 +221,22 @@ class _FileTool:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.sandbox!r})"
+
+    @contextlib.contextmanager
+    def _located(self, path: str, *, create_dirs: bool = False) -> Iterator[tuple[int, str]]:
+        """The directory that holds ``path``'s file, open (closed after), and
+        the file's name; an ``OSError`` (locating or in the block) is a
+        :class:`ToolError` that names ``path``."""
+        try:
+            dir_fd, name = self.sandbox.locate(path, create_dirs=create_dirs)
+        except OSError as exc:
+            raise _failed(path, exc) from None
+        try:
+            yield dir_fd, name
+        except OSError as exc:
+            raise _failed(path, exc) from None
+        finally:
+            os.close(dir_fd)
 
 
 @final
@@ -284,12 +307,8 @@ class ReadTool(_FileTool):
             fd = self.sandbox.open_file(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
             raise _failed(path, exc) from None
-        try:
-            info = _regular(fd, path)
-        except BaseException:
-            os.close(fd)
-            raise
-        with os.fdopen(fd, "rb") as handle:
+        info, file = _open_regular(fd, path)
+        with file as handle:
             if is_binary(handle.read(SNIFF_BYTES)):
                 raise ToolError(f"{path} is a binary file ({info.st_size} bytes); Read shows text only")
             handle.seek(0)
@@ -368,21 +387,13 @@ class WriteTool(_FileTool):
 
     def _write(self, path: str, content: str) -> str:
         data = content.encode()
-        try:
-            dir_fd, name = self.sandbox.locate(path, create_dirs=True)
-        except OSError as exc:
-            raise _failed(path, exc) from None
-        try:
+        with self._located(path, create_dirs=True) as (dir_fd, name):
             found = _existing(dir_fd, name, path, load=False)
             created = found is None
             if found is None:
                 write_atomically(dir_fd, name, data)
             else:
                 write_atomically(dir_fd, name, data, found[0], found[1])
-        except OSError as exc:
-            raise _failed(path, exc) from None
-        finally:
-            os.close(dir_fd)
         return f"{'Created' if created else 'Wrote'} {path} ({len(data)} bytes)"
 
 
@@ -443,11 +454,7 @@ class EditTool(_FileTool):
         return await anyio.to_thread.run_sync(self._edit, path, old, new, replace_all)
 
     def _edit(self, path: str, old: str, new: str, replace_all: bool) -> str:
-        try:
-            dir_fd, name = self.sandbox.locate(path)
-        except OSError as exc:
-            raise _failed(path, exc) from None
-        try:
+        with self._located(path) as (dir_fd, name):
             found = _existing(dir_fd, name, path, load=True)
             if found is None:
                 raise ToolError(f"{path} does not exist (use Write to create it)")
@@ -466,10 +473,6 @@ class EditTool(_FileTool):
                 )
             updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
             write_atomically(dir_fd, name, updated.encode(), mode, mtime)
-        except OSError as exc:
-            raise _failed(path, exc) from None
-        finally:
-            os.close(dir_fd)
         done = count if replace_all else 1
         return f"Edited {path}: replaced {done} occurrence{'s' if done != 1 else ''}"
 

@@ -63,9 +63,29 @@ def strings(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(values)
 
 
+@attrs.frozen
+class CommandSettings:
+    """The settings the host and the OS sandbox backends share (their
+    fields, in this order, then each backend's own); checked by
+    :func:`check_common`."""
+
+    sandbox: Sandbox
+    timeout: float = attrs.field(default=120.0, kw_only=True)
+    env_allowlist: tuple[str, ...] = attrs.field(
+        default=DEFAULT_ENV_ALLOWLIST, converter=strings, kw_only=True
+    )
+    env: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_frozen_env, kw_only=True)
+    output_limit: int = attrs.field(default=64 * 1024, kw_only=True)
+    limits: ResourceLimits = attrs.field(factory=ResourceLimits, kw_only=True)
+    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=strings, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        check_common(self.timeout, self.output_limit)
+
+
 @final
 @attrs.frozen
-class HostBackend:
+class HostBackend(CommandSettings):
     """Run a command with ``bash -c`` on the host, in the sandbox root.
 
     >>> import tempfile
@@ -84,18 +104,6 @@ class HostBackend:
         shell: the argv prefix the command line is appended to.
     """
 
-    sandbox: Sandbox
-    timeout: float = attrs.field(default=120.0, kw_only=True)
-    env_allowlist: tuple[str, ...] = attrs.field(
-        default=DEFAULT_ENV_ALLOWLIST, converter=strings, kw_only=True
-    )
-    env: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_frozen_env, kw_only=True)
-    output_limit: int = attrs.field(default=64 * 1024, kw_only=True)
-    limits: ResourceLimits = attrs.field(factory=ResourceLimits, kw_only=True)
-    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=strings, kw_only=True)
-
-    def __attrs_post_init__(self) -> None:
-        check_common(self.timeout, self.output_limit)
 
     def guarantees(self) -> SandboxGuarantees:
         """None on every axis: the command has this process's access."""

@@ -50,18 +50,14 @@ import attrs
 
 from helikon.errors import HelikonError, ToolError
 from helikon.tools.sandbox import _landlock, _seccomp
-from helikon.tools.sandbox._backend import ExecResult, Isolation, ResourceLimits, SandboxGuarantees
+from helikon.tools.sandbox._backend import ExecResult, Isolation, SandboxGuarantees
 from helikon.tools.sandbox._egress import EgressPolicy, EgressProxy
 from helikon.tools.sandbox._host import (
-    DEFAULT_ENV_ALLOWLIST,
-    _frozen_env,
-    check_common,
-    default_shell,
+    CommandSettings,
     strings,
 )
 from helikon.tools.sandbox._launch import FAILED, MARKER
 from helikon.tools.sandbox._process import LAUNCHER, execute, scrub_env
-from helikon.tools.sandbox._sandbox import Sandbox
 
 #: Read-and-execute paths a command gets besides the root (missing ones are skipped).
 DEFAULT_READ_PATHS: Final = (
@@ -296,7 +292,7 @@ def _isolation(arch: str, abi: int, user: tuple[int, int] | None) -> tuple[bool,
 
 @final
 @attrs.frozen
-class OsSandboxBackend:
+class OsSandboxBackend(CommandSettings):
     """Run a command with ``bash -c`` under Landlock and seccomp, in the sandbox root.
 
     Network is denied; ``allow_network(True)`` returns a copy whose commands
@@ -315,15 +311,6 @@ class OsSandboxBackend:
         OsSandboxError: this system cannot enforce the sandbox.
     """
 
-    sandbox: Sandbox
-    timeout: float = attrs.field(default=120.0, kw_only=True)
-    env_allowlist: tuple[str, ...] = attrs.field(
-        default=DEFAULT_ENV_ALLOWLIST, converter=strings, kw_only=True
-    )
-    env: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_frozen_env, kw_only=True)
-    output_limit: int = attrs.field(default=64 * 1024, kw_only=True)
-    limits: ResourceLimits = attrs.field(factory=ResourceLimits, kw_only=True)
-    shell: tuple[str, ...] = attrs.field(factory=default_shell, converter=strings, kw_only=True)
     read_paths: tuple[str, ...] = attrs.field(default=DEFAULT_READ_PATHS, converter=strings, kw_only=True)
     write_paths: tuple[str, ...] = attrs.field(default=(), converter=strings, kw_only=True)
     #: When this process is root: the uid and gid commands run as (``None``: stay root, which
@@ -340,7 +327,7 @@ class OsSandboxBackend:
     _why_not: str = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        check_common(self.timeout, self.output_limit)
+        super().__attrs_post_init__()
         if (self.user is None) != (self.group is None):
             raise ValueError("give both user and group, or neither")
         arch, abi = _kernel()
