@@ -144,7 +144,7 @@ LoopState: TypeAlias = (
 TERMINAL = (Done, Failed)
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: :func:`~helikon.loop._turns.evolve` copies its fields at once
 class RunState:
     """Everything the loop knows about a run, between two steps.
 
