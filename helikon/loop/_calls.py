@@ -161,7 +161,7 @@ RUNNING: Final = Running()
 CallStage: TypeAlias = PreHooks | Permitting | Running | Reconciling | PostHooks | Settled
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class ToolCallState:
     """One tool call of a round and where its pipeline is.
 
