@@ -45,12 +45,13 @@ from helikon.loop._calls import (
     resumed_step,
     waits_on_step,
 )
+from helikon.loop._hot import facts
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._states import CallingModel, ExecutingTools, NeedsApproval, RunState
-from helikon.loop._turns import begin_turn, evolve, fail, request
+from helikon.loop._turns import begin_turn, evolve, fail
 from helikon.loop._validate import parse_json
-from helikon.model import Usage
+from helikon.model import ModelRequest, Usage
 
 Step = Result[Outcome, StepError]
 
@@ -185,15 +186,16 @@ def settle_one(
     item = ToolResult(call.call_id, call.name, output_text(answer.output, governance))
     turn = phase.turn + 1
     strikes = state.strikes + 1 if phase.invalid_args else 0
-    appended: list[Item] = [item]
-    events: list[AgentEvent] = [ToolOutputItem(item)]
     state = evolve(
-        state, phase=CallingModel(turn), conversation=state.conversation.append(appended), strikes=strikes
+        state, phase=CallingModel(turn), conversation=state.conversation.append((item,)), strikes=strikes
     )
-    if spec.hooks or spec.dynamic_instructions or not spec.config.usage_limits.unlimited:
-        return begin_turn(state, spec, events, appended)
-    # ``begin_turn``'s hot path, inline
-    return Outcome(state, (events[0], TurnStarted(turn)), CallModel(request(state, spec), turn), (item,))
+    hot = facts(spec)
+    settings = hot.settings
+    if not hot.begins or settings is None:
+        return begin_turn(state, spec, [ToolOutputItem(item)], [item])
+    # ``begin_turn``'s hot path and ``request``, inline
+    request = ModelRequest(state.conversation, hot.model_tools, settings, state.instructions)
+    return Outcome(state, (ToolOutputItem(item), TurnStarted(turn)), CallModel(request, turn), (item,))
 
 
 def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec) -> Step:

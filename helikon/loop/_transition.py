@@ -74,7 +74,6 @@ from helikon.events import (
     ToolCallItem,
     ToolOutputItem,
 )
-from helikon.governance import Allow, Decided
 from helikon.ids import CallId, RunId, derive_call_id
 from helikon.items import (
     AgentInput,
@@ -90,8 +89,9 @@ from helikon.items import (
     user_text,
 )
 from helikon.loop._aggregate import Response, aggregate
-from helikon.loop._calls import RUNNING, ToolCallState, argument_free_fold, open_call, settled
+from helikon.loop._calls import RUNNING, ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
+from helikon.loop._hot import check_of, facts
 from helikon.loop._limits import exceeded, spend, turn_usage
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._round import advance_round, round_effect
@@ -356,21 +356,16 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
         and (rid is None or rid.isascii())
     ):
         return None
-    config = spec.config
-    governance = spec.governance
-    if turn >= config.max_turns or spec.handoffs or spec.price is not None or governance.hooks:
-        return None
+    hot = facts(spec)  # no handoffs, price, usage limit or tool hooks, if it has calls
     name = name or ""
-    tool = spec.tool(name)
-    if tool is None:
+    entry = hot.calls.get(name)  # the tool, if the rules allow a call of it whatever its arguments
+    if entry is None or turn >= hot.max_turns:
         return None
+    check = entry[1]
+    if check is None:
+        check = check_of(hot, name)
     args, error = parse_json(arguments or "{}")
-    if error is not None or schema_errors(args, tool.parameters):
-        return None
-    folded = argument_free_fold(name, tool.effect, governance.permissions)
-    if type(folded) is not Decided or type(folded.decision) is not Allow:
-        return None
-    if not config.usage_limits.unlimited:
+    if error is not None or check(args):
         return None
     # ``CallId(call_id)``, without the ``NewType`` call
     made: CallId = call_id if call_id else derive_call_id(state.run_id, turn, 0)  # type: ignore[assignment]

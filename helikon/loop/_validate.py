@@ -51,11 +51,20 @@ def schema_errors(instance: JsonValue, schema: JsonObject) -> tuple[str, ...]:
     hit = _by_identity.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1](instance)
+    return checker(schema)(instance)
+
+
+def checker(schema: JsonObject) -> Check:
+    """The compiled check of ``schema``: ``checker(schema)(instance) ==
+    schema_errors(instance, schema)`` (for a caller that keeps it)."""
+    hit = _by_identity.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
     check = _compile(msgspec.json.encode(schema, order="sorted"))
     if len(_by_identity) >= _IDENTITIES:
         _by_identity.clear()
     _by_identity[id(schema)] = (schema, check)
-    return check(instance)
+    return check
 
 
 #: The checker of each schema object met lately, by identity: a tool's schema
@@ -201,4 +210,4 @@ def _fast_check(schema: JsonValue) -> Callable[[JsonValue], bool] | None:
     return fast
 
 
-__all__ = ["parse_json", "schema_errors", "schema_problem"]
+__all__ = ["checker", "parse_json", "schema_errors", "schema_problem"]
