@@ -11,13 +11,18 @@ memoised by the spec's identity; the memo changes speed, never results.
 
 from __future__ import annotations
 
-from typing import Final, final
+from collections.abc import Callable
+from typing import Final, TypeAlias, final
 
+from helikon._json import JsonValue
 from helikon.governance import Allow, Decided
 from helikon.loop._calls import argument_free_fold
 from helikon.loop._spec import AgentSpec
-from helikon.loop._validate import Check, checker
+from helikon.loop._validate import surely_valid
 from helikon.model import ModelSettings, ToolChoiceNamed, ToolChoiceRequired, ToolDef
+
+#: A quick test of a tool's arguments (see :func:`~helikon.loop._validate.surely_valid`).
+Fits: TypeAlias = Callable[[JsonValue], bool]
 
 
 @final
@@ -27,7 +32,7 @@ class Facts:
     Args:
         spec: the spec they are about.
         calls: by name, each tool a call of which opens straight in
-            ``Running`` whatever its arguments, and its arguments' check
+            ``Running`` whatever its arguments, and its arguments' quick test
             (None until first needed: see :func:`check_of`); empty when a
             model turn has no hot path (handoffs, a price, a usage limit or
             tool hooks).
@@ -46,7 +51,7 @@ class Facts:
         unlimited = config.usage_limits.unlimited
         self.spec = spec
         self.max_turns = config.max_turns
-        self.calls: dict[str, tuple[ToolDef, Check | None]] = {}
+        self.calls: dict[str, tuple[ToolDef, Fits | None]] = {}
         if unlimited and not spec.handoffs and spec.price is None and not governance.hooks:
             seen: set[str] = set()
             for tool in spec.tools:
@@ -75,16 +80,16 @@ def facts(spec: AgentSpec) -> Facts:
     return made
 
 
-def check_of(hot: Facts, name: str) -> Check:
-    """The arguments' check of tool ``name`` of ``hot.calls``, compiled now if not yet."""
-    tool, check = hot.calls[name]
-    if check is None:
-        check = checker(tool.parameters)
-        hot.calls[name] = (tool, check)
-    return check
+def check_of(hot: Facts, name: str) -> Fits:
+    """The arguments' quick test of tool ``name`` of ``hot.calls``, compiled now if not yet."""
+    tool, fits = hot.calls[name]
+    if fits is None:
+        fits = surely_valid(tool.parameters)
+        hot.calls[name] = (tool, fits)
+    return fits
 
 
 _by_identity: dict[int, Facts] = {}
 _IDENTITIES: Final = 256
 
-__all__ = ["Facts", "check_of", "facts"]
+__all__ = ["Facts", "Fits", "check_of", "facts"]

@@ -27,6 +27,7 @@ The rules, after the book:
 from __future__ import annotations
 
 import attrs
+import msgspec
 from returns.result import Failure, Result, Success
 
 from helikon._conversation import EMPTY
@@ -111,7 +112,7 @@ from helikon.loop._states import (
     StartingTurn,
 )
 from helikon.loop._turns import begin_turn, complete, evolve, fail, request, turn_effect
-from helikon.loop._validate import parse_json, schema_errors
+from helikon.loop._validate import decode, parse_json, schema_errors
 from helikon.model import Finish, ToolCallChunk, ToolDef, Usage
 
 #: Asked after a plain-text answer when the agent has an output schema.
@@ -361,11 +362,14 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     entry = hot.calls.get(name)  # the tool, if the rules allow a call of it whatever its arguments
     if entry is None or turn >= hot.max_turns:
         return None
-    check = entry[1]
-    if check is None:
-        check = check_of(hot, name)
-    args, error = parse_json(arguments or "{}")
-    if error is not None or check(args):
+    fits = entry[1]
+    if fits is None:
+        fits = check_of(hot, name)
+    try:
+        args = decode(arguments or "{}")
+    except msgspec.DecodeError:
+        return None  # not JSON: the general rule answers it
+    if not fits(args):
         return None
     # ``CallId(call_id)``, without the ``NewType`` call
     made: CallId = call_id if call_id else derive_call_id(state.run_id, turn, 0)  # type: ignore[assignment]

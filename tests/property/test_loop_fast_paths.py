@@ -44,6 +44,7 @@ from helikon.loop._spec import Governance, HandoffSpec
 from helikon.loop._states import ExecutingTools
 from helikon.loop._table import TABLE, transition
 from helikon.loop._transition import start
+from helikon.loop._validate import schema_errors, surely_valid
 from helikon.model import Finish, FinishReason, TextChunk, ToolCallChunk, ToolDef, ToolEffect, Usage
 from helikon.pricing import ModelPrice
 
@@ -159,3 +160,26 @@ def test_a_model_turn_and_its_round_go_as_the_general_rules_say(
         assert type(fed.phase) is ExecutingTools
         fed = attrs.evolve(fed, phase=attrs.evolve(fed.phase, invalid_args=True), strikes=1)
     same(transition(fed, results, spec), general(fed, results, spec))
+
+
+leaf_types = st.sampled_from(["string", "integer", "number", "boolean", "null", "array"])
+leaf_schemas = st.one_of(
+    leaf_types.map(lambda kind: {"type": kind}),
+    st.lists(leaf_types, min_size=1, max_size=3).map(lambda kinds: {"type": kinds}),
+)
+flat_schemas = st.fixed_dictionaries(
+    {"type": st.just("object"), "properties": st.dictionaries(st.sampled_from("abc"), leaf_schemas)},
+    optional={
+        "required": st.lists(st.sampled_from("abc"), unique=True),
+        "additionalProperties": st.booleans(),
+    },
+)
+values = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([1.0, 1.5, -0.0]), st.text("x", max_size=2)
+)
+
+
+@given(flat_schemas, st.one_of(st.dictionaries(st.sampled_from("abcd"), values), values))
+def test_the_quick_argument_test_says_valid_only_of_valid_arguments(schema: JsonObject, value: Any) -> None:
+    # (it may say False of a valid value; of these flat schemas it knows every one)
+    assert surely_valid(schema)(value) == (schema_errors(value, schema) == ())
