@@ -40,7 +40,7 @@ class RunStarted:
     path: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
 
-@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
+@attrs.frozen
 class TurnStarted:
     """Model turn ``turn`` (1-based) began."""
 
@@ -88,7 +88,7 @@ class MessageOutput:
     cost: Decimal | None = attrs.field(default=None, kw_only=True)
 
 
-@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
+@attrs.frozen
 class ToolCallItem:
     """A complete tool call the model requested.
 
@@ -104,7 +104,7 @@ class ToolCallItem:
     cost: Decimal | None = attrs.field(default=None, kw_only=True)
 
 
-@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
+@attrs.frozen
 class ToolOutputItem:
     """The result of a tool call, as the model will see it."""
 

@@ -68,7 +68,7 @@ class AssistantMessage:
     agent: str | None = None
 
 
-@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
+@attrs.frozen
 class ToolCall:
     """The model asked to run tool ``name`` with JSON ``arguments`` (raw text)."""
 
@@ -77,7 +77,7 @@ class ToolCall:
     arguments: str
 
 
-@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
+@attrs.frozen
 class ToolResult:
     """What a tool call returned, as the text the model sees.
 
