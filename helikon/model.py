@@ -124,7 +124,7 @@ class ModelSettings:
     previous_response_id: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class ModelRequest:
     """One model call: the messages so far, the tools it may call, settings,
     and the agent's ``instructions``.
@@ -183,7 +183,7 @@ class FinishReason(enum.Enum):
     OTHER = "other"
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class Usage:
     """What a run spent. Adds up with ``+`` across events, turns and runs.
 

@@ -59,7 +59,7 @@ class RenderInstructions:
     state: tuple[tuple[str, str], ...] = ()
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class CallModel:
     """Call the agent's model with ``request`` (for model turn ``turn``)."""
 
@@ -87,7 +87,7 @@ class AskPolicy:
     args: JsonValue
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class InvokeTool:
     """Run tool ``tool`` with ``args`` for call ``call_id``; answer with
     :class:`ToolReturned` or :class:`ToolRaised`."""
@@ -119,7 +119,7 @@ class ReconcileTool:
 CallStep: TypeAlias = FireHook | AskPolicy | InvokeTool | ReconcileTool
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class ExecuteTools:
     """Perform these steps of the round's tool-call pipelines, at most one per
     call, concurrently (under ``parallel_tool_call_limit``); answer with one

@@ -60,6 +60,7 @@ from helikon.effects import (
 from helikon.errors import Denied, InvalidArgs, ToolCrashed, ToolFailure, describe
 from helikon.events import AgentEvent, PermissionDenied
 from helikon.governance import (
+    MIN_SECRET_LENGTH,
     Allow,
     ApprovalNeeded,
     AskUser,
@@ -84,7 +85,7 @@ from helikon.governance import (
     resolve_without_handler,
 )
 from helikon.items import ToolCall, ToolResult
-from helikon.loop._spec import AgentSpec, ApprovalRoute
+from helikon.loop._spec import AgentSpec, ApprovalRoute, Governance
 from helikon.loop._validate import parse_json, schema_errors
 from helikon.model import ToolDef, ToolEffect
 
@@ -154,13 +155,13 @@ class Settled:
 
 
 #: A call that runs (its first run): stages are frozen values, so one serves all.
-_RUNNING: Final = Running()
+RUNNING: Final = Running()
 
 #: Where a call is in its pipeline.
 CallStage: TypeAlias = PreHooks | Permitting | Running | Reconciling | PostHooks | Settled
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class ToolCallState:
     """One tool call of a round and where its pipeline is.
 
@@ -227,9 +228,9 @@ def open_call(
         if tool is None:
             tool = spec.tool(name)
         effect = tool.effect if tool is not None else ToolEffect.SIDE_EFFECT
-        folded = _argument_free_fold(name, effect, governance.permissions)
+        folded = argument_free_fold(name, effect, governance.permissions)
         if type(folded) is Decided and type(folded.decision) is Allow:
-            return ToolCallState(call, args, _RUNNING), ()
+            return ToolCallState(call, args, RUNNING), ()
     state = ToolCallState(call, args, PreHooks())
     if governance.hooks:
         return state, ()
@@ -439,14 +440,14 @@ def _permit(state: ToolCallState, spec: AgentSpec) -> Advanced:
     """Run the permission pipeline from its start."""
     name, effect = _tool(state, spec)
     settings = spec.governance.permissions
-    folded = _argument_free_fold(name, effect, settings)
+    folded = argument_free_fold(name, effect, settings)
     if folded is None:
         return _decide(state, fold_permissions(name, effect, state.args, settings), spec)
     return _decide(state, folded, spec)
 
 
 @functools.lru_cache(maxsize=1024)
-def _argument_free_fold(name: str, effect: ToolEffect, settings: PermissionSettings) -> PermissionStep | None:
+def argument_free_fold(name: str, effect: ToolEffect, settings: PermissionSettings) -> PermissionStep | None:
     """The pipeline for a tool none of whose arguments the rules read (paths,
     commands): it cannot depend on them, so it is folded once per (tool,
     settings). None when a rule can read them. The hot path of a tool loop
@@ -461,7 +462,7 @@ def _decide(state: ToolCallState, step: PermissionStep, spec: AgentSpec) -> Adva
         case Decided(decision=decision):
             match decision:
                 case Allow():
-                    return state.at(_RUNNING), ()
+                    return state.at(RUNNING), ()
                 case Deny(reason=reason):
                     return _deny(state, reason, spec)
                 case Replace(args=args):
@@ -504,16 +505,29 @@ def _deny(state: ToolCallState, reason: str, spec: AgentSpec) -> Advanced:
 def _finish(state: ToolCallState, output: JsonValue, spec: AgentSpec) -> Advanced:
     """The last transform: the output as text, scrubbed of secrets (a structured
     output is scrubbed as a value first, then as encoded text)."""
-    governance = spec.governance
-    if not isinstance(output, str) and governance.redact:
-        output = redact_json(output, governance.secrets)
-    text = output if isinstance(output, str) else _encode(output)
-    if governance.redact:
-        text = redact(text, governance.secrets)
+    text = output_text(output, spec.governance)
     call = state.call
     return ToolCallState(
         call, state.args, Settled(ToolResult(call.call_id, call.name, text)), state.injected
     ), ()
+
+
+def output_text(output: JsonValue, governance: Governance) -> str:
+    """A tool's output as the text the model sees: encoded, scrubbed of secrets
+    (a structured output is scrubbed as a value first, then as encoded text)."""
+    if isinstance(output, str):
+        text = output
+    elif output is None or type(output) in _NUMBERS:
+        text = _encode(output)  # nothing to scrub in the value (``redact_json`` returns it as it is)
+    else:
+        text = _encode(redact_json(output, governance.secrets) if governance.redact else output)
+    if governance.redact and (":" in text or "=" in text or len(text) >= MIN_SECRET_LENGTH):
+        # (``redact`` returns a shorter text with neither as it is: not called for it)
+        text = redact(text, governance.secrets)
+    return text
+
+
+_NUMBERS: Final = frozenset({int, float, bool})
 
 
 def _settle(state: ToolCallState, error: str, spec: AgentSpec, invalid: tuple[str, ...] = ()) -> Advanced:
@@ -563,6 +577,7 @@ __all__ = [
     "feed_approval",
     "feed_step",
     "open_call",
+    "output_text",
     "may_rerun",
     "pending_step",
     "resumed_step",

@@ -11,7 +11,7 @@ from helikon.items import Item
 from helikon.loop._states import RunState
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class Outcome:
     """The result of a step.
 

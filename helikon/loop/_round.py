@@ -23,30 +23,35 @@ from helikon.effects import (
     ApprovalsGiven,
     AskApprovals,
     AwaitApproval,
+    CallModel,
     CallStep,
     Effect,
     ExecuteTools,
+    ToolReturned,
     ToolsExecuted,
 )
 from helikon.errors import AgentError, InvalidToolArgs, StepError
-from helikon.events import AgentEvent, ApprovalRequested, ToolOutputItem
-from helikon.items import Item, ToolCall, system_text
+from helikon.events import AgentEvent, ApprovalRequested, ToolOutputItem, TurnStarted
+from helikon.items import Item, ToolCall, ToolResult, system_text
 from helikon.loop._calls import (
+    Running,
     Settled,
     ToolCallState,
     approval_request,
     feed_approval,
     feed_step,
+    output_text,
     pending_step,
     resumed_step,
     waits_on_step,
 )
+from helikon.loop._hot import facts
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._states import CallingModel, ExecutingTools, NeedsApproval, RunState
 from helikon.loop._turns import begin_turn, evolve, fail
 from helikon.loop._validate import parse_json
-from helikon.model import Usage
+from helikon.model import ModelRequest, Usage
 
 Step = Result[Outcome, StepError]
 
@@ -152,6 +157,47 @@ def on_tools_executed(state: RunState, result: ToolsExecuted, spec: AgentSpec) -
     return ok(advance_round(state, spec, phase.turn, tuple(calls), phase.invalid_args, events, []))
 
 
+def settle_one(
+    state: RunState, phase: ExecutingTools, result: ToolsExecuted, spec: AgentSpec
+) -> Outcome | None:
+    """:func:`on_tools_executed` for the commonest answer, or None for any other.
+
+    A round of one running call, answered by its tool's output, for an agent
+    with no hooks: the call settles, its result joins the conversation and the
+    next model turn starts, the outcome the general rule gives (the same
+    state, events, effect and items) without a settled call state or a
+    round step in between: the hot path of a tool loop.
+    """
+    calls = phase.calls
+    results = result.results
+    if len(calls) != 1 or len(results) != 1:
+        return None
+    only, answer = calls[0], results[0]
+    call = only.call
+    governance = spec.governance
+    if (
+        type(answer) is not ToolReturned
+        or type(only.stage) is not Running
+        or only.injected
+        or answer.call_id != call.call_id
+        or governance.hooks
+    ):
+        return None
+    item = ToolResult(call.call_id, call.name, output_text(answer.output, governance))
+    turn = phase.turn + 1
+    strikes = state.strikes + 1 if phase.invalid_args else 0
+    state = evolve(
+        state, phase=CallingModel(turn), conversation=state.conversation.append((item,)), strikes=strikes
+    )
+    hot = facts(spec)
+    settings = hot.settings
+    if not hot.begins or settings is None:
+        return begin_turn(state, spec, [ToolOutputItem(item)], [item])
+    # ``begin_turn``'s hot path and ``request``, inline
+    request = ModelRequest(state.conversation, hot.model_tools, settings, state.instructions)
+    return Outcome(state, (ToolOutputItem(item), TurnStarted(turn)), CallModel(request, turn), (item,))
+
+
 def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec) -> Step:
     """Feed the humans' answers, each to the ask step of its call."""
     phase = state.phase
@@ -236,4 +282,11 @@ def _settle(
     )
 
 
-__all__ = ["advance_round", "answered_before", "on_approvals_given", "on_tools_executed", "round_effect"]
+__all__ = [
+    "advance_round",
+    "answered_before",
+    "on_approvals_given",
+    "on_tools_executed",
+    "round_effect",
+    "settle_one",
+]

@@ -21,7 +21,7 @@ from helikon.loop._calls import ToolCallState
 from helikon.model import Usage
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class CallingModel:
     """About to call the model for ``turn``.
 
@@ -32,7 +32,7 @@ class CallingModel:
     rendered: bool = True
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: the machine makes some every turn, cheaper so
 class ExecutingTools:
     """The model asked for ``calls`` on ``turn``; their pipelines are running.
 
@@ -144,7 +144,7 @@ LoopState: TypeAlias = (
 TERMINAL = (Done, Failed)
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: :func:`~helikon.loop._turns.evolve` copies its fields at once
 class RunState:
     """Everything the loop knows about a run, between two steps.
 

@@ -29,8 +29,8 @@ from helikon.effects import (
 from helikon.errors import StepError
 from helikon.loop import _transition as rules
 from helikon.loop._model_form import model_answer, model_form_problem
-from helikon.loop._outcome import Outcome
-from helikon.loop._round import Step, answered_before, on_approvals_given, on_tools_executed
+from helikon.loop._outcome import Outcome, ok
+from helikon.loop._round import Step, answered_before, on_approvals_given, on_tools_executed, settle_one
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
     ApplyingHandoff,
@@ -111,8 +111,19 @@ def transition(state: RunState, result: EffectResult, spec: AgentSpec) -> Result
     >>> type(nxt.state.phase).__name__, type(nxt.events[-1]).__name__
     ('Done', 'RunCompleted')
     """
-    if type(result) is ModelResponded and model_form_problem(result.events) is not None:
-        result = model_answer(result)  # a model's values enter in normal form, or fail the call
+    phase = state.phase
+    # The hot paths of a tool loop first: each gives what its rule would, or None.
+    if type(result) is ModelResponded:
+        if type(phase) is CallingModel and phase.rendered:
+            fast = rules.one_call_turn(state, phase.turn, result, spec)
+            if fast is not None:
+                return ok(fast)
+        if model_form_problem(result.events) is not None:
+            result = model_answer(result)  # a model's values enter in normal form, or fail the call
+    elif type(result) is ToolsExecuted and type(phase) is ExecutingTools:
+        fast = settle_one(state, phase, result, spec)
+        if fast is not None:
+            return ok(fast)
     handler = TABLE.get((type(state.phase), type(result)))
     if handler is None and type(result) is ApprovalsGiven and answered_before(state, result):
         # The same answers delivered again change nothing: consumed once.

@@ -27,6 +27,7 @@ The rules, after the book:
 from __future__ import annotations
 
 import attrs
+import msgspec
 from returns.result import Failure, Result, Success
 
 from helikon._conversation import EMPTY
@@ -35,12 +36,14 @@ from helikon.effects import (
     CallModel,
     CheckGuardrails,
     Effect,
+    ExecuteTools,
     GuardrailsChecked,
     Handoff,
     HandoffCompleted,
     HooksRan,
     InstructionsFailed,
     InstructionsRendered,
+    InvokeTool,
     ModelCallFailed,
     ModelResponded,
     RenderInstructions,
@@ -72,7 +75,7 @@ from helikon.events import (
     ToolCallItem,
     ToolOutputItem,
 )
-from helikon.ids import RunId
+from helikon.ids import CallId, RunId, derive_call_id
 from helikon.items import (
     AgentInput,
     AssistantMessage,
@@ -87,8 +90,9 @@ from helikon.items import (
     user_text,
 )
 from helikon.loop._aggregate import Response, aggregate
-from helikon.loop._calls import ToolCallState, open_call, settled
+from helikon.loop._calls import RUNNING, ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
+from helikon.loop._hot import check_of, facts
 from helikon.loop._limits import exceeded, spend, turn_usage
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._round import advance_round, round_effect
@@ -108,8 +112,8 @@ from helikon.loop._states import (
     StartingTurn,
 )
 from helikon.loop._turns import begin_turn, complete, evolve, fail, request, turn_effect
-from helikon.loop._validate import parse_json, schema_errors
-from helikon.model import ToolDef, Usage
+from helikon.loop._validate import decode, parse_json, schema_errors
+from helikon.model import Finish, ToolCallChunk, ToolDef, Usage
 
 #: Asked after a plain-text answer when the agent has an output schema.
 FINALIZE_PROMPT = (
@@ -324,6 +328,80 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
         )
     events.extend(pipeline_events)
     return ok(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
+
+
+def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: AgentSpec) -> Outcome | None:
+    """:func:`on_model_responded` for the commonest answer, or None for any other.
+
+    The answer is one whole tool call (a single :class:`~helikon.model.ToolCallChunk`),
+    its usage and its finish, in normal form; the agent has no handoffs, no
+    price, no usage limit and no hooks, the call's tool exists, its arguments
+    fit, and the rules allow it whatever its arguments. The outcome is the one
+    the general rule gives (the same state, events, effect and items), made
+    without aggregating a response or stepping through the round: the hot path
+    of a tool loop. ``turn`` is the state's turn (its phase a rendered
+    :class:`CallingModel`).
+    """
+    events = result.events
+    if len(events) != 3:
+        return None
+    chunk, reported, finish = events
+    if type(chunk) is not ToolCallChunk or type(reported) is not Usage or type(finish) is not Finish:
+        return None
+    call_id, name, arguments = chunk.call_id, chunk.name, chunk.arguments
+    rid = finish.response_id
+    if not (  # in normal form (see ``_model_form``): ASCII text is
+        (call_id is None or call_id.isascii())
+        and (name is None or name.isascii())
+        and arguments.isascii()
+        and (rid is None or rid.isascii())
+    ):
+        return None
+    hot = facts(spec)  # no handoffs, price, usage limit or tool hooks, if it has calls
+    name = name or ""
+    entry = hot.calls.get(name)  # the tool, if the rules allow a call of it whatever its arguments
+    if entry is None or turn >= hot.max_turns:
+        return None
+    fits = entry[1]
+    if fits is None:
+        fits = check_of(hot, name)
+    try:
+        args = decode(arguments or "{}")
+    except msgspec.DecodeError:
+        return None  # not JSON: the general rule answers it
+    if not fits(args):
+        return None
+    # ``CallId(call_id)``, without the ``NewType`` call
+    made: CallId = call_id if call_id else derive_call_id(state.run_id, turn, 0)  # type: ignore[assignment]
+    call = ToolCall(made, name, arguments)
+    # ``spend`` then one tool call more (what the general rule makes in two usages), in one
+    total = state.usage
+    i, o, c, r, w = (
+        reported.input_tokens,
+        reported.output_tokens,
+        reported.cached_input_tokens,
+        reported.reasoning_tokens,
+        reported.cache_creation_input_tokens,
+    )
+    usage = Usage(
+        total.input_tokens + i,
+        total.output_tokens + o,
+        total.cached_input_tokens + c,
+        total.reasoning_tokens + r,
+        total.cache_creation_input_tokens + w,
+        total.requests + reported.requests + 1,
+        total.tool_calls + reported.tool_calls + 1,
+        None if (i or o or c or r or w) else total.cost,
+    )
+    appended = (call,)
+    running = evolve(
+        state,
+        phase=ExecutingTools(turn, (ToolCallState(call, args, RUNNING),)),
+        conversation=state.conversation.append(appended),
+        usage=usage,
+    )
+    effect = ExecuteTools((InvokeTool(made, name, args),))
+    return Outcome(running, (ToolCallItem(call),), effect, appended)
 
 
 def _hand_off(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 import msgspec
 
@@ -22,6 +22,9 @@ from helikon.errors import NormalFormError
 Check: TypeAlias = Callable[[JsonValue], tuple[str, ...]]
 
 _decoder = msgspec.json.Decoder()
+#: ``msgspec.json.Decoder().decode``: JSON text to a value, raising ``msgspec.DecodeError``
+#: (for a hot path that handles the error itself; else :func:`parse_json`).
+decode: Final = _decoder.decode
 
 
 def parse_json(text: str) -> tuple[JsonValue, str | None]:
@@ -56,6 +59,13 @@ def schema_errors(instance: JsonValue, schema: JsonObject) -> tuple[str, ...]:
         _by_identity.clear()
     _by_identity[id(schema)] = (schema, check)
     return check(instance)
+
+
+def surely_valid(schema: JsonObject) -> Callable[[JsonValue], bool]:
+    """A quick test of values against ``schema``: True only for a value that
+    fits it (``schema_errors`` of it is empty); False says nothing (ask
+    :func:`schema_errors`). For a caller that keeps it (it is compiled here)."""
+    return _surely_valid(msgspec.json.encode(schema, order="sorted"))
 
 
 #: The checker of each schema object met lately, by identity: a tool's schema
@@ -124,6 +134,15 @@ def _compile(canonical: bytes) -> Check:
     return check
 
 
+@lru_cache(maxsize=1024)
+def _surely_valid(canonical: bytes) -> Callable[[JsonValue], bool]:
+    fast = _fast_check(msgspec.json.decode(canonical))
+    if fast is not None:
+        return fast
+    full = _compile(canonical)
+    return lambda instance: not full(instance)
+
+
 def _jsonschema_check(schema: JsonObject) -> Check:
     import jsonschema
 
@@ -143,27 +162,34 @@ def _jsonschema_check(schema: JsonObject) -> Check:
 # jsonschema takes about ten. It covers a closed set of keywords; a schema
 # with any other keyword gets no fast path.
 
-_SCALARS: dict[str, Callable[[object], bool]] = {
-    "string": lambda v: type(v) is str,
-    "integer": lambda v: type(v) is int or (isinstance(v, float) and v.is_integer()),
-    "number": lambda v: type(v) in (int, float),
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
+#: The exact types each JSON Schema type takes (an "integer" takes an integral float too).
+_KINDS: dict[str, frozenset[type]] = {
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "boolean": frozenset({bool}),
+    "null": frozenset({type(None)}),
 }
 _LEAF_KEYS = frozenset({"type", "description", "title", "default", "examples"})
 _OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "description", "title"})
 
+#: A leaf's check: the exact types it takes, and whether it takes an integral float.
+_Leaf: TypeAlias = tuple[frozenset[type], bool]
 
-def _fast_leaf(schema: JsonValue) -> Callable[[object], bool] | None:
+
+def _fast_leaf(schema: JsonValue) -> _Leaf | None:
     if not isinstance(schema, dict) or not set(schema) <= _LEAF_KEYS:
         return None
     kind = schema.get("type")
     if isinstance(kind, str):
-        return _SCALARS.get(kind)
-    if isinstance(kind, list) and kind and all(isinstance(k, str) and k in _SCALARS for k in kind):
-        checks = tuple(_SCALARS[k] for k in kind)
-        return lambda v: any(c(v) for c in checks)
-    return None
+        kinds = [kind]
+    elif isinstance(kind, list) and kind and all(isinstance(k, str) for k in kind):
+        kinds = kind
+    else:
+        return None
+    if not all(k in _KINDS for k in kinds):
+        return None
+    return frozenset().union(*(_KINDS[k] for k in kinds)), "integer" in kinds
 
 
 def _fast_check(schema: JsonValue) -> Callable[[JsonValue], bool] | None:
@@ -174,7 +200,7 @@ def _fast_check(schema: JsonValue) -> Callable[[JsonValue], bool] | None:
     extra = schema.get("additionalProperties", True)
     if not isinstance(properties, dict) or not isinstance(required, list) or extra not in (True, False):
         return None
-    leaves: dict[str, Callable[[object], bool]] = {}
+    leaves: dict[str, _Leaf] = {}
     for name, sub in properties.items():
         leaf = _fast_leaf(sub)
         if leaf is None:
@@ -194,11 +220,13 @@ def _fast_check(schema: JsonValue) -> Callable[[JsonValue], bool] | None:
             if leaf is None:
                 if closed:
                     return False
-            elif not leaf(value):
+            elif type(value) not in leaf[0] and not (
+                leaf[1] and isinstance(value, float) and value.is_integer()
+            ):
                 return False
         return True
 
     return fast
 
 
-__all__ = ["parse_json", "schema_errors", "schema_problem"]
+__all__ = ["decode", "parse_json", "schema_errors", "schema_problem", "surely_valid"]

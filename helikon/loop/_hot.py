@@ -1,0 +1,95 @@
+"""What the machine's hot paths read of an agent, worked out once per spec.
+
+The hot paths of a tool loop (:func:`~helikon.loop._transition.one_call_turn`,
+:func:`~helikon.loop._round.settle_one`) ask the same questions of the agent
+at every step: may a call of this tool run whatever its arguments, what
+checks its arguments, may the next turn start without hooks, instructions or
+a usage check, which tools and settings the model request carries. The
+answers are a function of the (frozen) spec, so they are worked out once and
+memoised by the spec's identity; the memo changes speed, never results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final, TypeAlias, final
+
+from helikon._json import JsonValue
+from helikon.governance import Allow, Decided
+from helikon.loop._calls import argument_free_fold
+from helikon.loop._spec import AgentSpec
+from helikon.loop._validate import surely_valid
+from helikon.model import ModelSettings, ToolChoiceNamed, ToolChoiceRequired, ToolDef
+
+#: A quick test of a tool's arguments (see :func:`~helikon.loop._validate.surely_valid`).
+Fits: TypeAlias = Callable[[JsonValue], bool]
+
+
+@final
+class Facts:
+    """The hot paths' answers for one spec.
+
+    Args:
+        spec: the spec they are about.
+        calls: by name, each tool a call of which opens straight in
+            ``Running`` whatever its arguments, and its arguments' quick test
+            (None until first needed: see :func:`check_of`); empty when a
+            model turn has no hot path (handoffs, a price, a usage limit or
+            tool hooks).
+        max_turns: the spec's ``max_turns``.
+        begins: a turn starts with the model call at once (no turn hooks,
+            no dynamic instructions, no usage limit to check).
+        model_tools: the tools of the model request.
+        settings: the settings of the model request, or None when a forced
+            tool choice may be dropped (then the request is made in full).
+    """
+
+    __slots__ = ("begins", "calls", "max_turns", "model_tools", "settings", "spec")
+
+    def __init__(self, spec: AgentSpec) -> None:
+        config, governance = spec.config, spec.governance
+        unlimited = config.usage_limits.unlimited
+        self.spec = spec
+        self.max_turns = config.max_turns
+        self.calls: dict[str, tuple[ToolDef, Fits | None]] = {}
+        if unlimited and not spec.handoffs and spec.price is None and not governance.hooks:
+            seen: set[str] = set()
+            for tool in spec.tools:
+                if tool.name in seen:
+                    continue  # ``spec.tool`` finds the first of a name
+                seen.add(tool.name)
+                folded = argument_free_fold(tool.name, tool.effect, governance.permissions)
+                if type(folded) is Decided and type(folded.decision) is Allow:
+                    self.calls[tool.name] = (tool, None)  # its check: compiled when first needed
+        self.begins = unlimited and not spec.hooks and not spec.dynamic_instructions
+        self.model_tools = spec.model_tools
+        choice = spec.settings.tool_choice
+        forced = type(choice) in (ToolChoiceRequired, ToolChoiceNamed) and not choice.keep  # type: ignore[union-attr]
+        self.settings: ModelSettings | None = None if forced else spec.settings
+
+
+def facts(spec: AgentSpec) -> Facts:
+    """The hot paths' :class:`Facts` for ``spec`` (memoised by identity)."""
+    hit = _by_identity.get(id(spec))
+    if hit is not None and hit.spec is spec:
+        return hit
+    made = Facts(spec)
+    if len(_by_identity) >= _IDENTITIES:
+        _by_identity.clear()
+    _by_identity[id(spec)] = made  # it holds the spec: its id is not reused meanwhile
+    return made
+
+
+def check_of(hot: Facts, name: str) -> Fits:
+    """The arguments' quick test of tool ``name`` of ``hot.calls``, compiled now if not yet."""
+    tool, fits = hot.calls[name]
+    if fits is None:
+        fits = surely_valid(tool.parameters)
+        hot.calls[name] = (tool, fits)
+    return fits
+
+
+_by_identity: dict[int, Facts] = {}
+_IDENTITIES: Final = 256
+
+__all__ = ["Facts", "Fits", "check_of", "facts"]
