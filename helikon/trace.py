@@ -26,7 +26,7 @@ import gc
 import hashlib
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,8 +34,9 @@ import attrs
 import msgspec
 
 from helikon import codec
+from helikon._conversation import Conversation
 from helikon._normal import normal_form
-from helikon._structure import quick
+from helikon._structure import Quick, quick
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
@@ -343,6 +344,7 @@ class Trace:
                     texts[record["id"]] = record["text"]
         steps: list[TraceStep] = []
         requests = _Requests()
+        fast = version == VERSION
         final: tuple[AgentEvent, ...] = ()
         header: TraceHeader | None = None
         number = 1
@@ -387,14 +389,18 @@ class Trace:
                     if version in (3, 4):
                         requests.legacy = header.definition
                 elif kind == "step":
-                    # The quick way first; a line it does not take is read
-                    # again the strict way, which names what is wrong.
-                    before = dict(requests.last)
-                    try:
-                        step = step_of(record, _quick_read)
-                    except Exception:
-                        requests.last = before
-                        step = step_of(record, read)
+                    # The quickest way first (a line of this version's
+                    # usual shape), then the quick way; a line neither
+                    # takes is read again the strict way, which names what
+                    # is wrong.
+                    step = _fast_step(record, requests.last) if fast else None
+                    if step is None:
+                        before = dict(requests.last)
+                        try:
+                            step = step_of(record, _quick_read)
+                        except Exception:
+                            requests.last = before
+                            step = step_of(record, read)
                     steps.append(step)
                 elif kind == "end":
                     final = read(record["events"], tuple[AgentEvent, ...], "events")
@@ -549,10 +555,7 @@ class _Requests:
             if type(kept) is not int or not 0 <= kept <= len(previous.messages):
                 raise ValueError(f"{where}.request.kept: {kept!r} counts no prefix of the previous request")
             added = read(fields.get("messages"), _ITEMS, f"{where}.request.messages")
-            before = previous.messages
-            messages = (
-                before + added if type(before) is tuple and kept == len(before) else (*before[:kept], *added)
-            )
+            messages = _continued(previous.messages, kept, added)
             if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
                 request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
             else:
@@ -617,6 +620,104 @@ def _sharing(request: ModelRequest, previous: ModelRequest) -> ModelRequest:
 
 _PATH: Any = tuple[str | int, ...]
 _EVENTS: Any = tuple[AgentEvent, ...]
+
+
+class _Slow(Exception):
+    """:func:`_fast_step` met a line it leaves to the general reader."""
+
+
+def _fast_step(record: dict[str, Any], last: dict[_Asker, ModelRequest]) -> TraceStep | None:
+    """A step line of the current version read the quickest way, or None
+    for the general reader (a line it does not take: a wave, a malformed
+    value, ...). It gives the step the general reader gives, and changes
+    ``last`` (each path's previous request) only once the whole line is read."""
+    try:
+        quick_of = _fast_quick or _fast_setup()
+        raw_path = record.get("path", _NO_PATH)
+        path: tuple[str | int, ...] = () if raw_path == [] else quick_of[0](raw_path)
+        index = record["index"]
+        if type(index) is not int:
+            return None
+        raw = record["effect"]
+        asker: _Asker | None = None
+        request: ModelRequest | None = None
+        effect: Effect
+        if type(raw) is not dict:
+            return None
+        kind = raw.get("type")
+        if kind == "CallModel":
+            turn = raw.get("turn")
+            fields = raw.get("request")
+            if type(turn) is not int or type(fields) is not dict:
+                return None
+            asker = (path, ())
+            previous = last.get(asker)
+            if _KEPT in fields:
+                kept = fields[_KEPT]
+                if previous is None or type(kept) is not int or not 0 <= kept <= len(previous.messages):
+                    return None
+                messages = _continued(previous.messages, kept, quick_of[2](fields.get("messages")))
+                if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
+                    request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
+                else:
+                    carried = {
+                        name: quick(tp)(fields[name]) if name in fields else getattr(previous, name)
+                        for name, tp in _CARRIED.items()
+                    }
+                    request = ModelRequest(messages, **carried)
+            else:
+                request = quick_of[3](fields)
+                if previous is not None:
+                    request = _sharing(request, previous)
+            effect = CallModel(request, turn)
+        elif kind == "PerformAll":
+            return None  # an agent tree's wave: the general reader
+        else:
+            effect = quick_of[4](raw)
+        result = quick_of[5](record["result"])
+        raw_events = record["events"]
+        events = quick_of[1](raw_events)
+        raw_live = record.get("live", _NO_PATH)
+        if raw_live == []:
+            live: tuple[AgentEvent, ...] = ()
+        else:
+            tail = len(raw_live) if type(raw_live) is list else -1
+            if 0 < tail <= len(events) and _plain.encode(raw_live) == _plain.encode(raw_events[-tail:]):
+                live = events[-tail:]
+            else:
+                live = quick_of[1](raw_live)
+        now = record.get("now")
+        step = TraceStep(index, effect, result, events, path, live, None if now is None else _reading(now))
+    except Exception:
+        return None
+    if asker is not None:
+        assert request is not None
+        last[asker] = request
+    return step
+
+
+def _continued(before: Sequence[Item], kept: int, added: tuple[Item, ...]) -> Sequence[Item]:
+    """The messages of a request that keeps ``kept`` of the previous one's
+    ``before`` and adds ``added``: a conversation that shares the previous
+    one's chunks when it keeps them all (as the run's own does), so that
+    reading one costs what the turn added and a replay compares the shared
+    prefix chunk by chunk."""
+    if kept == len(before):
+        if type(before) is Conversation:
+            return before.append(added) if added else before
+        return Conversation((*before, *added))
+    return (*before[:kept], *added)
+
+
+def _fast_setup() -> list[Quick]:
+    """The quick structure functions :func:`_fast_step` calls (built once)."""
+    _fast_quick.extend(quick(tp) for tp in (_PATH, _EVENTS, _ITEMS, ModelRequest, Effect, EffectResult))
+    return _fast_quick
+
+
+_fast_quick: list[Quick] = []
+#: An absent ``path`` or ``live`` of a step line (read as none).
+_NO_PATH: Final[list[Any]] = []
 
 
 def _quick_read(value: Any, as_type: Any, field: str) -> Any:

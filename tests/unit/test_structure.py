@@ -19,7 +19,7 @@ import pytest
 
 from helikon import codec, trace
 from helikon._structure import quick
-from helikon.effects import Effect, EffectResult
+from helikon.effects import CallModel, Effect, EffectResult
 from helikon.events import AgentEvent
 from helikon.items import Item
 from helikon.model import ModelRequest
@@ -172,6 +172,12 @@ def test_a_trace_reads_the_same_the_quick_way_and_the_strict_way(
     def refuse(value: Any, as_type: Any, field: str) -> Any:
         raise RuntimeError("strict way only")
 
+    monkeypatch.setattr(trace, "_fast_step", lambda record, last: None)
+    quick_way = Trace.from_bytes(data)  # without the quickest way for a step line
+    assert quickly == quick_way
+    assert [type(s.effect.request.messages) for s in quickly.steps if type(s.effect) is CallModel] == [
+        type(s.effect.request.messages) for s in quick_way.steps if type(s.effect) is CallModel
+    ]
     monkeypatch.setattr(trace, "_quick_read", refuse)
     strictly = Trace.from_bytes(data)
     assert quickly == strictly
