@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import msgspec
 
 from helikon import codec
 
@@ -237,6 +238,141 @@ def _carrier(cls: type) -> Quick:
     return structure
 
 
+def typed(tp: Any) -> tuple[Any, Quick | None]:
+    """A msgspec type that decodes what :func:`quick` of ``tp`` reads (or
+    less: what it refuses, :func:`quick` is left to read), and the function
+    that makes the value :func:`quick` would give of what it decoded (None:
+    the decoded value is that value). msgspec checks the types in C while it
+    decodes, so a line decoded with it is built with no check at all.
+
+    A carrier becomes a ``Struct`` of its fields (tagged with its class name
+    in a union); a type that has no such form here (a carrier with its own
+    hook, a recursive one, an enum, raw JSON) is decoded as any JSON and
+    read by :func:`quick`.
+    """
+    found = _typed.get(tp)
+    if found is None:
+        if tp in _typing:  # a type that contains itself: read the quick way there
+            return Any, quick(tp)
+        _typing.add(tp)
+        try:
+            found = _typed[tp] = _build_typed(tp, tagged=False)
+        finally:
+            _typing.discard(tp)
+    return found
+
+
+def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
+    if tp is str or tp is int or tp is float or tp is bool:
+        return tp, None
+    supertype = getattr(tp, "__supertype__", None)
+    if supertype is not None and getattr(tp, "__module__", "").startswith("helikon"):
+        return typed(supertype)
+    if isinstance(tp, type) and attrs.has(tp):
+        return _struct(tp, tagged)
+    if codec._is_tuple(tp):
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            each, build = typed(args[0])
+            homogeneous: Any = tuple[each, ...]  # type: ignore[valid-type]
+            if build is None:
+                return homogeneous, None
+            return homogeneous, lambda value: tuple(map(build, value))
+        parts = [typed(a) for a in args]
+        if all(build is None for _, build in parts):
+            return tuple[tuple(t for t, _ in parts)], None  # type: ignore[misc]
+        return Any, quick(tp)
+    if codec._is_tagged_union(tp):
+        return _tagged_union(tp)
+    if codec._is_scalar_union(tp) and all(a in _SCALARS for a in typing.get_args(tp)):
+        return tp, None
+    return Any, quick(tp)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _tagged_union(tp: Any) -> tuple[Any, Quick | None]:
+    members = [a for a in typing.get_args(tp) if a is not type(None)]
+    optional = type(None) in typing.get_args(tp)
+    structs: list[Any] = []
+    builds: dict[type, Quick] = {}
+    for member in members:
+        if member in _typing:
+            return Any, quick(tp)
+        found = _tagged.get(member)
+        if found is None:
+            _typing.add(member)
+            try:
+                found = _tagged[member] = _build_typed(member, tagged=True)
+            finally:
+                _typing.discard(member)
+        struct, each = found
+        if struct is Any or each is None:
+            return Any, quick(tp)
+        structs.append(struct)
+        builds[struct] = each
+    if optional:
+        structs.append(type(None))
+    union: Any = typing.Union[tuple(structs)]  # noqa: UP007 (a union of a list of types)
+
+    def build(value: Any) -> Any:
+        if value is None:
+            return None
+        return builds[type(value)](value)
+
+    return union, build
+
+
+def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
+    """A carrier as a ``Struct`` of its fields, and the function that calls
+    the class with them (its converters and validators run, as with
+    :func:`quick`)."""
+    hints = typing.get_type_hints(cls)
+    fields = attrs.fields(cls)
+    plain = all(f.init and f.alias == f.name for f in fields) and not any(
+        isinstance(f.default, _FACTORY) and f.default.takes_self for f in fields
+    )
+    if not plain or (tagged and any(f.name == "type" for f in fields)):
+        return Any, quick(cls)
+    specs: list[tuple[str, Any, Any]] = []
+    scope: dict[str, Any] = {"_cls": cls}
+    args: list[str] = []
+    for n, field in enumerate(fields):
+        mirror, build = typed(hints[field.name])
+        if field.default is attrs.NOTHING:
+            specs.append((field.name, mirror, msgspec.NODEFAULT))
+        elif isinstance(field.default, _FACTORY):
+            specs.append((field.name, mirror, msgspec.field(default_factory=field.default.factory)))
+        else:
+            specs.append((field.name, mirror, field.default))
+        read = f"value.{field.name}"
+        if build is not None:
+            scope[f"b{n}"] = build
+            read = f"b{n}({read})"
+        args.append(f"{field.name}={read}" if field.kw_only else read)
+    try:
+        struct = msgspec.defstruct(
+            f"{cls.__name__}Mirror",
+            specs,
+            kw_only=True,
+            tag=cls.__name__ if tagged else None,
+            tag_field="type" if tagged else None,
+        )
+        msgspec.json.Decoder(struct)  # a field type msgspec refuses shows here
+    except (TypeError, ValueError):
+        return Any, quick(cls)
+    exec(f"def build(value): return _cls({', '.join(args)})", scope)  # generated, as in _carrier
+    built: Quick = scope["build"]
+    return struct, built
+
+
+_typed: dict[Any, tuple[Any, Quick | None]] = {}
+_tagged: dict[Any, tuple[Any, Quick | None]] = {}
+#: The types whose typed form is being built (one that contains itself is read the quick way there).
+_typing: set[Any] = set()
+
+
 class _Lazy:
     """A type's structure function while it is being compiled: a carrier
     that holds a union that contains it calls it through this."""
@@ -259,4 +395,4 @@ _MISSING: Any = object()
 _FACTORY: Any = attrs.Factory
 _compiled: dict[Any, Quick] = {}
 
-__all__ = ["Quick", "quick"]
+__all__ = ["Quick", "quick", "typed"]

@@ -36,7 +36,7 @@ import msgspec
 from helikon import codec
 from helikon._conversation import Conversation
 from helikon._normal import normal_form
-from helikon._structure import Quick, quick
+from helikon._structure import Quick, quick, typed
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
@@ -298,6 +298,11 @@ class Trace:
     def _read(cls, lines: Iterable[bytes | str], source: str) -> Trace:
         records: list[tuple[int, Any]] = []
         plain: set[int] = set()  # the lines that refer to no text line (most do not)
+        #: A step line of a trace of this version that refers to no text line
+        #: is decoded as one (checked by msgspec), and kept to read again the
+        #: general way if building it fails.
+        step_lines: dict[int, bytes] = {}
+        step_decoder: msgspec.json.Decoder[Any] | None = None
         for number, line in enumerate(lines, 1):
             if isinstance(line, str):
                 line = line.encode()
@@ -305,12 +310,24 @@ class Trace:
                 continue
             if _REF_MARKS[0] not in line and _REF_MARKS[1] not in line:
                 plain.add(number)
+                if step_decoder is not None and line.startswith(_STEP_START):
+                    try:
+                        records.append((number, step_decoder.decode(line)))
+                        step_lines[number] = line
+                        continue
+                    except msgspec.DecodeError:
+                        pass  # not a step line this way: the general way says why
             try:
                 records.append((number, _decoder.decode(line)))
             except msgspec.DecodeError as exc:
                 raise TraceFormatError(
                     f"{source}:{number}: not JSON ({exc}); is the file truncated?"
                 ) from None
+            if len(records) == 1:
+                first = records[0][1]
+                if type(first) is dict and first.get("kind") == "header" and first.get("version") == VERSION:
+                    _step_line()
+                    step_decoder = _step_type[3]
         if not records or not isinstance(records[0][1], dict) or records[0][1].get("kind") != "header":
             raise TraceFormatError(f"{source}:1: not a helikon trace (no header line)")
         head = records[0][1]
@@ -376,6 +393,12 @@ class Trace:
 
         try:
             for number, raw in records:  # ``number`` names the line in an error
+                if number in step_lines:
+                    step = _typed_step(raw, requests.last)
+                    if step is not None:
+                        steps.append(step)
+                        continue
+                    raw = _decoder.decode(step_lines[number])
                 if not isinstance(raw, dict):
                     raise ValueError("a line must be a JSON object")
                 kind = raw.get("kind")
@@ -633,51 +656,18 @@ def _fast_step(record: dict[str, Any], last: dict[_Asker, ModelRequest]) -> Trac
     ``last`` (each path's previous request) only once the whole line is read."""
     try:
         quick_of = _fast_quick or _fast_setup()
-        raw_path = record.get("path", _NO_PATH)
+        raw_path = record.get("path", _NONE)
         path: tuple[str | int, ...] = () if raw_path == [] else quick_of[0](raw_path)
         index = record["index"]
         if type(index) is not int:
             return None
-        raw = record["effect"]
-        asker: _Asker | None = None
-        request: ModelRequest | None = None
-        effect: Effect
-        if type(raw) is not dict:
+        read = _fast_effect(record["effect"], path, last)
+        if read is None:
             return None
-        kind = raw.get("type")
-        if kind == "CallModel":
-            turn = raw.get("turn")
-            fields = raw.get("request")
-            if type(turn) is not int or type(fields) is not dict:
-                return None
-            asker = (path, ())
-            previous = last.get(asker)
-            if _KEPT in fields:
-                kept = fields[_KEPT]
-                if previous is None or type(kept) is not int or not 0 <= kept <= len(previous.messages):
-                    return None
-                messages = _continued(previous.messages, kept, quick_of[2](fields.get("messages")))
-                if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
-                    request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
-                else:
-                    carried = {
-                        name: quick(tp)(fields[name]) if name in fields else getattr(previous, name)
-                        for name, tp in _CARRIED.items()
-                    }
-                    request = ModelRequest(messages, **carried)
-            else:
-                request = quick_of[3](fields)
-                if previous is not None:
-                    request = _sharing(request, previous)
-            effect = CallModel(request, turn)
-        elif kind == "PerformAll":
-            return None  # an agent tree's wave: the general reader
-        else:
-            effect = quick_of[4](raw)
         result = quick_of[5](record["result"])
         raw_events = record["events"]
         events = quick_of[1](raw_events)
-        raw_live = record.get("live", _NO_PATH)
+        raw_live = record.get("live", _NONE)
         if raw_live == []:
             live: tuple[AgentEvent, ...] = ()
         else:
@@ -687,13 +677,119 @@ def _fast_step(record: dict[str, Any], last: dict[_Asker, ModelRequest]) -> Trac
             else:
                 live = quick_of[1](raw_live)
         now = record.get("now")
-        step = TraceStep(index, effect, result, events, path, live, None if now is None else _reading(now))
+        step = TraceStep(index, read[0], result, events, path, live, None if now is None else _reading(now))
     except Exception:
         return None
-    if asker is not None:
-        assert request is not None
-        last[asker] = request
+    if read[1] is not None:
+        last[read[1]] = read[0].request  # type: ignore[union-attr]
     return step
+
+
+def _typed_step(line: Any, last: dict[_Asker, ModelRequest]) -> TraceStep | None:
+    """:func:`_fast_step` of a line msgspec decoded (and so checked) as a
+    step (see :func:`_step_line`): its values are built with no check."""
+    try:
+        if line.kind != "step":
+            return None
+        path = line.path
+        read = _fast_effect(line.effect, path, last)
+        if read is None:
+            return None
+        build = _step_line()
+        result = build[1](line.result)
+        events = build[2](line.events)
+        raw_live = line.live
+        if not raw_live:
+            live: tuple[AgentEvent, ...] = ()
+        else:
+            tail = len(raw_live)
+            if tail <= len(events) and _plain.encode(raw_live) == _plain.encode(line.events[-tail:]):
+                live = events[-tail:]
+            else:
+                live = build[2](raw_live)
+        step = TraceStep(line.index, read[0], result, events, path, live, line.now)
+    except Exception:
+        return None
+    if read[1] is not None:
+        last[read[1]] = read[0].request  # type: ignore[union-attr]
+    return step
+
+
+def _fast_effect(
+    raw: Any, path: tuple[str | int, ...], last: dict[_Asker, ModelRequest]
+) -> tuple[Effect, _Asker | None] | None:
+    """A step's effect read the quickest way, and the asker of its model
+    request (to remember once the line is read); None for the general
+    reader (which raises what is wrong). ``last`` is left as it is."""
+    if type(raw) is not dict:
+        return None
+    quick_of = _fast_quick or _fast_setup()
+    kind = raw.get("type")
+    if kind == "PerformAll":
+        return None  # an agent tree's wave: the general reader
+    if kind != "CallModel":
+        return quick_of[4](raw), None
+    turn = raw.get("turn")
+    fields = raw.get("request")
+    if type(turn) is not int or type(fields) is not dict:
+        return None
+    asker = (path, ())
+    previous = last.get(asker)
+    request: ModelRequest
+    if _KEPT in fields:
+        kept = fields[_KEPT]
+        if previous is None or type(kept) is not int or not 0 <= kept <= len(previous.messages):
+            return None
+        messages = _continued(previous.messages, kept, quick_of[2](fields.get("messages")))
+        if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
+            request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
+        else:
+            carried = {
+                name: quick(tp)(fields[name]) if name in fields else getattr(previous, name)
+                for name, tp in _CARRIED.items()
+            }
+            request = ModelRequest(messages, **carried)
+    else:
+        request = quick_of[3](fields)
+        if previous is not None:
+            request = _sharing(request, previous)
+    return CallModel(request, turn), asker
+
+
+def _step_line() -> tuple[Any, Quick, Quick]:
+    """The msgspec type a step line of the current version decodes as (its
+    effect as any JSON, its result and events as checked mirrors of their
+    carriers, see :func:`~helikon._structure.typed`), and the functions
+    that build its result and its events."""
+    if not _step_type:
+        events, build_events = typed(_EVENTS)
+        result, build_result = typed(EffectResult)
+        line = msgspec.defstruct(
+            "StepLine",
+            [
+                ("effect", Any),
+                ("events", events),
+                ("index", int),
+                ("kind", str),
+                ("live", events, ()),
+                ("now", float | None, None),
+                ("path", tuple[str | int, ...], ()),
+                ("result", result),
+            ],
+            kw_only=True,
+        )
+        _step_type.extend(
+            (line, build_result or _same, build_events or _same, msgspec.json.Decoder(line))
+        )
+    return _step_type[0], _step_type[1], _step_type[2]
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+#: :func:`_step_line`'s type, builders and decoder (made once).
+_step_type: list[Any] = []
 
 
 def _continued(before: Sequence[Item], kept: int, added: tuple[Item, ...]) -> Sequence[Item]:
@@ -717,7 +813,7 @@ def _fast_setup() -> list[Quick]:
 
 _fast_quick: list[Quick] = []
 #: An absent ``path`` or ``live`` of a step line (read as none).
-_NO_PATH: Final[list[Any]] = []
+_NONE: Final[list[Any]] = []
 
 
 def _quick_read(value: Any, as_type: Any, field: str) -> Any:
@@ -766,6 +862,8 @@ _LITERAL_KEY: Final = "$object"
 #: How a reference or a wrapper starts on a line (inside a JSON string a
 #: quote is escaped, so these bytes occur only as the objects themselves).
 _REF_MARKS: Final = (b'{"$text":', b'{"$object":')
+#: How a step line starts (its keys are sorted).
+_STEP_START: Final = b'{"effect":'
 
 
 class _Texts:
