@@ -277,6 +277,9 @@ def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
             homogeneous: Any = tuple[each, ...]  # type: ignore[valid-type]
             if build is None:
                 return homogeneous, None
+            builds = _dispatch.get(build)
+            if builds is not None:  # of a union: each member built at once
+                return homogeneous, lambda value: tuple([builds[type(v)](v) for v in value])
             return homogeneous, lambda value: tuple(map(build, value))
         parts = [typed(a) for a in args]
         if all(build is None for _, build in parts):
@@ -314,14 +317,18 @@ def _tagged_union(tp: Any) -> tuple[Any, Quick | None]:
         builds[struct] = each
     if optional:
         structs.append(type(None))
+        builds[type(None)] = _none
     union: Any = typing.Union[tuple(structs)]  # noqa: UP007 (a union of a list of types)
 
     def build(value: Any) -> Any:
-        if value is None:
-            return None
         return builds[type(value)](value)
 
+    _dispatch[build] = builds
     return union, build
+
+
+def _none(value: None) -> None:
+    return None
 
 
 def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
@@ -368,6 +375,8 @@ def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
 
 
 _typed: dict[Any, tuple[Any, Quick | None]] = {}
+#: A union's build function -> its members' (by their mirror's type).
+_dispatch: dict[Quick, dict[type, Quick]] = {}
 _tagged: dict[Any, tuple[Any, Quick | None]] = {}
 #: The types whose typed form is being built (one that contains itself is read the quick way there).
 _typing: set[Any] = set()

@@ -27,6 +27,8 @@ import hashlib
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
+from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -195,7 +197,9 @@ class Trace:
     @property
     def events(self) -> tuple[AgentEvent, ...]:
         """Every event of the run, in order."""
-        return (*(e for step in self.steps for e in step.events), *self.final_events)
+        every = list(chain.from_iterable(map(_EVENTS_OF, self.steps)))
+        every += self.final_events
+        return tuple(every)
 
     @property
     def pathless(self) -> bool:
@@ -203,7 +207,7 @@ class Trace:
         recorded before events carried their path (format 4, or upgraded
         from it; an upgrade cannot invent paths). Replay compares such a
         recording's events with :func:`without_paths`."""
-        return not any(e.path for e in self.events) and not any(e.path for s in self.steps for e in s.live)
+        return _pathless(self, self.events)
 
     def events_by_step(
         self,
@@ -933,6 +937,18 @@ def _resolve(value: Any, texts: dict[int, str]) -> Any:
         return item
 
     return walk(value)
+
+
+def _pathless(trace: Trace, events: tuple[AgentEvent, ...]) -> bool:
+    """:attr:`Trace.pathless` of ``trace``, whose :attr:`~Trace.events` are ``events``."""
+    return not any(map(_PATH_OF, events)) and not any(
+        map(_PATH_OF, chain.from_iterable(map(_LIVE_OF, trace.steps)))
+    )
+
+
+_EVENTS_OF: Final = attrgetter("events")
+_LIVE_OF: Final = attrgetter("live")
+_PATH_OF: Final = attrgetter("path")
 
 
 def without_paths(events: Iterable[AgentEvent]) -> tuple[AgentEvent, ...]:

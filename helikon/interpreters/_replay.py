@@ -55,7 +55,7 @@ from helikon.interpreters._tree_env import env_at
 from helikon.items import Item
 from helikon.loop import delta_event
 from helikon.model import ModelRequest
-from helikon.trace import Trace, TraceStep, tree_definition, without_paths
+from helikon.trace import Trace, TraceStep, _pathless, tree_definition, without_paths
 
 _CONTEXT_STEPS = 3
 
@@ -295,7 +295,8 @@ class ReplayInterpreter:
                 [],
             )
         if self._expected is None:
-            self._expected = (self.trace.events, self.trace.pathless)
+            events = self.trace.events
+            self._expected = (events, _pathless(self.trace, events))
         expected, pathless = self._expected
         actual = tuple(self._events)
         if pathless:
