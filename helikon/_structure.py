@@ -295,22 +295,29 @@ def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
 _SCALARS = (str, int, float, bool, type(None))
 
 
+def typed_member(cls: type) -> tuple[Any, Quick | None]:
+    """:func:`typed` of the carrier ``cls`` as a member of a tagged union
+    (its ``Struct`` tagged with its class name), or ``(Any, ...)`` for one
+    that has no such form."""
+    found = _tagged.get(cls)
+    if found is None:
+        if cls in _typing:
+            return Any, quick(cls)
+        _typing.add(cls)
+        try:
+            found = _tagged[cls] = _build_typed(cls, tagged=True)
+        finally:
+            _typing.discard(cls)
+    return found
+
+
 def _tagged_union(tp: Any) -> tuple[Any, Quick | None]:
     members = [a for a in typing.get_args(tp) if a is not type(None)]
     optional = type(None) in typing.get_args(tp)
     structs: list[Any] = []
     builds: dict[type, Quick] = {}
     for member in members:
-        if member in _typing:
-            return Any, quick(tp)
-        found = _tagged.get(member)
-        if found is None:
-            _typing.add(member)
-            try:
-                found = _tagged[member] = _build_typed(member, tagged=True)
-            finally:
-                _typing.discard(member)
-        struct, each = found
+        struct, each = typed_member(member)
         if struct is Any or each is None:
             return Any, quick(tp)
         structs.append(struct)
@@ -404,4 +411,4 @@ _MISSING: Any = object()
 _FACTORY: Any = attrs.Factory
 _compiled: dict[Any, Quick] = {}
 
-__all__ = ["Quick", "quick", "typed"]
+__all__ = ["Quick", "quick", "typed", "typed_member"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import sys
+import typing
 import warnings
 from collections.abc import Iterable, Sequence
 from itertools import chain
@@ -38,7 +39,7 @@ import msgspec
 from helikon import codec
 from helikon._conversation import Conversation
 from helikon._normal import normal_form
-from helikon._structure import Quick, quick, typed
+from helikon._structure import Quick, quick, typed, typed_member
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
@@ -331,7 +332,7 @@ class Trace:
                 first = records[0][1]
                 if type(first) is dict and first.get("kind") == "header" and first.get("version") == VERSION:
                     _step_line()
-                    step_decoder = _step_type[3]
+                    step_decoder = _step_type[4]
         if not records or not isinstance(records[0][1], dict) or records[0][1].get("kind") != "header":
             raise TraceFormatError(f"{source}:1: not a helikon trace (no header line)")
         head = records[0][1]
@@ -696,10 +697,14 @@ def _typed_step(line: Any, last: dict[_Asker, ModelRequest]) -> TraceStep | None
         if line.kind != "step":
             return None
         path = line.path
-        read = _fast_effect(line.effect, path, last)
-        if read is None:
-            return None
         build = _step_line()
+        effect = line.effect
+        if type(effect) is _CallLine:
+            read = _fast_call(effect.request, effect.turn, path, last)
+            if read is None:
+                return None
+        else:
+            read = build[3][type(effect)](effect), None
         result = build[1](line.result)
         events = build[2](line.events)
         raw_live = line.live
@@ -727,16 +732,21 @@ def _fast_effect(
     reader (which raises what is wrong). ``last`` is left as it is."""
     if type(raw) is not dict:
         return None
-    quick_of = _fast_quick or _fast_setup()
     kind = raw.get("type")
     if kind == "PerformAll":
         return None  # an agent tree's wave: the general reader
     if kind != "CallModel":
-        return quick_of[4](raw), None
-    turn = raw.get("turn")
-    fields = raw.get("request")
+        return (_fast_quick or _fast_setup())[4](raw), None
+    return _fast_call(raw.get("request"), raw.get("turn"), path, last)
+
+
+def _fast_call(
+    fields: Any, turn: Any, path: tuple[str | int, ...], last: dict[_Asker, ModelRequest]
+) -> tuple[Effect, _Asker | None] | None:
+    """:func:`_fast_effect` of a model call (its request and turn as read)."""
     if type(turn) is not int or type(fields) is not dict:
         return None
+    quick_of = _fast_quick or _fast_setup()
     asker = (path, ())
     previous = last.get(asker)
     request: ModelRequest
@@ -760,18 +770,34 @@ def _fast_effect(
     return CallModel(request, turn), asker
 
 
-def _step_line() -> tuple[Any, Quick, Quick]:
+class _CallLine(msgspec.Struct, tag="CallModel", tag_field="type", kw_only=True):
+    """A model call as a step line holds it: its request is read by
+    :func:`_fast_call` (whole, or what is new since its path's previous one)."""
+
+    request: Any
+    turn: int
+
+
+def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
     """The msgspec type a step line of the current version decodes as (its
-    effect as any JSON, its result and events as checked mirrors of their
-    carriers, see :func:`~helikon._structure.typed`), and the functions
-    that build its result and its events."""
+    result, events and effect as checked mirrors of their carriers, see
+    :func:`~helikon._structure.typed`; a model call as a :class:`_CallLine`;
+    a wave has none: its line is read the general way), and the functions
+    that build its result, its events and (by mirror type) its effect."""
     if not _step_type:
         events, build_events = typed(_EVENTS)
         result, build_result = typed(EffectResult)
+        effects: list[Any] = [_CallLine]
+        build_effect: dict[type, Quick] = {}
+        for member in typing.get_args(Effect):
+            mirror, build = typed_member(member)
+            if member is not CallModel and member is not PerformAll and mirror is not Any and build:
+                effects.append(mirror)
+                build_effect[mirror] = build
         line = msgspec.defstruct(
             "StepLine",
             [
-                ("effect", Any),
+                ("effect", typing.Union[tuple(effects)]),  # noqa: UP007 (a union of a list of types)
                 ("events", events),
                 ("index", int),
                 ("kind", str),
@@ -783,9 +809,9 @@ def _step_line() -> tuple[Any, Quick, Quick]:
             kw_only=True,
         )
         _step_type.extend(
-            (line, build_result or _same, build_events or _same, msgspec.json.Decoder(line))
+            (line, build_result or _same, build_events or _same, build_effect, msgspec.json.Decoder(line))
         )
-    return _step_type[0], _step_type[1], _step_type[2]
+    return _step_type[0], _step_type[1], _step_type[2], _step_type[3]
 
 
 def _same(value: Any) -> Any:
