@@ -980,6 +980,9 @@ _PATH_OF: Final = attrgetter("path")
 def without_paths(events: Iterable[AgentEvent]) -> tuple[AgentEvent, ...]:
     """``events`` with no emitting path (how a :attr:`Trace.pathless`
     recording shows them)."""
+    events = tuple(events)
+    if not any(map(_PATH_OF, events)):  # a run of one agent: none has a path
+        return events
     return tuple(attrs.evolve(e, path=()) if e.path else e for e in events)
 
 
