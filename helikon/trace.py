@@ -770,7 +770,7 @@ def _fast_call(
     return CallModel(request, turn), asker
 
 
-class _CallLine(msgspec.Struct, tag="CallModel", tag_field="type", kw_only=True):
+class _CallLine(msgspec.Struct, tag="CallModel", tag_field="type", kw_only=True, gc=False):
     """A model call as a step line holds it: its request is read by
     :func:`_fast_call` (whole, or what is new since its path's previous one)."""
 
@@ -807,6 +807,7 @@ def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
                 ("result", result),
             ],
             kw_only=True,
+            gc=False,
         )
         _step_type.extend(
             (line, build_result or _same, build_events or _same, build_effect, msgspec.json.Decoder(line))
