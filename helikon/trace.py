@@ -37,7 +37,7 @@ import attrs
 import msgspec
 
 from helikon import codec
-from helikon._conversation import Conversation
+from helikon._conversation import _SHIFT, CHUNK, Conversation
 from helikon._normal import normal_form
 from helikon._structure import Quick, quick, typed, typed_member
 from helikon.agents import Member, TreeSpec, WorkflowSpec
@@ -834,6 +834,34 @@ def _continued(before: Sequence[Item], kept: int, added: tuple[Item, ...]) -> Se
             return before.append(added) if added else before
         return Conversation((*before, *added))
     return (*before[:kept], *added)
+
+
+def _same_head(messages: Sequence[Item], previous: Sequence[Item], n: int) -> bool:
+    """``messages[:n] == previous[:n]``; for two conversations that share
+    their chunks (a run's successive requests, or a trace's read back) a
+    check of the chunks' identity and of the previous open chunk, not of
+    every message (an item's place fixes its chunk, so this is exact)."""
+    if type(messages) is Conversation and type(previous) is Conversation and n == len(previous):
+        chunks, before = messages._chunks, previous._chunks
+        k = len(before)
+        if len(chunks) < k or (k and chunks[:k] != before):
+            return False
+        tail = previous._tail
+        if not tail:
+            return True
+        return (chunks[k] if len(chunks) > k else messages._tail)[: len(tail)] == tail
+    return messages[:n] == previous[:n]
+
+
+def _since(messages: Sequence[Item], start: int) -> Sequence[Item]:
+    """``messages[start:]`` (of a conversation: its newest items, with no copy of the rest)."""
+    if type(messages) is Conversation:
+        base = len(messages._chunks) << _SHIFT
+        if start >= base:
+            return messages._tail[start - base :]
+        if start >= base - CHUNK:
+            return messages._chunks[-1][start - base + CHUNK :] + messages._tail
+    return messages[start:]
 
 
 def _fast_setup() -> list[Quick]:

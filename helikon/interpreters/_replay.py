@@ -15,11 +15,10 @@ result that differs from the recorded one is a divergence naming the tool.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Generator
 from typing import Any, Final, final
 
 from helikon import codec
-from helikon._conversation import _SHIFT, CHUNK, Conversation
 from helikon.diff import diff
 from helikon.effects import (
     AllPerformed,
@@ -52,10 +51,9 @@ from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._machine import OutcomeLike
 from helikon.interpreters._recording import scrubbed, scrubbed_step, secrets_of, tree_of
 from helikon.interpreters._tree_env import env_at
-from helikon.items import Item
 from helikon.loop import delta_event
 from helikon.model import ModelRequest
-from helikon.trace import Trace, TraceStep, _pathless, tree_definition, without_paths
+from helikon.trace import Trace, TraceStep, _pathless, _same_head, _since, tree_definition, without_paths
 
 _CONTEXT_STEPS = 3
 
@@ -393,34 +391,6 @@ class _Ready:
 
 #: The previous request of a replay that has compared none yet.
 _NO_REQUEST: Final = ModelRequest(())
-
-
-def _same_head(messages: Sequence[Item], previous: Sequence[Item], n: int) -> bool:
-    """``messages[:n] == previous[:n]``; for two conversations that share
-    their chunks (a run's successive requests, or a trace's read back) a
-    check of the chunks' identity and of the previous open chunk, not of
-    every message (an item's place fixes its chunk, so this is exact)."""
-    if type(messages) is Conversation and type(previous) is Conversation and n == len(previous):
-        chunks, before = messages._chunks, previous._chunks
-        k = len(before)
-        if len(chunks) < k or (k and chunks[:k] != before):
-            return False
-        tail = previous._tail
-        if not tail:
-            return True
-        return (chunks[k] if len(chunks) > k else messages._tail)[: len(tail)] == tail
-    return messages[:n] == previous[:n]
-
-
-def _since(messages: Sequence[Item], start: int) -> Sequence[Item]:
-    """``messages[start:]`` (of a conversation: its newest items, with no copy of the rest)."""
-    if type(messages) is Conversation:
-        base = len(messages._chunks) << _SHIFT
-        if start >= base:
-            return messages._tail[start - base :]
-        if start >= base - CHUNK:
-            return messages._chunks[-1][start - base + CHUNK :] + messages._tail
-    return messages[start:]
 
 
 def _answered_part(effect: Effect, recorded: EffectResult) -> Effect:

@@ -308,8 +308,8 @@ def test_a_shared_prefix_is_compared_as_slicing_would() -> None:
     import random
 
     from helikon._conversation import Conversation
-    from helikon.interpreters._replay import _same_head, _since
     from helikon.items import user_text
+    from helikon.trace import _same_head, _since
 
     rng = random.Random(29)
     items = [user_text(str(n)) for n in range(300)]
