@@ -354,16 +354,28 @@ def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
     args: list[str] = []
     for n, field in enumerate(fields):
         mirror, build = typed(hints[field.name])
-        if field.default is attrs.NOTHING:
-            specs.append((field.name, mirror, msgspec.NODEFAULT))
-        elif isinstance(field.default, _FACTORY):
-            specs.append((field.name, mirror, msgspec.field(default_factory=field.default.factory)))
-        else:
-            specs.append((field.name, mirror, field.default))
         read = f"value.{field.name}"
         if build is not None:
             scope[f"b{n}"] = build
-            read = f"b{n}({read})"
+        # An absent field takes the class's default as it is (as with
+        # :func:`quick`), never built: a factory's value comes wrapped.
+        if field.default is attrs.NOTHING:
+            specs.append((field.name, mirror, msgspec.NODEFAULT))
+            if build is not None:
+                read = f"b{n}({read})"
+        elif isinstance(field.default, _FACTORY):
+            factory = field.default.factory
+            if build is None:
+                specs.append((field.name, mirror, msgspec.field(default_factory=factory)))
+            else:
+                specs.append((field.name, mirror, msgspec.field(default_factory=_made(factory))))
+                scope["_Made"] = _Made
+                read = f"(v.value if type(v := {read}) is _Made else b{n}(v))"
+        else:
+            specs.append((field.name, mirror, field.default))
+            if build is not None:
+                scope[f"d{n}"] = field.default
+                read = f"(d{n} if (v := {read}) is d{n} else b{n}(v))"
         args.append(f"{field.name}={read}" if field.kw_only else read)
     try:
         struct = msgspec.defstruct(
@@ -380,6 +392,19 @@ def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
     exec(f"def build(value): return _cls({', '.join(args)})", scope)  # generated, as in _carrier
     built: Quick = scope["build"]
     return struct, built
+
+
+class _Made:
+    """A factory default's value in a mirror (taken as it is, not built)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _made(factory: Callable[[], Any]) -> Callable[[], _Made]:
+    return lambda: _Made(factory())
 
 
 _typed: dict[Any, tuple[Any, Quick | None]] = {}
