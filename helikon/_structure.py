@@ -16,6 +16,11 @@ is handed to the converter's own hook. A caller that meets an exception
 runs :func:`~helikon.codec.structure` again on the same value for the
 error a user reads (its field paths and words); the quick path never words
 one.
+
+:func:`typed` goes one step further for a trace's step lines: msgspec
+decodes a line as ``Struct`` mirrors of its carriers, checking every type in
+C, and the carriers are built from them with no check at all; a line it
+refuses is read the quick way (and then the strict way).
 """
 
 from __future__ import annotations
