@@ -16,6 +16,11 @@ is handed to the converter's own hook. A caller that meets an exception
 runs :func:`~helikon.codec.structure` again on the same value for the
 error a user reads (its field paths and words); the quick path never words
 one.
+
+:func:`typed` goes one step further for a trace's step lines: msgspec
+decodes a line as ``Struct`` mirrors of its carriers, checking every type in
+C, and the carriers are built from them with no check at all; a line it
+refuses is read the quick way (and then the strict way).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import msgspec
 
 from helikon import codec
 
@@ -237,6 +243,183 @@ def _carrier(cls: type) -> Quick:
     return structure
 
 
+def typed(tp: Any) -> tuple[Any, Quick | None]:
+    """A msgspec type that decodes what :func:`quick` of ``tp`` reads (or
+    less: what it refuses, :func:`quick` is left to read), and the function
+    that makes the value :func:`quick` would give of what it decoded (None:
+    the decoded value is that value). msgspec checks the types in C while it
+    decodes, so a line decoded with it is built with no check at all.
+
+    A carrier becomes a ``Struct`` of its fields (tagged with its class name
+    in a union); a type that has no such form here (a carrier with its own
+    hook, a recursive one, an enum, raw JSON) is decoded as any JSON and
+    read by :func:`quick`.
+    """
+    found = _typed.get(tp)
+    if found is None:
+        if tp in _typing:  # a type that contains itself: read the quick way there
+            return Any, quick(tp)
+        _typing.add(tp)
+        try:
+            found = _typed[tp] = _build_typed(tp, tagged=False)
+        finally:
+            _typing.discard(tp)
+    return found
+
+
+def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
+    if tp is str or tp is int or tp is float or tp is bool:
+        return tp, None
+    supertype = getattr(tp, "__supertype__", None)
+    if supertype is not None and getattr(tp, "__module__", "").startswith("helikon"):
+        return typed(supertype)
+    if isinstance(tp, type) and attrs.has(tp):
+        return _struct(tp, tagged)
+    if codec._is_tuple(tp):
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            each, build = typed(args[0])
+            homogeneous: Any = tuple[each, ...]  # type: ignore[valid-type]
+            if build is None:
+                return homogeneous, None
+            builds = _dispatch.get(build)
+            if builds is not None:  # of a union: each member built at once
+                return homogeneous, lambda value: tuple([builds[type(v)](v) for v in value])
+            return homogeneous, lambda value: tuple(map(build, value))
+        parts = [typed(a) for a in args]
+        if all(build is None for _, build in parts):
+            return tuple[tuple(t for t, _ in parts)], None  # type: ignore[misc]
+        return Any, quick(tp)
+    if codec._is_tagged_union(tp):
+        return _tagged_union(tp)
+    if codec._is_scalar_union(tp) and all(a in _SCALARS for a in typing.get_args(tp)):
+        return tp, None
+    return Any, quick(tp)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def typed_member(cls: type) -> tuple[Any, Quick | None]:
+    """:func:`typed` of the carrier ``cls`` as a member of a tagged union
+    (its ``Struct`` tagged with its class name), or ``(Any, ...)`` for one
+    that has no such form."""
+    found = _tagged.get(cls)
+    if found is None:
+        if cls in _typing:
+            return Any, quick(cls)
+        _typing.add(cls)
+        try:
+            found = _tagged[cls] = _build_typed(cls, tagged=True)
+        finally:
+            _typing.discard(cls)
+    return found
+
+
+def _tagged_union(tp: Any) -> tuple[Any, Quick | None]:
+    members = [a for a in typing.get_args(tp) if a is not type(None)]
+    optional = type(None) in typing.get_args(tp)
+    structs: list[Any] = []
+    builds: dict[type, Quick] = {}
+    for member in members:
+        struct, each = typed_member(member)
+        if struct is Any or each is None:
+            return Any, quick(tp)
+        structs.append(struct)
+        builds[struct] = each
+    if optional:
+        structs.append(type(None))
+        builds[type(None)] = _none
+    union: Any = typing.Union[tuple(structs)]  # noqa: UP007 (a union of a list of types)
+
+    def build(value: Any) -> Any:
+        return builds[type(value)](value)
+
+    _dispatch[build] = builds
+    return union, build
+
+
+def _none(value: None) -> None:
+    return None
+
+
+def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
+    """A carrier as a ``Struct`` of its fields, and the function that calls
+    the class with them (its converters and validators run, as with
+    :func:`quick`)."""
+    hints = typing.get_type_hints(cls)
+    fields = attrs.fields(cls)
+    plain = all(f.init and f.alias == f.name for f in fields) and not any(
+        isinstance(f.default, _FACTORY) and f.default.takes_self for f in fields
+    )
+    if not plain or (tagged and any(f.name == "type" for f in fields)):
+        return Any, quick(cls)
+    specs: list[tuple[str, Any, Any]] = []
+    scope: dict[str, Any] = {"_cls": cls}
+    args: list[str] = []
+    for n, field in enumerate(fields):
+        mirror, build = typed(hints[field.name])
+        read = f"value.{field.name}"
+        if build is not None:
+            scope[f"b{n}"] = build
+        # An absent field takes the class's default as it is (as with
+        # :func:`quick`), never built: a factory's value comes wrapped.
+        if field.default is attrs.NOTHING:
+            specs.append((field.name, mirror, msgspec.NODEFAULT))
+            if build is not None:
+                read = f"b{n}({read})"
+        elif isinstance(field.default, _FACTORY):
+            factory = field.default.factory
+            if build is None:
+                specs.append((field.name, mirror, msgspec.field(default_factory=factory)))
+            else:
+                specs.append((field.name, mirror, msgspec.field(default_factory=_made(factory))))
+                scope["_Made"] = _Made
+                read = f"(v.value if type(v := {read}) is _Made else b{n}(v))"
+        else:
+            specs.append((field.name, mirror, field.default))
+            if build is not None:
+                scope[f"d{n}"] = field.default
+                read = f"(d{n} if (v := {read}) is d{n} else b{n}(v))"
+        args.append(f"{field.name}={read}" if field.kw_only else read)
+    try:
+        struct = msgspec.defstruct(
+            f"{cls.__name__}Mirror",
+            specs,
+            kw_only=True,
+            tag=cls.__name__ if tagged else None,
+            tag_field="type" if tagged else None,
+            gc=False,  # decoded JSON holds no cycle: not tracked, made and freed faster
+        )
+        msgspec.json.Decoder(struct)  # a field type msgspec refuses shows here
+    except (TypeError, ValueError):
+        return Any, quick(cls)
+    exec(f"def build(value): return _cls({', '.join(args)})", scope)  # generated, as in _carrier
+    built: Quick = scope["build"]
+    return struct, built
+
+
+class _Made:
+    """A factory default's value in a mirror (taken as it is, not built)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _made(factory: Callable[[], Any]) -> Callable[[], _Made]:
+    return lambda: _Made(factory())
+
+
+_typed: dict[Any, tuple[Any, Quick | None]] = {}
+#: A union's build function -> its members' (by their mirror's type).
+_dispatch: dict[Quick, dict[type, Quick]] = {}
+_tagged: dict[Any, tuple[Any, Quick | None]] = {}
+#: The types whose typed form is being built (one that contains itself is read the quick way there).
+_typing: set[Any] = set()
+
+
 class _Lazy:
     """A type's structure function while it is being compiled: a carrier
     that holds a union that contains it calls it through this."""
@@ -259,4 +442,4 @@ _MISSING: Any = object()
 _FACTORY: Any = attrs.Factory
 _compiled: dict[Any, Quick] = {}
 
-__all__ = ["Quick", "quick"]
+__all__ = ["Quick", "quick", "typed", "typed_member"]

@@ -25,8 +25,11 @@ from __future__ import annotations
 import gc
 import hashlib
 import sys
+import typing
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,8 +37,9 @@ import attrs
 import msgspec
 
 from helikon import codec
+from helikon._conversation import _SHIFT, CHUNK, Conversation
 from helikon._normal import normal_form
-from helikon._structure import quick
+from helikon._structure import Quick, quick, typed, typed_member
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
@@ -194,7 +198,9 @@ class Trace:
     @property
     def events(self) -> tuple[AgentEvent, ...]:
         """Every event of the run, in order."""
-        return (*(e for step in self.steps for e in step.events), *self.final_events)
+        every = list(chain.from_iterable(map(_EVENTS_OF, self.steps)))
+        every += self.final_events
+        return tuple(every)
 
     @property
     def pathless(self) -> bool:
@@ -202,7 +208,7 @@ class Trace:
         recorded before events carried their path (format 4, or upgraded
         from it; an upgrade cannot invent paths). Replay compares such a
         recording's events with :func:`without_paths`."""
-        return not any(e.path for e in self.events) and not any(e.path for s in self.steps for e in s.live)
+        return _pathless(self, self.events)
 
     def events_by_step(
         self,
@@ -297,6 +303,11 @@ class Trace:
     def _read(cls, lines: Iterable[bytes | str], source: str) -> Trace:
         records: list[tuple[int, Any]] = []
         plain: set[int] = set()  # the lines that refer to no text line (most do not)
+        #: A step line of a trace of this version that refers to no text line
+        #: is decoded as one (checked by msgspec), and kept to read again the
+        #: general way if building it fails.
+        step_lines: dict[int, bytes] = {}
+        step_decoder: msgspec.json.Decoder[Any] | None = None
         for number, line in enumerate(lines, 1):
             if isinstance(line, str):
                 line = line.encode()
@@ -304,12 +315,24 @@ class Trace:
                 continue
             if _REF_MARKS[0] not in line and _REF_MARKS[1] not in line:
                 plain.add(number)
+                if step_decoder is not None and line.startswith(_STEP_START):
+                    try:
+                        records.append((number, step_decoder.decode(line)))
+                        step_lines[number] = line
+                        continue
+                    except msgspec.DecodeError:
+                        pass  # not a step line this way: the general way says why
             try:
                 records.append((number, _decoder.decode(line)))
             except msgspec.DecodeError as exc:
                 raise TraceFormatError(
                     f"{source}:{number}: not JSON ({exc}); is the file truncated?"
                 ) from None
+            if len(records) == 1:
+                first = records[0][1]
+                if type(first) is dict and first.get("kind") == "header" and first.get("version") == VERSION:
+                    _step_line()
+                    step_decoder = _step_type[4]
         if not records or not isinstance(records[0][1], dict) or records[0][1].get("kind") != "header":
             raise TraceFormatError(f"{source}:1: not a helikon trace (no header line)")
         head = records[0][1]
@@ -343,6 +366,7 @@ class Trace:
                     texts[record["id"]] = record["text"]
         steps: list[TraceStep] = []
         requests = _Requests()
+        fast = version == VERSION
         final: tuple[AgentEvent, ...] = ()
         header: TraceHeader | None = None
         number = 1
@@ -374,6 +398,12 @@ class Trace:
 
         try:
             for number, raw in records:  # ``number`` names the line in an error
+                if number in step_lines:
+                    step = _typed_step(raw, requests.last)
+                    if step is not None:
+                        steps.append(step)
+                        continue
+                    raw = _decoder.decode(step_lines[number])
                 if not isinstance(raw, dict):
                     raise ValueError("a line must be a JSON object")
                 kind = raw.get("kind")
@@ -387,14 +417,18 @@ class Trace:
                     if version in (3, 4):
                         requests.legacy = header.definition
                 elif kind == "step":
-                    # The quick way first; a line it does not take is read
-                    # again the strict way, which names what is wrong.
-                    before = dict(requests.last)
-                    try:
-                        step = step_of(record, _quick_read)
-                    except Exception:
-                        requests.last = before
-                        step = step_of(record, read)
+                    # The quickest way first (a line of this version's
+                    # usual shape), then the quick way; a line neither
+                    # takes is read again the strict way, which names what
+                    # is wrong.
+                    step = _fast_step(record, requests.last) if fast else None
+                    if step is None:
+                        before = dict(requests.last)
+                        try:
+                            step = step_of(record, _quick_read)
+                        except Exception:
+                            requests.last = before
+                            step = step_of(record, read)
                     steps.append(step)
                 elif kind == "end":
                     final = read(record["events"], tuple[AgentEvent, ...], "events")
@@ -549,10 +583,7 @@ class _Requests:
             if type(kept) is not int or not 0 <= kept <= len(previous.messages):
                 raise ValueError(f"{where}.request.kept: {kept!r} counts no prefix of the previous request")
             added = read(fields.get("messages"), _ITEMS, f"{where}.request.messages")
-            before = previous.messages
-            messages = (
-                before + added if type(before) is tuple and kept == len(before) else (*before[:kept], *added)
-            )
+            messages = _continued(previous.messages, kept, added)
             if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
                 request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
             else:
@@ -619,6 +650,231 @@ _PATH: Any = tuple[str | int, ...]
 _EVENTS: Any = tuple[AgentEvent, ...]
 
 
+class _Slow(Exception):
+    """:func:`_fast_step` met a line it leaves to the general reader."""
+
+
+def _fast_step(record: dict[str, Any], last: dict[_Asker, ModelRequest]) -> TraceStep | None:
+    """A step line of the current version read the quickest way, or None
+    for the general reader (a line it does not take: a wave, a malformed
+    value, ...). It gives the step the general reader gives, and changes
+    ``last`` (each path's previous request) only once the whole line is read."""
+    try:
+        quick_of = _fast_quick or _fast_setup()
+        raw_path = record.get("path", _NONE)
+        path: tuple[str | int, ...] = () if raw_path == [] else quick_of[0](raw_path)
+        index = record["index"]
+        if type(index) is not int:
+            return None
+        read = _fast_effect(record["effect"], path, last)
+        if read is None:
+            return None
+        result = quick_of[5](record["result"])
+        raw_events = record["events"]
+        events = quick_of[1](raw_events)
+        raw_live = record.get("live", _NONE)
+        if raw_live == []:
+            live: tuple[AgentEvent, ...] = ()
+        else:
+            tail = len(raw_live) if type(raw_live) is list else -1
+            if 0 < tail <= len(events) and _plain.encode(raw_live) == _plain.encode(raw_events[-tail:]):
+                live = events[-tail:]
+            else:
+                live = quick_of[1](raw_live)
+        now = record.get("now")
+        step = TraceStep(index, read[0], result, events, path, live, None if now is None else _reading(now))
+    except Exception:
+        return None
+    if read[1] is not None:
+        last[read[1]] = read[0].request  # type: ignore[union-attr]
+    return step
+
+
+def _typed_step(line: Any, last: dict[_Asker, ModelRequest]) -> TraceStep | None:
+    """:func:`_fast_step` of a line msgspec decoded (and so checked) as a
+    step (see :func:`_step_line`): its values are built with no check."""
+    try:
+        if line.kind != "step":
+            return None
+        path = line.path
+        build = _step_line()
+        effect = line.effect
+        if type(effect) is _CallLine:
+            read = _fast_call(effect.request, effect.turn, path, last)
+            if read is None:
+                return None
+        else:
+            read = build[3][type(effect)](effect), None
+        result = build[1](line.result)
+        events = build[2](line.events)
+        raw_live = line.live
+        if not raw_live:
+            live: tuple[AgentEvent, ...] = ()
+        else:
+            tail = len(raw_live)
+            if tail <= len(events) and _plain.encode(raw_live) == _plain.encode(line.events[-tail:]):
+                live = events[-tail:]
+            else:
+                live = build[2](raw_live)
+        step = TraceStep(line.index, read[0], result, events, path, live, line.now)
+    except Exception:
+        return None
+    if read[1] is not None:
+        last[read[1]] = read[0].request  # type: ignore[union-attr]
+    return step
+
+
+def _fast_effect(
+    raw: Any, path: tuple[str | int, ...], last: dict[_Asker, ModelRequest]
+) -> tuple[Effect, _Asker | None] | None:
+    """A step's effect read the quickest way, and the asker of its model
+    request (to remember once the line is read); None for the general
+    reader (which raises what is wrong). ``last`` is left as it is."""
+    if type(raw) is not dict:
+        return None
+    kind = raw.get("type")
+    if kind == "PerformAll":
+        return None  # an agent tree's wave: the general reader
+    if kind != "CallModel":
+        return (_fast_quick or _fast_setup())[4](raw), None
+    return _fast_call(raw.get("request"), raw.get("turn"), path, last)
+
+
+def _fast_call(
+    fields: Any, turn: Any, path: tuple[str | int, ...], last: dict[_Asker, ModelRequest]
+) -> tuple[Effect, _Asker | None] | None:
+    """:func:`_fast_effect` of a model call (its request and turn as read)."""
+    if type(turn) is not int or type(fields) is not dict:
+        return None
+    quick_of = _fast_quick or _fast_setup()
+    asker = (path, ())
+    previous = last.get(asker)
+    request: ModelRequest
+    if _KEPT in fields:
+        kept = fields[_KEPT]
+        if previous is None or type(kept) is not int or not 0 <= kept <= len(previous.messages):
+            return None
+        messages = _continued(previous.messages, kept, quick_of[2](fields.get("messages")))
+        if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
+            request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
+        else:
+            carried = {
+                name: quick(tp)(fields[name]) if name in fields else getattr(previous, name)
+                for name, tp in _CARRIED.items()
+            }
+            request = ModelRequest(messages, **carried)
+    else:
+        request = quick_of[3](fields)
+        if previous is not None:
+            request = _sharing(request, previous)
+    return CallModel(request, turn), asker
+
+
+class _CallLine(msgspec.Struct, tag="CallModel", tag_field="type", kw_only=True, gc=False):
+    """A model call as a step line holds it: its request is read by
+    :func:`_fast_call` (whole, or what is new since its path's previous one)."""
+
+    request: Any
+    turn: int
+
+
+def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
+    """The msgspec type a step line of the current version decodes as (its
+    result, events and effect as checked mirrors of their carriers, see
+    :func:`~helikon._structure.typed`; a model call as a :class:`_CallLine`;
+    a wave has none: its line is read the general way), and the functions
+    that build its result, its events and (by mirror type) its effect."""
+    if not _step_type:
+        events, build_events = typed(_EVENTS)
+        result, build_result = typed(EffectResult)
+        effects: list[Any] = [_CallLine]
+        build_effect: dict[type, Quick] = {}
+        for member in typing.get_args(Effect):
+            mirror, build = typed_member(member)
+            if member is not CallModel and member is not PerformAll and mirror is not Any and build:
+                effects.append(mirror)
+                build_effect[mirror] = build
+        line = msgspec.defstruct(
+            "StepLine",
+            [
+                ("effect", typing.Union[tuple(effects)]),  # noqa: UP007 (a union of a list of types)
+                ("events", events),
+                ("index", int),
+                ("kind", str),
+                ("live", events, ()),
+                ("now", float | None, None),
+                ("path", tuple[str | int, ...], ()),
+                ("result", result),
+            ],
+            kw_only=True,
+            gc=False,
+        )
+        _step_type.extend(
+            (line, build_result or _same, build_events or _same, build_effect, msgspec.json.Decoder(line))
+        )
+    return _step_type[0], _step_type[1], _step_type[2], _step_type[3]
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+#: :func:`_step_line`'s type, builders and decoder (made once).
+_step_type: list[Any] = []
+
+
+def _continued(before: Sequence[Item], kept: int, added: tuple[Item, ...]) -> Sequence[Item]:
+    """The messages of a request that keeps ``kept`` of the previous one's
+    ``before`` and adds ``added``: a conversation that shares the previous
+    one's chunks when it keeps them all (as the run's own does), so that
+    reading one costs what the turn added and a replay compares the shared
+    prefix chunk by chunk."""
+    if kept == len(before):
+        if type(before) is Conversation:
+            return before.append(added) if added else before
+        return Conversation((*before, *added))
+    return (*before[:kept], *added)
+
+
+def _same_head(messages: Sequence[Item], previous: Sequence[Item], n: int) -> bool:
+    """``messages[:n] == previous[:n]``; for two conversations that share
+    their chunks (a run's successive requests, or a trace's read back) a
+    check of the chunks' identity and of the previous open chunk, not of
+    every message (an item's place fixes its chunk, so this is exact)."""
+    if type(messages) is Conversation and type(previous) is Conversation and n == len(previous):
+        chunks, before = messages._chunks, previous._chunks
+        k = len(before)
+        if len(chunks) < k or (k and chunks[:k] != before):
+            return False
+        tail = previous._tail
+        if not tail:
+            return True
+        return (chunks[k] if len(chunks) > k else messages._tail)[: len(tail)] == tail
+    return messages[:n] == previous[:n]
+
+
+def _since(messages: Sequence[Item], start: int) -> Sequence[Item]:
+    """``messages[start:]`` (of a conversation: its newest items, with no copy of the rest)."""
+    if type(messages) is Conversation:
+        base = len(messages._chunks) << _SHIFT
+        if start >= base:
+            return messages._tail[start - base :]
+        if start >= base - CHUNK:
+            return messages._chunks[-1][start - base + CHUNK :] + messages._tail
+    return messages[start:]
+
+
+def _fast_setup() -> list[Quick]:
+    """The quick structure functions :func:`_fast_step` calls (built once)."""
+    _fast_quick.extend(quick(tp) for tp in (_PATH, _EVENTS, _ITEMS, ModelRequest, Effect, EffectResult))
+    return _fast_quick
+
+
+_fast_quick: list[Quick] = []
+#: An absent ``path`` or ``live`` of a step line (read as none).
+_NONE: Final[list[Any]] = []
+
+
 def _quick_read(value: Any, as_type: Any, field: str) -> Any:
     """A field of a line the quick way (:mod:`helikon._structure`): the same
     value as the strict way, or an exception that makes the caller read the
@@ -665,6 +921,8 @@ _LITERAL_KEY: Final = "$object"
 #: How a reference or a wrapper starts on a line (inside a JSON string a
 #: quote is escaped, so these bytes occur only as the objects themselves).
 _REF_MARKS: Final = (b'{"$text":', b'{"$object":')
+#: How a step line starts (its keys are sorted).
+_STEP_START: Final = b'{"effect":'
 
 
 class _Texts:
@@ -736,9 +994,24 @@ def _resolve(value: Any, texts: dict[int, str]) -> Any:
     return walk(value)
 
 
+def _pathless(trace: Trace, events: tuple[AgentEvent, ...]) -> bool:
+    """:attr:`Trace.pathless` of ``trace``, whose :attr:`~Trace.events` are ``events``."""
+    return not any(map(_PATH_OF, events)) and not any(
+        map(_PATH_OF, chain.from_iterable(map(_LIVE_OF, trace.steps)))
+    )
+
+
+_EVENTS_OF: Final = attrgetter("events")
+_LIVE_OF: Final = attrgetter("live")
+_PATH_OF: Final = attrgetter("path")
+
+
 def without_paths(events: Iterable[AgentEvent]) -> tuple[AgentEvent, ...]:
     """``events`` with no emitting path (how a :attr:`Trace.pathless`
     recording shows them)."""
+    events = tuple(events)
+    if not any(map(_PATH_OF, events)):  # a run of one agent: none has a path
+        return events
     return tuple(attrs.evolve(e, path=()) if e.path else e for e in events)
 
 

@@ -53,7 +53,7 @@ from helikon.interpreters._recording import scrubbed, scrubbed_step, secrets_of,
 from helikon.interpreters._tree_env import env_at
 from helikon.loop import delta_event
 from helikon.model import ModelRequest
-from helikon.trace import Trace, TraceStep, tree_definition, without_paths
+from helikon.trace import Trace, TraceStep, _pathless, _same_head, _since, tree_definition, without_paths
 
 _CONTEXT_STEPS = 3
 
@@ -173,8 +173,8 @@ class ReplayInterpreter:
             return False
         prev_a, prev_b = last_a.messages, last_b.messages
         n = min(len(prev_a), len(a.messages))
-        start = n if a.messages[:n] == prev_a[:n] and b.messages[:n] == prev_b[:n] else 0
-        if a.messages[start:] != b.messages[start:]:
+        start = n if _same_head(a.messages, prev_a, n) and _same_head(b.messages, prev_b, n) else 0
+        if _since(a.messages, start) != _since(b.messages, start):
             return False
         self._last = (a, b)
         return True
@@ -293,7 +293,8 @@ class ReplayInterpreter:
                 [],
             )
         if self._expected is None:
-            self._expected = (self.trace.events, self.trace.pathless)
+            events = self.trace.events
+            self._expected = (events, _pathless(self.trace, events))
         expected, pathless = self._expected
         actual = tuple(self._events)
         if pathless:

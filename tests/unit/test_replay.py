@@ -300,3 +300,31 @@ def test_a_later_request_with_other_tools_or_settings_diverges(
         run(make_agent(), ReplayInterpreter(_with_effect(trace, index, attrs.evolve(call, request=request))))
     assert info.value.step == index
     assert difference in info.value.differences
+
+
+def test_a_shared_prefix_is_compared_as_slicing_would() -> None:
+    # A replay compares a request's prefix chunk by chunk when both
+    # sequences are conversations; the answer is the one slicing gives.
+    import random
+
+    from helikon._conversation import Conversation
+    from helikon.items import user_text
+    from helikon.trace import _same_head, _since
+
+    rng = random.Random(29)
+    items = [user_text(str(n)) for n in range(300)]
+    for _ in range(400):
+        size = rng.randrange(0, 200)
+        before = Conversation(items[:size])
+        grown = before.append(items[size : size + rng.randrange(0, 80)])
+        others = [
+            grown,
+            Conversation(items[: len(grown)]),  # equal items, no chunk shared
+            Conversation((*items[: rng.randrange(0, len(grown) + 1)], user_text("other"), *items[:70])),
+            tuple(grown),
+        ]
+        for messages in others:
+            n = min(len(before), len(messages))
+            assert _same_head(messages, before, n) == (messages[:n] == before[:n])
+            start = rng.randrange(0, len(messages) + 1)
+            assert tuple(_since(messages, start)) == tuple(messages)[start:]

@@ -18,8 +18,8 @@ import msgspec
 import pytest
 
 from helikon import codec, trace
-from helikon._structure import quick
-from helikon.effects import Effect, EffectResult
+from helikon._structure import quick, typed
+from helikon.effects import CallModel, Effect, EffectResult
 from helikon.events import AgentEvent
 from helikon.items import Item
 from helikon.model import ModelRequest
@@ -83,6 +83,7 @@ def _agree(value: Any, as_type: Any) -> str:
         refused = True
     else:
         refused = False
+    _typed_agrees(value, as_type, refused, expected)
     try:
         got = quick(as_type)(copy.deepcopy(value))
     except Exception:
@@ -90,6 +91,20 @@ def _agree(value: Any, as_type: Any) -> str:
     assert not refused, f"the quick path took what the converter refuses: {value!r:.300} as {as_type}"
     assert got == expected and type(got) is type(expected), f"{got!r:.300} != {expected!r:.300}"
     return "value"
+
+
+def _typed_agrees(value: Any, as_type: Any, refused: bool, expected: Any) -> None:
+    """The typed path (a line decoded by msgspec as mirrors of the carriers,
+    then built) takes only what the converter takes, as the same value; what
+    it refuses the reader reads the other ways."""
+    mirror, build = typed(as_type)
+    try:
+        decoded = msgspec.json.decode(msgspec.json.encode(value), type=mirror)
+        got = decoded if build is None else build(decoded)
+    except Exception:
+        return
+    assert not refused, f"the typed path took what the converter refuses: {value!r:.300} as {as_type}"
+    assert got == expected and type(got) is type(expected), f"{got!r:.300} != {expected!r:.300}"
 
 
 def _skeleton(value: Any) -> Any:
@@ -172,6 +187,13 @@ def test_a_trace_reads_the_same_the_quick_way_and_the_strict_way(
     def refuse(value: Any, as_type: Any, field: str) -> Any:
         raise RuntimeError("strict way only")
 
+    monkeypatch.setattr(trace, "_fast_step", lambda record, last: None)
+    monkeypatch.setattr(trace, "_typed_step", lambda line, last: None)
+    quick_way = Trace.from_bytes(data)  # without the quickest way for a step line
+    assert quickly == quick_way
+    assert [type(s.effect.request.messages) for s in quickly.steps if type(s.effect) is CallModel] == [
+        type(s.effect.request.messages) for s in quick_way.steps if type(s.effect) is CallModel
+    ]
     monkeypatch.setattr(trace, "_quick_read", refuse)
     strictly = Trace.from_bytes(data)
     assert quickly == strictly
