@@ -9,12 +9,13 @@ an interpreter (the live one unless told otherwise) and streams the events.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, Generic, TypeVar
 
 import attrs
 
+from helikon._stream import Batch, RunEvents
 from helikon.agents import TreeState, resume_tree, started_steps_known
 from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
@@ -22,7 +23,8 @@ from helikon.effects import EffectResult
 from helikon.errors import ConfigError, RunSuspended, StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
-from helikon.interpreters import LiveInterpreter, drive
+from helikon.interpreters import LiveInterpreter
+from helikon.interpreters._drive import drive_batches
 from helikon.interpreters._env import Limits, RunEnv, build_env, inherit
 from helikon.interpreters._machine import LoopMachine, TreeMachine
 from helikon.interpreters._recording import tree_of
@@ -368,21 +370,23 @@ def record_answer(interpreter: Any, env: RunEnv, effect: Any, answer: EffectResu
         interpreter = getattr(interpreter, "inner", None)
 
 
-async def _run_resolved(
+def _run_resolved(
     agent: LlmAgent[Any],
     ctx: RunContext[Any] | None,
     input: AgentInput | str,
     config: RunConfig | None,
     interpreter: Any,
     run_id: str | None,
-) -> AsyncIterator[AgentEvent]:
+) -> RunEvents:
     """``agent.run`` for an agent with tool sources: resolve them, then run."""
-    resolved = await agent.resolved()
-    async for event in resolved.run(ctx, input, config=config, interpreter=interpreter, run_id=run_id):
-        yield event
+
+    def start(resolved: LlmAgent[Any]) -> AsyncIterator[AgentEvent]:
+        return resolved.run(ctx, input, config=config, interpreter=interpreter, run_id=run_id)
+
+    return RunEvents(_resolved(agent, start))
 
 
-async def _resume_resolved(
+def _resume_resolved(
     agent: LlmAgent[Any],
     ctx: RunContext[Any] | None,
     state: Any,
@@ -390,18 +394,46 @@ async def _resume_resolved(
     config: RunConfig | None,
     interpreter: Any,
     allow_changed_definition: bool,
-) -> AsyncIterator[AgentEvent]:
+) -> RunEvents:
     """``agent.resume`` for an agent with tool sources: resolve them, then resume."""
-    resolved = await agent.resolved()
-    async for event in resolved.resume(
-        ctx,
-        state,
-        answer,
-        config=config,
-        interpreter=interpreter,
-        allow_changed_definition=allow_changed_definition,
-    ):
-        yield event
+
+    def start(resolved: LlmAgent[Any]) -> AsyncIterator[AgentEvent]:
+        return resolved.resume(
+            ctx,
+            state,
+            answer,
+            config=config,
+            interpreter=interpreter,
+            allow_changed_definition=allow_changed_definition,
+        )
+
+    return RunEvents(_resolved(agent, start))
+
+
+async def _resolved(
+    agent: LlmAgent[Any], start: Callable[[LlmAgent[Any]], AsyncIterator[AgentEvent]]
+) -> AsyncGenerator[Batch, None]:
+    """The steps of the run ``start`` begins with ``agent`` resolved (its
+    tool sources' tools merged in); closing them closes that run."""
+    events = start(await agent.resolved())
+    if not isinstance(events, RunEvents):  # a subclass's own run: its events one at a time
+        async with aclosing(_as_steps(events)) as steps:
+            async for step in steps:
+                yield step
+        return
+    async with aclosing(events.batches()) as batches:
+        async for batch in batches:
+            yield batch
+
+
+async def _as_steps(events: AsyncIterator[AgentEvent]) -> AsyncGenerator[Batch, None]:
+    try:
+        async for event in events:
+            yield (event,)
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def _raise(error: Exception) -> Any:
@@ -471,7 +503,7 @@ def resumed(machine: Any, state: Any) -> Any:
     raise StepError(f"cannot resume a {type(state).__name__} with {type(machine).__name__}")
 
 
-async def _run(
+def _run(
     agent: Any,
     ctx: RunContext[Any],
     input: AgentInput,
@@ -480,24 +512,40 @@ async def _run(
     first: Any = None,
     *,
     run_id: str | None = None,
-) -> AsyncIterator[AgentEvent]:
-    """Drive ``agent`` (anything with ``make_env``) with ``interpreter``.
+) -> RunEvents:
+    """Drive ``agent`` (anything with ``make_env``) with ``interpreter``: its
+    events, one at a time, taken a step at a time from :func:`_steps`."""
+    return RunEvents(_steps(agent, ctx, input, interpreter, config, first, run_id))
+
+
+async def _steps(
+    agent: Any,
+    ctx: RunContext[Any],
+    input: AgentInput,
+    interpreter: Any,
+    config: RunConfig | None,
+    first: Any,
+    run_id: str | None,
+) -> AsyncGenerator[Batch, None]:
+    """:func:`_run`'s events, a step at a time (see :func:`drive_batches`).
 
     With a session on the context, a fresh run starts from the session's
     conversation (a read failure raises ``SessionError``) and its events are
     appended to the session when it ends, however it ends (best effort). A
     resumed run (``first``, under the state's ``run_id``) appends what
     follows its suspension; a run that suspends leaves the calls waiting
-    for approval open, for its resumption to close.
+    for approval open, for its resumption to close. The session records
+    what its caller was given: its events go one at a time, each recorded
+    as it goes (a run closed early records what came before).
     """
     session = ctx.session
     kw: dict[str, Any] = {"config": config} if run_id is None else {"config": config, "run_id": run_id}
     if session is None:
         env = environment(agent, ctx, interpreter, **kw)
         # closed with this generator (a run stopped mid-wave stops its parts at once)
-        async with aclosing(drive(interpreter, env, input, first)) as events:
-            async for event in events:
-                yield event
+        async with aclosing(drive_batches(interpreter, env, input, first)) as batches:
+            async for batch in batches:
+                yield batch
         return
 
     items = input.items
@@ -507,10 +555,11 @@ async def _run(
     env = environment(agent, ctx, interpreter, **kw)
     suspended = False
     try:
-        async with aclosing(drive(interpreter, env, AgentInput(items), first)) as events:
-            async for event in events:
-                recorder.observe(event)
-                yield event
+        async with aclosing(drive_batches(interpreter, env, AgentInput(items), first)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    recorder.observe(event)
+                    yield (event,)
     except RunSuspended:
         suspended = True
         raise

@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeGuard, TypeVar, cast
 import attrs
 from returns.result import Failure, Success
 
+from helikon._stream import Batch, RunEvents
 from helikon.agents import deadline_at
 from helikon.effects import Effect as Effect
 from helikon.effects import (
@@ -155,13 +156,24 @@ async def _read(clock: Any) -> float | None:
     return cast(float | None, reading)
 
 
-async def drive(
+def drive(
     interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
-) -> AsyncGenerator[AgentEvent, None]:
+) -> RunEvents:
     """Run ``env``'s agent on ``input`` to a terminal state, yielding events.
 
-    ``first`` resumes from an outcome instead of starting afresh.
+    ``first`` resumes from an outcome instead of starting afresh. The
+    events come one at a time from :func:`drive_batches`'s steps (a
+    :class:`~helikon._stream.RunEvents`, an async generator of events).
     """
+    return RunEvents(drive_batches(interpreter, env, input, first))
+
+
+async def drive_batches(
+    interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
+) -> AsyncGenerator[Batch, None]:
+    """:func:`drive`, a step at a time: each outcome's events as one tuple,
+    each live event (a model's text delta, a wave's events) as it comes, as
+    a tuple of one. Never an empty one."""
     machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
     clock = getattr(interpreter, "now", None)
     members = clock is not None and machine.timed  # tree members keep deadlines of their own
@@ -182,8 +194,8 @@ async def drive(
         if not observed:
             if observe is not None:
                 observe(env, outcome)
-            for event in outcome.events:
-                yield event
+            if outcome.events:
+                yield outcome.events
         observed = False
         effect = outcome.effect
         if type(effect) is Terminate:
@@ -195,7 +207,7 @@ async def drive(
             wave = perform_wave(interpreter, perform_part, env, machine, reached, clock, observe)
             try:
                 async for event in wave:
-                    yield event
+                    yield (event,)
             finally:
                 await wave.aclose()
             outcome = reached.outcome
@@ -210,7 +222,7 @@ async def drive(
                 if is_result(item):
                     result = item
                 elif is_event(item):
-                    yield item
+                    yield (item,)
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         now: float | None = None
@@ -231,6 +243,7 @@ __all__ = [
     "RESULT_TYPES",
     "Interpreter",
     "drive",
+    "drive_batches",
     "due",
     "interruption",
     "is_event",
