@@ -20,9 +20,9 @@ handed out.
 from __future__ import annotations
 
 import typing
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from contextlib import aclosing
-from typing import Any
+from typing import Any, cast
 
 from helikon.events import AgentEvent
 
@@ -52,6 +52,18 @@ class RunEvents(AsyncGenerator[AgentEvent, None]):
     def __init__(self, batches: AsyncGenerator[Batch, None]) -> None:
         self._batches = batches
         self._held: Iterator[AgentEvent] = _NONE  # the current batch's events not handed out yet
+
+    @classmethod
+    def starting(cls, start: Callable[[], AsyncGenerator[Batch, None]]) -> RunEvents:
+        """The events of the generator of batches ``start()`` makes when
+        the first event is asked for (as a generator's body starts: an
+        error making it is what the stream raises first, then it is over;
+        a stream closed before that never makes it). It spares a generator
+        that would only start another and pass its batches on."""
+        events = cls.__new__(cls)
+        events._held = _NONE
+        events._batches = cast(AsyncGenerator[Batch, None], _Start(events, start))
+        return events
 
     def __aiter__(self) -> RunEvents:
         return self
@@ -99,12 +111,50 @@ class RunEvents(AsyncGenerator[AgentEvent, None]):
     def batches(self) -> AsyncGenerator[Batch, None]:
         """The rest of the run a step's events at a time (first what is
         left of the step being handed out). Iterating it moves this stream
-        on; closing it closes the run."""
+        on; closing it closes the run. A stream made by :meth:`starting`
+        that has not started starts now (an error doing so is raised here)."""
+        batches = self._batches
+        if isinstance(batches, _Start):
+            batches = batches.begin()
         rest = tuple(self._held)
         self._held = _NONE
         if not rest:
-            return self._batches
-        return _after(rest, self._batches)
+            return batches
+        return _after(rest, batches)
+
+
+async def _over() -> AsyncGenerator[Batch, None]:
+    return
+    yield  # an async generator that gives nothing
+
+
+@typing.final
+class _Start:
+    """Where a :meth:`RunEvents.starting` stream's generator of batches
+    will be: asked for a batch, it makes the generator and puts it in its
+    place; closed first, it never makes it."""
+
+    __slots__ = ("_events", "_start")
+
+    def __init__(self, events: RunEvents, start: Callable[[], AsyncGenerator[Batch, None]]) -> None:
+        self._events = events
+        self._start = start
+
+    def begin(self) -> AsyncGenerator[Batch, None]:
+        events = self._events
+        events._batches = _over()  # what is left if ``start`` raises: nothing
+        batches = events._batches = self._start()
+        return batches
+
+    def __anext__(self) -> Awaitable[Batch]:
+        return self.begin().__anext__()
+
+    def athrow(self, *error: Any) -> Awaitable[Batch]:
+        self._events._batches = closed = _over()  # a generator not started ends at once, with the error
+        return closed.athrow(*error)
+
+    async def aclose(self) -> None:
+        self._events._batches = _over()
 
 
 async def _after(first: Batch, rest: AsyncGenerator[Batch, None]) -> AsyncGenerator[Batch, None]:

@@ -189,8 +189,14 @@ class LlmAgent(Generic[Ctx]):
         config: RunConfig | None = None,
         interpreter: Any = None,
         run_id: str | None = None,
-    ) -> AsyncIterator[AgentEvent]:
-        """Run the agent: an async iterator of its events.
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Run the agent: an async generator of its events.
+
+        Iterate it (``async for``); close it to stop the run early
+        (``aclose()``, or ``async with contextlib.aclosing(agent.run(...))``).
+        The events come a step's worth at a time under the hood
+        (:func:`~helikon.results.collect` takes them so), one by one to
+        ``async for``; a model's text deltas come as they stream.
 
         Args:
             ctx: the run context (``None`` means ``RunContext.ephemeral(None)``).
@@ -247,7 +253,7 @@ class LlmAgent(Generic[Ctx]):
         config: RunConfig | None = None,
         interpreter: Any = None,
         allow_changed_definition: bool = False,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Continue a run from a saved ``state`` (see :mod:`helikon.snapshots`).
 
         The run picks up at the state's pending effect and emits the events
@@ -340,7 +346,7 @@ def resume_agent(
     config: RunConfig | None = None,
     interpreter: Any = None,
     allow_changed_definition: bool = False,
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """``agent.resume(...)`` for any helikon agent (an LLM agent, a workflow, a swarm)."""
     run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
     interp = run_ctx.tracer.instrument(interpreter or LiveInterpreter(state.run_id))
@@ -448,7 +454,7 @@ def run_agent(
     config: RunConfig | None = None,
     interpreter: Any = None,
     run_id: str | None = None,
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """``agent.run(...)`` for any helikon agent (one with ``make_env``)."""
     if isinstance(input, str):
         input = AgentInput.from_user_text(input)
@@ -514,40 +520,40 @@ def _run(
     run_id: str | None = None,
 ) -> RunEvents:
     """Drive ``agent`` (anything with ``make_env``) with ``interpreter``: its
-    events, one at a time, taken a step at a time from :func:`_steps`."""
-    return RunEvents(_steps(agent, ctx, input, interpreter, config, first, run_id))
+    events, one at a time, taken a step at a time from :func:`drive_batches`
+    (through :func:`_session_steps` with a session on the context). The run
+    starts when its first event is asked for; closing the stream closes
+    ``drive_batches`` (a run stopped mid-wave stops its parts at once)."""
+    kw: dict[str, Any] = {"config": config} if run_id is None else {"config": config, "run_id": run_id}
+    if ctx.session is not None:
+        return RunEvents(_session_steps(agent, ctx, input, interpreter, first, kw))
+
+    def start() -> AsyncGenerator[Batch, None]:
+        return drive_batches(interpreter, environment(agent, ctx, interpreter, **kw), input, first)
+
+    return RunEvents.starting(start)
 
 
-async def _steps(
+async def _session_steps(
     agent: Any,
     ctx: RunContext[Any],
     input: AgentInput,
     interpreter: Any,
-    config: RunConfig | None,
     first: Any,
-    run_id: str | None,
+    kw: dict[str, Any],
 ) -> AsyncGenerator[Batch, None]:
-    """:func:`_run`'s events, a step at a time (see :func:`drive_batches`).
+    """:func:`_run`'s events with a session on the context, one at a time.
 
-    With a session on the context, a fresh run starts from the session's
-    conversation (a read failure raises ``SessionError``) and its events are
-    appended to the session when it ends, however it ends (best effort). A
-    resumed run (``first``, under the state's ``run_id``) appends what
-    follows its suspension; a run that suspends leaves the calls waiting
-    for approval open, for its resumption to close. The session records
-    what its caller was given: its events go one at a time, each recorded
-    as it goes (a run closed early records what came before).
+    A fresh run starts from the session's conversation (a read failure
+    raises ``SessionError``) and its events are appended to the session when
+    it ends, however it ends (best effort). A resumed run (``first``, under
+    the state's ``run_id``) appends what follows its suspension; a run that
+    suspends leaves the calls waiting for approval open, for its resumption
+    to close. The session records what the caller was given: each event is
+    recorded as it goes (a run closed early records what came before).
     """
     session = ctx.session
-    kw: dict[str, Any] = {"config": config} if run_id is None else {"config": config, "run_id": run_id}
-    if session is None:
-        env = environment(agent, ctx, interpreter, **kw)
-        # closed with this generator (a run stopped mid-wave stops its parts at once)
-        async with aclosing(drive_batches(interpreter, env, input, first)) as batches:
-            async for batch in batches:
-                yield batch
-        return
-
+    assert session is not None
     items = input.items
     if first is None:
         items = (*await load_history(session), *input.items)

@@ -140,13 +140,6 @@ def interruption(env: RunEnv, limit: tuple[float, float] | None = None) -> RunIn
     return None
 
 
-def _may_be_wave(effect: Effect) -> bool:
-    """Whether ``effect`` may be a wave (a cheap test before :func:`is_wave`,
-    which splits it: a model call or a round of one tool step is none)."""
-    kind = type(effect)
-    return kind is PerformAll or (kind is ExecuteTools and len(effect.steps) > 1)  # type: ignore[union-attr]
-
-
 async def _read(clock: Any) -> float | None:
     """A clock reading (a clock may answer with an awaitable: a Temporal
     worker's clock is read through an activity)."""
@@ -198,9 +191,15 @@ async def drive_batches(
                 yield outcome.events
         observed = False
         effect = outcome.effect
-        if type(effect) is Terminate:
+        kind = type(effect)
+        if kind is Terminate:
             return
-        if perform_part is not None and _may_be_wave(effect) and is_wave(effect):
+        # a model call or a round of one tool step is no wave (a cheap test before is_wave, which splits it)
+        if (
+            perform_part is not None
+            and (kind is PerformAll or (kind is ExecuteTools and len(effect.steps) > 1))  # type: ignore[union-attr]
+            and is_wave(effect)
+        ):
             # Each part moves on as soon as its own answer comes (see _waves).
             # Its events come as they happen; ``reached`` holds where it got to.
             reached = Reached(outcome)
@@ -219,10 +218,10 @@ async def drive_batches(
             result = await awaitable
         else:
             async for item in interpreter.perform(effect, env):
-                if is_result(item):
-                    result = item
-                elif is_event(item):
-                    yield (item,)
+                if type(item) in RESULT_TYPES:
+                    result = cast(EffectResult, item)
+                else:  # a live event: given as it comes
+                    yield (cast(AgentEvent, item),)
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         now: float | None = None
