@@ -218,10 +218,10 @@ async def drive_batches(
             result = await awaitable
         else:
             async for item in interpreter.perform(effect, env):
-                if type(item) in RESULT_TYPES:
-                    result = cast(EffectResult, item)
+                if type(item) in RESULT_TYPES:  # (is_result and is_event, inline: a frame less each)
+                    result = item  # type: ignore[assignment]
                 else:  # a live event: given as it comes
-                    yield (cast(AgentEvent, item),)
+                    yield (item,)  # type: ignore[misc]
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         now: float | None = None
