@@ -1,167 +1,144 @@
 """A run's events, one at a time, over a stream of whole steps' events.
 
 The machine hands out each step's events together (``outcome.events``), and
-:func:`helikon.interpreters._drive.drive_batches` gives them on as one tuple
-(a live event, a model's text delta, as a tuple of one: it streams as it
-comes). :class:`RunEvents` is what ``agent.run(...)`` and
+:func:`helikon.interpreters._drive.drive_batches` gives them on as one tuple;
+a live event (a model's text delta) it gives bare, as it comes.
+:class:`RunEvents` is what ``agent.run(...)`` and
 :func:`~helikon.interpreters.drive` return: an async generator of single
-events that takes a step's tuple at a time and hands out its events from
-it, so an event costs no generator resumption of its own; :func:`collect
-<helikon.results.collect>` takes whole steps (:meth:`RunEvents.batches`).
+events over that stream. ``async for`` iterates a native async generator
+that takes a step's tuple at a time and hands out its events from it (one
+generator resumption per event, none per event of the stream below it), and
+:func:`~helikon.results.collect` takes whole steps (:meth:`RunEvents.batches`).
 
-It behaves as the async generator it replaces: ``async for``,
-``anext``, ``aclose()`` (and ``contextlib.aclosing``), ``athrow`` and
-``asend``, each reaching the generator of batches under it, so closing it
-stops the run where it is (its ``finally`` clauses run, a wave's parts are
-cancelled), and an error of the run is raised once the events before it are
-handed out.
+It behaves as the async generator it replaces: ``async for``, ``anext``,
+``aclose()`` (and ``contextlib.aclosing``), ``athrow`` and ``asend``; closing
+it stops the run where it is (its ``finally`` clauses run, a wave's parts
+are cancelled), and an error of the run is raised once the events before
+it are handed out.
 """
 
 from __future__ import annotations
 
 import typing
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from contextlib import aclosing
-from typing import Any, cast
+from typing import Any
 
 from helikon.events import AgentEvent
 
-#: A run's events of one step (or one live event), in order.
-Batch = Sequence[AgentEvent]
+#: A run's events of one step, in order.
+Batch = tuple[AgentEvent, ...]
 
-_NONE: Iterator[AgentEvent] = iter(())  # an exhausted iterator: nothing held back
+#: What the stream under a run gives: a step's events, or one live event.
+Step = Batch | AgentEvent
+
+Steps = AsyncGenerator[Step, None]
 
 
 @typing.final
 class RunEvents(AsyncGenerator[AgentEvent, None]):
-    """The events of a run, one at a time, taken a step's worth at a time
-    from ``batches`` (an async generator of tuples of events).
+    """The events of a run, one at a time, from ``steps`` (an async
+    generator of tuples of events and of single events).
 
     >>> import anyio
     >>> async def steps():
     ...     yield ("a", "b")
-    ...     yield ("c",)
+    ...     yield "c"
     >>> async def main():
     ...     return [event async for event in RunEvents(steps())]
     >>> anyio.run(main)
     ['a', 'b', 'c']
     """
 
-    __slots__ = ("_batches", "_held")
+    __slots__ = ("_events", "_start", "_steps")
 
-    def __init__(self, batches: AsyncGenerator[Batch, None]) -> None:
-        self._batches = batches
-        self._held: Iterator[AgentEvent] = _NONE  # the current batch's events not handed out yet
+    def __init__(self, steps: Steps) -> None:
+        self._steps: Steps | None = steps
+        self._start: Callable[[], Steps] | None = None
+        self._events: AsyncGenerator[AgentEvent, None] | None = None  # made by the first __aiter__
 
     @classmethod
-    def starting(cls, start: Callable[[], AsyncGenerator[Batch, None]]) -> RunEvents:
-        """The events of the generator of batches ``start()`` makes when
-        the first event is asked for (as a generator's body starts: an
-        error making it is what the stream raises first, then it is over;
-        a stream closed before that never makes it). It spares a generator
-        that would only start another and pass its batches on."""
+    def starting(cls, start: Callable[[], Steps]) -> RunEvents:
+        """The events of the generator ``start()`` makes when the first
+        event (or step) is asked for, as a generator's body starts: an error
+        making it is what the stream raises first, then it is over; a
+        stream closed before that never makes it. It spares a generator
+        that would only start another and pass its steps on."""
         events = cls.__new__(cls)
-        events._held = _NONE
-        events._batches = cast(AsyncGenerator[Batch, None], _Start(events, start))
+        events._steps = None
+        events._start = start
+        events._events = None
         return events
 
-    def __aiter__(self) -> RunEvents:
-        return self
+    def _taken(self) -> Steps:
+        """The stream of steps, made now if it is to be made."""
+        steps = self._steps
+        if steps is None:
+            start = self._start
+            self._start = None
+            self._steps = steps = _over()  # what is left if ``start`` raises (or was closed): nothing
+            if start is not None:
+                self._steps = steps = start()
+        return steps
 
-    async def __anext__(self) -> AgentEvent:
-        for event in self._held:
-            return event
-        while True:
-            batch = await self._batches.__anext__()
-            if len(batch) == 1:
-                return batch[0]
-            held = self._held = iter(batch)
-            for event in held:
-                return event
+    def __aiter__(self) -> AsyncGenerator[AgentEvent, None]:
+        # ``async for`` asks once, then iterates a native async generator
+        events = self._events
+        if events is None:
+            events = self._events = _one_by_one(self)
+        return events
+
+    def __anext__(self) -> Coroutine[Any, Any, AgentEvent]:
+        return self.__aiter__().__anext__()
 
     async def asend(self, value: None) -> AgentEvent:
-        """The next event (a run's generator takes no values: ``value`` is ignored)."""
-        return await self.__anext__()
+        """The next event (a run takes no values: ``value`` must be None)."""
+        return await self.__aiter__().asend(value)
 
-    @typing.overload
-    async def athrow(self, typ: type[BaseException], val: object = ..., tb: Any = ..., /) -> AgentEvent: ...
-
-    @typing.overload
-    async def athrow(self, typ: BaseException, val: None = ..., tb: Any = ..., /) -> AgentEvent: ...
-
-    async def athrow(self, typ: Any, val: Any = None, tb: Any = None, /) -> AgentEvent:
-        """Raise ``typ`` in the run where it waits (the events held back
-        are dropped, as those it had not given yet); the next event if the
-        run goes on."""
-        self._held = _NONE
-        if val is None and tb is None:
-            batch = await self._batches.athrow(typ)
-        else:  # the old three-argument form, passed on as it came
-            batch = await self._batches.athrow(typ, val, tb)
-        held = self._held = iter(batch)
-        for event in held:
-            return event
-        return await self.__anext__()
+    async def athrow(self, *error: Any) -> AgentEvent:
+        """Raise the error where the run waits to hand out its next event:
+        the run is closed and the error raised."""
+        return await self.__aiter__().athrow(*error)
 
     async def aclose(self) -> None:
-        """Stop the run where it is (the events held back are dropped)."""
-        self._held = _NONE
-        await self._batches.aclose()
+        """Stop the run where it is (events not handed out yet are dropped)."""
+        events = self.__aiter__()
+        await events.aclose()  # if it started: closes the steps too
+        self._start = None
+        if self._steps is not None:
+            await self._steps.aclose()
 
-    def batches(self) -> AsyncGenerator[Batch, None]:
-        """The rest of the run a step's events at a time (first what is
-        left of the step being handed out). Iterating it moves this stream
-        on; closing it closes the run. A stream made by :meth:`starting`
-        that has not started starts now (an error doing so is raised here)."""
-        batches = self._batches
-        if isinstance(batches, _Start):
-            batches = batches.begin()
-        rest = tuple(self._held)
-        self._held = _NONE
-        if not rest:
-            return batches
-        return _after(rest, batches)
+    def batches(self) -> AsyncGenerator[Step, None]:
+        """The rest of the run a step at a time: each step's events as one
+        tuple, a live event bare (what :func:`collect
+        <helikon.results.collect>` drains). Once events were asked for one
+        at a time, the rest comes one at a time too, each as a tuple of one.
+        Iterating it moves this stream on; closing it closes the run."""
+        if self._events is not None:
+            return _each(self._events)
+        return self._taken()
 
 
-async def _over() -> AsyncGenerator[Batch, None]:
+async def _one_by_one(run: RunEvents) -> AsyncGenerator[AgentEvent, None]:
+    """``run``'s events one at a time: a step's from its tuple, in order."""
+    async with aclosing(run._taken()) as steps:
+        async for step in steps:
+            if type(step) is tuple:
+                for event in step:
+                    yield event
+            else:
+                yield step  # type: ignore[misc]
+
+
+async def _each(events: AsyncGenerator[AgentEvent, None]) -> AsyncGenerator[Step, None]:
+    async with aclosing(events):
+        async for event in events:
+            yield (event,)
+
+
+async def _over() -> Steps:
     return
     yield  # an async generator that gives nothing
 
 
-@typing.final
-class _Start:
-    """Where a :meth:`RunEvents.starting` stream's generator of batches
-    will be: asked for a batch, it makes the generator and puts it in its
-    place; closed first, it never makes it."""
-
-    __slots__ = ("_events", "_start")
-
-    def __init__(self, events: RunEvents, start: Callable[[], AsyncGenerator[Batch, None]]) -> None:
-        self._events = events
-        self._start = start
-
-    def begin(self) -> AsyncGenerator[Batch, None]:
-        events = self._events
-        events._batches = _over()  # what is left if ``start`` raises: nothing
-        batches = events._batches = self._start()
-        return batches
-
-    def __anext__(self) -> Awaitable[Batch]:
-        return self.begin().__anext__()
-
-    def athrow(self, *error: Any) -> Awaitable[Batch]:
-        self._events._batches = closed = _over()  # a generator not started ends at once, with the error
-        return closed.athrow(*error)
-
-    async def aclose(self) -> None:
-        self._events._batches = _over()
-
-
-async def _after(first: Batch, rest: AsyncGenerator[Batch, None]) -> AsyncGenerator[Batch, None]:
-    async with aclosing(rest):
-        yield first
-        async for batch in rest:
-            yield batch
-
-
-__all__ = ["Batch", "RunEvents"]
+__all__ = ["Batch", "RunEvents", "Step", "Steps"]

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from helikon._stream import Batch, RunEvents
+from helikon._stream import RunEvents, Steps
 from helikon.agents import TreeState, resume_tree, started_steps_known
 from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
@@ -418,28 +418,15 @@ def _resume_resolved(
 
 async def _resolved(
     agent: LlmAgent[Any], start: Callable[[LlmAgent[Any]], AsyncIterator[AgentEvent]]
-) -> AsyncGenerator[Batch, None]:
+) -> Steps:
     """The steps of the run ``start`` begins with ``agent`` resolved (its
     tool sources' tools merged in); closing them closes that run."""
     events = start(await agent.resolved())
-    if not isinstance(events, RunEvents):  # a subclass's own run: its events one at a time
-        async with aclosing(_as_steps(events)) as steps:
-            async for step in steps:
-                yield step
-        return
-    async with aclosing(events.batches()) as batches:
-        async for batch in batches:
-            yield batch
-
-
-async def _as_steps(events: AsyncIterator[AgentEvent]) -> AsyncGenerator[Batch, None]:
-    try:
-        async for event in events:
-            yield (event,)
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    # a subclass's own run may give another stream: its events one at a time
+    steps = events.batches() if isinstance(events, RunEvents) else events
+    async with aclosing(steps):  # type: ignore[type-var]
+        async for step in steps:
+            yield step
 
 
 def _raise(error: Exception) -> Any:
@@ -528,7 +515,7 @@ def _run(
     if ctx.session is not None:
         return RunEvents(_session_steps(agent, ctx, input, interpreter, first, kw))
 
-    def start() -> AsyncGenerator[Batch, None]:
+    def start() -> Steps:
         return drive_batches(interpreter, environment(agent, ctx, interpreter, **kw), input, first)
 
     return RunEvents.starting(start)
@@ -541,7 +528,7 @@ async def _session_steps(
     interpreter: Any,
     first: Any,
     kw: dict[str, Any],
-) -> AsyncGenerator[Batch, None]:
+) -> Steps:
     """:func:`_run`'s events with a session on the context, one at a time.
 
     A fresh run starts from the session's conversation (a read failure
@@ -562,10 +549,10 @@ async def _session_steps(
     suspended = False
     try:
         async with aclosing(drive_batches(interpreter, env, AgentInput(items), first)) as batches:
-            async for batch in batches:
-                for event in batch:
+            async for step in batches:
+                for event in step if isinstance(step, tuple) else (step,):
                     recorder.observe(event)
-                    yield (event,)
+                    yield event
     except RunSuspended:
         suspended = True
         raise

@@ -38,11 +38,16 @@ async def collect(stream: AsyncIterable[AgentEvent]) -> RunResult[str]:
     events: list[AgentEvent] = []
     final = ""
     if isinstance(stream, RunEvents):
-        async for batch in stream.batches():
-            events += batch
-            for event in batch:
-                if type(event) is MessageOutput:
-                    final = text_of(event.item.content)
+        async for step in stream.batches():
+            if isinstance(step, tuple):
+                events += step
+                for event in step:
+                    if type(event) is MessageOutput:
+                        final = text_of(event.item.content)
+            else:
+                events.append(step)
+                if type(step) is MessageOutput:
+                    final = text_of(step.item.content)
         return _finish(events, final)
     async for event in stream:
         events.append(event)

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Any, Protocol, TypeGuard, TypeVar, cast
 
 import attrs
 from returns.result import Failure, Success
 
-from helikon._stream import Batch, RunEvents
+from helikon._stream import RunEvents, Steps
 from helikon.agents import deadline_at
 from helikon.effects import Effect as Effect
 from helikon.effects import (
@@ -163,10 +163,10 @@ def drive(
 
 async def drive_batches(
     interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
-) -> AsyncGenerator[Batch, None]:
-    """:func:`drive`, a step at a time: each outcome's events as one tuple,
-    each live event (a model's text delta, a wave's events) as it comes, as
-    a tuple of one. Never an empty one."""
+) -> Steps:
+    """:func:`drive`, a step at a time: each outcome's events as one tuple
+    (never an empty one), each live event (a model's text delta, a wave's
+    events) bare, as it comes."""
     machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
     clock = getattr(interpreter, "now", None)
     members = clock is not None and machine.timed  # tree members keep deadlines of their own
@@ -206,7 +206,7 @@ async def drive_batches(
             wave = perform_wave(interpreter, perform_part, env, machine, reached, clock, observe)
             try:
                 async for event in wave:
-                    yield (event,)
+                    yield event
             finally:
                 await wave.aclose()
             outcome = reached.outcome
@@ -221,7 +221,7 @@ async def drive_batches(
                 if type(item) in RESULT_TYPES:  # (is_result and is_event, inline: a frame less each)
                     result = item  # type: ignore[assignment]
                 else:  # a live event: given as it comes
-                    yield (item,)  # type: ignore[misc]
+                    yield item  # type: ignore[misc]
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         now: float | None = None
