@@ -83,9 +83,12 @@ class RunEvents(AsyncGenerator[AgentEvent, None]):
 
     def __aiter__(self) -> AsyncGenerator[AgentEvent, None]:
         # ``async for`` asks once, then iterates a native async generator
+        # (which holds no reference back: a stream dropped unclosed is
+        # finalized at once, not by the cycle collector)
         events = self._events
         if events is None:
-            events = self._events = _one_by_one(self)
+            events = self._events = _one_by_one(self._steps, self._start)
+            self._start = None  # the generator starts the run now, if it is to
         return events
 
     def __anext__(self) -> Coroutine[Any, Any, AgentEvent]:
@@ -119,9 +122,14 @@ class RunEvents(AsyncGenerator[AgentEvent, None]):
         return self._taken()
 
 
-async def _one_by_one(run: RunEvents) -> AsyncGenerator[AgentEvent, None]:
-    """``run``'s events one at a time: a step's from its tuple, in order."""
-    async with aclosing(run._taken()) as steps:
+async def _one_by_one(
+    steps: Steps | None, start: Callable[[], Steps] | None
+) -> AsyncGenerator[AgentEvent, None]:
+    """The events of ``steps`` (or of those ``start()`` makes) one at a
+    time: a step's from its tuple, in order."""
+    if steps is None:
+        steps = start() if start is not None else _over()
+    async with aclosing(steps):
         async for step in steps:
             if type(step) is tuple:
                 for event in step:

@@ -9,6 +9,7 @@ cancellation — is what the async generator it replaces gave.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -156,6 +157,25 @@ def test_async_for_iterates_a_native_async_generator() -> None:
     inner = events.__aiter__()
     assert inspect.isasyncgen(inner) and events.__aiter__() is inner
     anyio.run(events.aclose)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stream_dropped_unclosed_is_finalized_at_once(backend: str) -> None:
+    steps = Steps(("a", "b"), ("c",))
+
+    async def main() -> None:
+        events = RunEvents(steps.run())
+        assert await events.__anext__() == "a"
+        del events  # no reference cycle: the event loop's finalizer closes it, no collector needed
+        for _ in range(5):
+            await anyio.sleep(0)
+        assert steps.ended == "closed"  # before the loop ends (it closes every generator left then)
+
+    gc.disable()
+    try:
+        anyio.run(main, backend=backend)
+    finally:
+        gc.enable()
 
 
 def test_batches_are_the_steps_until_events_are_taken_one_at_a_time() -> None:
