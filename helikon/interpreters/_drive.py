@@ -187,8 +187,9 @@ async def drive_batches(
         if not observed:
             if observe is not None:
                 observe(env, outcome)
-            if outcome.events:
-                yield outcome.events
+            events = outcome.events
+            if events:
+                yield events if type(events) is tuple else tuple(events)  # a step is a tuple (of any machine)
         observed = False
         effect = outcome.effect
         kind = type(effect)
