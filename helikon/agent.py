@@ -9,12 +9,13 @@ an interpreter (the live one unless told otherwise) and streams the events.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, Generic, TypeVar
 
 import attrs
 
+from helikon._stream import RunEvents, Steps
 from helikon.agents import TreeState, resume_tree, started_steps_known
 from helikon.config import RunConfig
 from helikon.context import Actions, RunContext
@@ -22,7 +23,8 @@ from helikon.effects import EffectResult
 from helikon.errors import ConfigError, RunSuspended, StepError
 from helikon.events import AgentEvent
 from helikon.ids import RunId
-from helikon.interpreters import LiveInterpreter, drive
+from helikon.interpreters import LiveInterpreter
+from helikon.interpreters._drive import drive_batches
 from helikon.interpreters._env import Limits, RunEnv, build_env, inherit
 from helikon.interpreters._machine import LoopMachine, TreeMachine
 from helikon.interpreters._recording import tree_of
@@ -187,8 +189,14 @@ class LlmAgent(Generic[Ctx]):
         config: RunConfig | None = None,
         interpreter: Any = None,
         run_id: str | None = None,
-    ) -> AsyncIterator[AgentEvent]:
-        """Run the agent: an async iterator of its events.
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Run the agent: an async generator of its events.
+
+        Iterate it (``async for``); close it to stop the run early
+        (``aclose()``, or ``async with contextlib.aclosing(agent.run(...))``).
+        The events come a step's worth at a time under the hood
+        (:func:`~helikon.results.collect` takes them so), one by one to
+        ``async for``; a model's text deltas come as they stream.
 
         Args:
             ctx: the run context (``None`` means ``RunContext.ephemeral(None)``).
@@ -245,7 +253,7 @@ class LlmAgent(Generic[Ctx]):
         config: RunConfig | None = None,
         interpreter: Any = None,
         allow_changed_definition: bool = False,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Continue a run from a saved ``state`` (see :mod:`helikon.snapshots`).
 
         The run picks up at the state's pending effect and emits the events
@@ -338,7 +346,7 @@ def resume_agent(
     config: RunConfig | None = None,
     interpreter: Any = None,
     allow_changed_definition: bool = False,
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """``agent.resume(...)`` for any helikon agent (an LLM agent, a workflow, a swarm)."""
     run_ctx: RunContext[Any] = ctx if ctx is not None else RunContext.ephemeral(None)
     interp = run_ctx.tracer.instrument(interpreter or LiveInterpreter(state.run_id))
@@ -368,21 +376,23 @@ def record_answer(interpreter: Any, env: RunEnv, effect: Any, answer: EffectResu
         interpreter = getattr(interpreter, "inner", None)
 
 
-async def _run_resolved(
+def _run_resolved(
     agent: LlmAgent[Any],
     ctx: RunContext[Any] | None,
     input: AgentInput | str,
     config: RunConfig | None,
     interpreter: Any,
     run_id: str | None,
-) -> AsyncIterator[AgentEvent]:
+) -> RunEvents:
     """``agent.run`` for an agent with tool sources: resolve them, then run."""
-    resolved = await agent.resolved()
-    async for event in resolved.run(ctx, input, config=config, interpreter=interpreter, run_id=run_id):
-        yield event
+
+    def start(resolved: LlmAgent[Any]) -> AsyncIterator[AgentEvent]:
+        return resolved.run(ctx, input, config=config, interpreter=interpreter, run_id=run_id)
+
+    return RunEvents(_resolved(agent, start))
 
 
-async def _resume_resolved(
+def _resume_resolved(
     agent: LlmAgent[Any],
     ctx: RunContext[Any] | None,
     state: Any,
@@ -390,18 +400,33 @@ async def _resume_resolved(
     config: RunConfig | None,
     interpreter: Any,
     allow_changed_definition: bool,
-) -> AsyncIterator[AgentEvent]:
+) -> RunEvents:
     """``agent.resume`` for an agent with tool sources: resolve them, then resume."""
-    resolved = await agent.resolved()
-    async for event in resolved.resume(
-        ctx,
-        state,
-        answer,
-        config=config,
-        interpreter=interpreter,
-        allow_changed_definition=allow_changed_definition,
-    ):
-        yield event
+
+    def start(resolved: LlmAgent[Any]) -> AsyncIterator[AgentEvent]:
+        return resolved.resume(
+            ctx,
+            state,
+            answer,
+            config=config,
+            interpreter=interpreter,
+            allow_changed_definition=allow_changed_definition,
+        )
+
+    return RunEvents(_resolved(agent, start))
+
+
+async def _resolved(
+    agent: LlmAgent[Any], start: Callable[[LlmAgent[Any]], AsyncIterator[AgentEvent]]
+) -> Steps:
+    """The steps of the run ``start`` begins with ``agent`` resolved (its
+    tool sources' tools merged in); closing them closes that run."""
+    events = start(await agent.resolved())
+    # a subclass's own run may give another stream: its events one at a time
+    steps = events.batches() if isinstance(events, RunEvents) else events
+    async with aclosing(steps):  # type: ignore[type-var]
+        async for step in steps:
+            yield step
 
 
 def _raise(error: Exception) -> Any:
@@ -416,7 +441,7 @@ def run_agent(
     config: RunConfig | None = None,
     interpreter: Any = None,
     run_id: str | None = None,
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """``agent.run(...)`` for any helikon agent (one with ``make_env``)."""
     if isinstance(input, str):
         input = AgentInput.from_user_text(input)
@@ -471,7 +496,7 @@ def resumed(machine: Any, state: Any) -> Any:
     raise StepError(f"cannot resume a {type(state).__name__} with {type(machine).__name__}")
 
 
-async def _run(
+def _run(
     agent: Any,
     ctx: RunContext[Any],
     input: AgentInput,
@@ -480,26 +505,42 @@ async def _run(
     first: Any = None,
     *,
     run_id: str | None = None,
-) -> AsyncIterator[AgentEvent]:
-    """Drive ``agent`` (anything with ``make_env``) with ``interpreter``.
+) -> RunEvents:
+    """Drive ``agent`` (anything with ``make_env``) with ``interpreter``: its
+    events, one at a time, taken a step at a time from :func:`drive_batches`
+    (through :func:`_session_steps` with a session on the context). The run
+    starts when its first event is asked for; closing the stream closes
+    ``drive_batches`` (a run stopped mid-wave stops its parts at once)."""
+    kw: dict[str, Any] = {"config": config} if run_id is None else {"config": config, "run_id": run_id}
+    if ctx.session is not None:
+        return RunEvents(_session_steps(agent, ctx, input, interpreter, first, kw))
 
-    With a session on the context, a fresh run starts from the session's
-    conversation (a read failure raises ``SessionError``) and its events are
-    appended to the session when it ends, however it ends (best effort). A
-    resumed run (``first``, under the state's ``run_id``) appends what
-    follows its suspension; a run that suspends leaves the calls waiting
-    for approval open, for its resumption to close.
+    def start() -> Steps:
+        return drive_batches(interpreter, environment(agent, ctx, interpreter, **kw), input, first)
+
+    return RunEvents.starting(start)
+
+
+async def _session_steps(
+    agent: Any,
+    ctx: RunContext[Any],
+    input: AgentInput,
+    interpreter: Any,
+    first: Any,
+    kw: dict[str, Any],
+) -> Steps:
+    """:func:`_run`'s events with a session on the context, one at a time.
+
+    A fresh run starts from the session's conversation (a read failure
+    raises ``SessionError``) and its events are appended to the session when
+    it ends, however it ends (best effort). A resumed run (``first``, under
+    the state's ``run_id``) appends what follows its suspension; a run that
+    suspends leaves the calls waiting for approval open, for its resumption
+    to close. The session records what the caller was given: each event is
+    recorded as it goes (a run closed early records what came before).
     """
     session = ctx.session
-    kw: dict[str, Any] = {"config": config} if run_id is None else {"config": config, "run_id": run_id}
-    if session is None:
-        env = environment(agent, ctx, interpreter, **kw)
-        # closed with this generator (a run stopped mid-wave stops its parts at once)
-        async with aclosing(drive(interpreter, env, input, first)) as events:
-            async for event in events:
-                yield event
-        return
-
+    assert session is not None
     items = input.items
     if first is None:
         items = (*await load_history(session), *input.items)
@@ -507,10 +548,11 @@ async def _run(
     env = environment(agent, ctx, interpreter, **kw)
     suspended = False
     try:
-        async with aclosing(drive(interpreter, env, AgentInput(items), first)) as events:
-            async for event in events:
-                recorder.observe(event)
-                yield event
+        async with aclosing(drive_batches(interpreter, env, AgentInput(items), first)) as batches:
+            async for step in batches:
+                for event in step if isinstance(step, tuple) else (step,):
+                    recorder.observe(event)
+                    yield event
     except RunSuspended:
         suspended = True
         raise

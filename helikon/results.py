@@ -7,6 +7,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from helikon._stream import RunEvents
 from helikon.errors import OtherError, RunError
 from helikon.events import AgentEvent, MessageOutput, RunCompleted, RunFailed
 from helikon.items import AgentInput, text_of
@@ -27,12 +28,27 @@ class RunResult(Generic[T]):
 async def collect(stream: AsyncIterable[AgentEvent]) -> RunResult[str]:
     """Drain ``stream``; the final output is the last assistant message's text.
 
+    A run's own stream (``agent.run(...)``) is drained a step's events at a
+    time (:meth:`RunEvents.batches <helikon._stream.RunEvents.batches>`).
+
     Raises:
         RunError: the run ended with ``RunFailed`` (``.error`` says why;
             ``.events`` holds what happened).
     """
     events: list[AgentEvent] = []
     final = ""
+    if isinstance(stream, RunEvents):
+        async for step in stream.batches():
+            if isinstance(step, tuple):
+                events += step
+                for event in step:
+                    if type(event) is MessageOutput:
+                        final = text_of(event.item.content)
+            else:
+                events.append(step)
+                if type(step) is MessageOutput:
+                    final = text_of(step.item.content)
+        return _finish(events, final)
     async for event in stream:
         events.append(event)
         if type(event) is MessageOutput:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Any, Protocol, TypeGuard, TypeVar, cast
 
 import attrs
 from returns.result import Failure, Success
 
+from helikon._stream import RunEvents, Steps
 from helikon.agents import deadline_at
 from helikon.effects import Effect as Effect
 from helikon.effects import (
@@ -139,13 +140,6 @@ def interruption(env: RunEnv, limit: tuple[float, float] | None = None) -> RunIn
     return None
 
 
-def _may_be_wave(effect: Effect) -> bool:
-    """Whether ``effect`` may be a wave (a cheap test before :func:`is_wave`,
-    which splits it: a model call or a round of one tool step is none)."""
-    kind = type(effect)
-    return kind is PerformAll or (kind is ExecuteTools and len(effect.steps) > 1)  # type: ignore[union-attr]
-
-
 async def _read(clock: Any) -> float | None:
     """A clock reading (a clock may answer with an awaitable: a Temporal
     worker's clock is read through an activity)."""
@@ -155,13 +149,24 @@ async def _read(clock: Any) -> float | None:
     return cast(float | None, reading)
 
 
-async def drive(
+def drive(
     interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
-) -> AsyncGenerator[AgentEvent, None]:
+) -> RunEvents:
     """Run ``env``'s agent on ``input`` to a terminal state, yielding events.
 
-    ``first`` resumes from an outcome instead of starting afresh.
+    ``first`` resumes from an outcome instead of starting afresh. The
+    events come one at a time from :func:`drive_batches`'s steps (a
+    :class:`~helikon._stream.RunEvents`, an async generator of events).
     """
+    return RunEvents(drive_batches(interpreter, env, input, first))
+
+
+async def drive_batches(
+    interpreter: Interpreter, env: RunEnv, input: AgentInput, first: OutcomeLike | None = None
+) -> Steps:
+    """:func:`drive`, a step at a time: each outcome's events as one tuple
+    (never an empty one), each live event (a model's text delta, a wave's
+    events) bare, as it comes."""
     machine: Machine = env.machine if env.machine is not None else LoopMachine(env.spec)
     clock = getattr(interpreter, "now", None)
     members = clock is not None and machine.timed  # tree members keep deadlines of their own
@@ -182,13 +187,20 @@ async def drive(
         if not observed:
             if observe is not None:
                 observe(env, outcome)
-            for event in outcome.events:
-                yield event
+            events = outcome.events
+            if events:
+                yield events if type(events) is tuple else tuple(events)  # a step is a tuple (of any machine)
         observed = False
         effect = outcome.effect
-        if type(effect) is Terminate:
+        kind = type(effect)
+        if kind is Terminate:
             return
-        if perform_part is not None and _may_be_wave(effect) and is_wave(effect):
+        # a model call or a round of one tool step is no wave (a cheap test before is_wave, which splits it)
+        if (
+            perform_part is not None
+            and (kind is PerformAll or (kind is ExecuteTools and len(effect.steps) > 1))  # type: ignore[union-attr]
+            and is_wave(effect)
+        ):
             # Each part moves on as soon as its own answer comes (see _waves).
             # Its events come as they happen; ``reached`` holds where it got to.
             reached = Reached(outcome)
@@ -207,10 +219,10 @@ async def drive(
             result = await awaitable
         else:
             async for item in interpreter.perform(effect, env):
-                if is_result(item):
-                    result = item
-                elif is_event(item):
-                    yield item
+                if type(item) in RESULT_TYPES:  # (is_result and is_event, inline: a frame less each)
+                    result = item  # type: ignore[assignment]
+                else:  # a live event: given as it comes
+                    yield item  # type: ignore[misc]
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         now: float | None = None
@@ -231,6 +243,7 @@ __all__ = [
     "RESULT_TYPES",
     "Interpreter",
     "drive",
+    "drive_batches",
     "due",
     "interruption",
     "is_event",

@@ -62,6 +62,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "helikon.trace",
             "helikon.snapshots",
             "helikon.results",
+            "helikon._stream",
         ),
     ),
     ("interpreters", ("helikon.interpreters",)),
