@@ -218,11 +218,20 @@ async def drive_batches(
         if awaitable is not None:
             result = await awaitable
         else:
-            async for item in interpreter.perform(effect, env):
-                if type(item) in RESULT_TYPES:  # (is_result and is_event, inline: a frame less each)
-                    result = item  # type: ignore[assignment]
-                else:  # a live event: given as it comes
-                    yield item  # type: ignore[misc]
+            stream = interpreter.perform(effect, env)
+            try:
+                async for item in stream:
+                    if type(item) in RESULT_TYPES:  # (is_result and is_event, inline: a frame less each)
+                        result = item  # type: ignore[assignment]
+                    else:  # a live event: given as it comes
+                        yield item  # type: ignore[misc]
+            except BaseException:
+                # A run closed (or failed) mid-effect closes the effect's stream
+                # now, and with it the model's: not when the collector finds it.
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+                raise
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
         now: float | None = None

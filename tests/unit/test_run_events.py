@@ -372,6 +372,25 @@ def test_a_run_closed_mid_turn_is_over(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_closing_a_run_mid_turn_closes_the_models_stream_at_once(backend: str) -> None:
+    model = GatedModel()
+
+    async def main() -> None:
+        model.gate = anyio.Event()
+        async with aclosing(LlmAgent(name="g", model=model).run(None, "hi")) as events:
+            async for event in events:
+                if type(event) is TokenDelta:
+                    break
+        assert model.closed  # by the close, not by the collector (switched off here)
+
+    gc.disable()
+    try:
+        anyio.run(main, backend=backend)
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_run_cancelled_while_it_waits_ends_and_is_over(backend: str) -> None:
     model = GatedModel()
 
