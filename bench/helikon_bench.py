@@ -73,6 +73,20 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
+@tool(name="add")
+async def add_may_suspend(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    COUNTERS["tool"] += 1
+    if a < 0:  # never taken: the await makes it a tool that may suspend (a cancel scope per round)
+        await anyio.lowlevel.checkpoint()
+    return a + b
+
+
 def add_sync(a: int, b: int) -> int:
     """Add two integers.
 
@@ -85,13 +99,16 @@ def add_sync(a: int, b: int) -> int:
 
 
 #: ``BENCH_TOOL=def`` makes the tool a plain ``def`` (a worker thread per
-#: call), ``BENCH_TOOL=def-inline`` one with ``thread=False``; by default it
+#: call), ``BENCH_TOOL=def-inline`` one with ``thread=False``,
+#: ``BENCH_TOOL=async-may-suspend`` an ``async def`` with an ``await`` (on a
+#: branch W1 never takes): its round runs in a cancel scope; by default it
 #: is the ``async def`` above.
 _TOOL_KINDS = {
     "": add,
     "async": add,
     "def": tool(add_sync, name="add"),
     "def-inline": tool(add_sync, name="add", thread=False),
+    "async-may-suspend": add_may_suspend,
 }
 
 
