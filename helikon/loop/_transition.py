@@ -362,13 +362,13 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     entry = hot.calls.get(name)  # the tool, if the rules allow a call of it whatever its arguments
     if entry is None or turn >= hot.max_turns:
         return None
-    fits = entry[1]
-    if fits is None:
-        fits = check_of(hot, name)
     try:
         args = decode(arguments or "{}")
     except msgspec.DecodeError:
-        return None  # not JSON: the general rule answers it
+        return None  # not JSON: the general rule answers it (before it reads the schema)
+    fits = entry[1]
+    if fits is None:
+        fits = check_of(hot, name)
     if not fits(args):
         return None
     # ``CallId(call_id)``, without the ``NewType`` call

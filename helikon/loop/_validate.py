@@ -198,7 +198,9 @@ def _fast_check(schema: JsonValue) -> Callable[[JsonValue], bool] | None:
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     extra = schema.get("additionalProperties", True)
-    if not isinstance(properties, dict) or not isinstance(required, list) or extra not in (True, False):
+    # (``extra`` is ``True`` or ``False`` itself: ``0 == False`` but jsonschema reads a
+    # falsy ``0`` as closed, a truthy ``1`` as open; any other value is not for this check)
+    if not isinstance(properties, dict) or not isinstance(required, list) or type(extra) is not bool:
         return None
     leaves: dict[str, _Leaf] = {}
     for name, sub in properties.items():
