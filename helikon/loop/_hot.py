@@ -11,6 +11,7 @@ memoised by the spec's identity; the memo changes speed, never results.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Final, TypeAlias, final
 
@@ -30,7 +31,8 @@ class Facts:
     """The hot paths' answers for one spec.
 
     Args:
-        spec: the spec they are about.
+        spec: the spec they are about, weakly: a memo must not keep an
+            agent's spec (its secrets among it) alive after its runs.
         calls: by name, each tool a call of which opens straight in
             ``Running`` whatever its arguments, and its arguments' quick test
             (None until first needed: see :func:`check_of`); empty when a
@@ -49,7 +51,7 @@ class Facts:
     def __init__(self, spec: AgentSpec) -> None:
         config, governance = spec.config, spec.governance
         unlimited = config.usage_limits.unlimited
-        self.spec = spec
+        self.spec = weakref.ref(spec, _forget(id(spec)))
         self.max_turns = config.max_turns
         self.calls: dict[str, tuple[ToolDef, Fits | None]] = {}
         if unlimited and not spec.handoffs and spec.price is None and not governance.hooks:
@@ -71,13 +73,23 @@ class Facts:
 def facts(spec: AgentSpec) -> Facts:
     """The hot paths' :class:`Facts` for ``spec`` (memoised by identity)."""
     hit = _by_identity.get(id(spec))
-    if hit is not None and hit.spec is spec:
+    if hit is not None and hit.spec() is spec:
         return hit
     made = Facts(spec)
     if len(_by_identity) >= _IDENTITIES:
         _by_identity.clear()
-    _by_identity[id(spec)] = made  # it holds the spec: its id is not reused meanwhile
+    # dropped when the spec goes (see _forget), before its id can be reused
+    _by_identity[id(spec)] = made
     return made
+
+
+def _forget(key: int) -> Callable[[object], None]:
+    """What drops the memo of the spec whose id is ``key`` when it goes."""
+
+    def forget(_gone: object) -> None:
+        _by_identity.pop(key, None)
+
+    return forget
 
 
 def check_of(hot: Facts, name: str) -> Fits:

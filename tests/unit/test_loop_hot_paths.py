@@ -26,3 +26,25 @@ def test_arguments_that_are_no_json_are_answered_before_the_tool_schema_is_read(
     fast = transition(state, answer, spec).unwrap()
     assert fast == slow
     assert any(getattr(item, "is_error", False) for item in fast.appended)  # invalid arguments, answered
+
+
+def test_the_hot_paths_memo_does_not_keep_a_spec_and_its_secrets_alive() -> None:
+    # The memo is by identity; it must not hold an agent's spec (its governance
+    # secrets among it) after the runs that use it are gone.
+    import gc
+    import weakref
+
+    from helikon.loop import _hot
+    from helikon.loop._spec import Governance
+
+    secret = Governance(secrets=("s3cr3t",))
+    spec = AgentSpec("a", tools=(ToolDef("t", "", {"type": "object"}),), governance=secret)
+    assert _hot.facts(spec) is _hot.facts(spec)  # memoised
+    key, gone = id(spec), weakref.ref(spec)
+    gc.disable()  # freed by its count alone, not by the collector
+    try:
+        del spec
+        assert gone() is None
+        assert key not in _hot._by_identity
+    finally:
+        gc.enable()
