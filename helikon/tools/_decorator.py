@@ -484,12 +484,18 @@ _SUSPENDING = frozenset(
 
 def _never_awaits(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` is an ``async def`` whose body cannot suspend (False
-    when unsure: a callable object, a wrapper, a generator-based coroutine)."""
+    when unsure: a callable object, a wrapper, a generator-based coroutine,
+    a compiled function whose ``__code__`` is not what runs)."""
     import dis
     import inspect
+    import types
 
-    code = getattr(fn, "__code__", None)
-    if code is None or not code.co_flags & inspect.CO_COROUTINE:
+    if type(fn) is types.MethodType:
+        fn = fn.__func__
+    if type(fn) is not types.FunctionType:  # only a Python function runs its own bytecode
+        return False
+    code = fn.__code__
+    if not code.co_flags & inspect.CO_COROUTINE:
         return False
     return not any(instruction.opname in _SUSPENDING for instruction in dis.get_instructions(code))
 
