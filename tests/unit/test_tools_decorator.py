@@ -664,3 +664,26 @@ def test_a_function_like_object_whose_code_is_not_what_runs_may_suspend() -> Non
 
     assert at_once(tool(Compiled())) is None
     assert at_once(tool(Methods().never)) is not None  # a bound method: its function's code
+
+
+def test_a_tool_whose_code_was_replaced_since_it_was_decorated_may_suspend() -> None:
+    # A reloader (IPython's autoreload) swaps a function's ``__code__`` in
+    # place: what was read when it was decorated no longer says what runs.
+    from helikon.tools._decorator import at_once
+
+    async def echo(a: int) -> int:
+        """Echo a number.
+
+        Args:
+            a: a number.
+        """
+        return a
+
+    async def edited(a: int) -> int:
+        await anyio.sleep(0)
+        return a
+
+    decorated = tool(echo)
+    assert at_once(decorated) is not None
+    echo.__code__ = edited.__code__
+    assert at_once(decorated) is None
