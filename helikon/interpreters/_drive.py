@@ -17,6 +17,7 @@ decides with each reading whether the run is out of time.
 from __future__ import annotations
 
 import inspect
+import logging
 import typing
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, TypeGuard, TypeVar, cast
@@ -140,6 +141,21 @@ def interruption(env: RunEnv, limit: tuple[float, float] | None = None) -> RunIn
     return None
 
 
+async def close_quietly(stream: object) -> None:
+    """Close ``stream`` (an effect's, a model's) because its run is over,
+    closed or failed: a failure closing it is logged, not raised (it would
+    hide why the run ended, as it did not when the collector closed it)."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except Exception as exc:
+        logging.getLogger("helikon.interpreters").warning(
+            "closing a stream of a closed run failed: %s: %s", type(exc).__name__, exc
+        )
+
+
 async def _read(clock: Any) -> float | None:
     """A clock reading (a clock may answer with an awaitable: a Temporal
     worker's clock is read through an activity)."""
@@ -228,9 +244,7 @@ async def drive_batches(
             except BaseException:
                 # A run closed (or failed) mid-effect closes the effect's stream
                 # now, and with it the model's: not when the collector finds it.
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await close_quietly(stream)
                 raise
         if result is None:
             raise StepError(f"{type(interpreter).__name__} performed {type(effect).__name__} with no result")
@@ -251,6 +265,7 @@ __all__ = [
     "CLOCKED",
     "RESULT_TYPES",
     "Interpreter",
+    "close_quietly",
     "drive",
     "drive_batches",
     "due",

@@ -71,7 +71,7 @@ from helikon.errors import (
 from helikon.events import AgentEvent, emitted_at
 from helikon.ids import RunId
 from helikon.interpreters._children import ChildEnd, run_child
-from helikon.interpreters._drive import CLOCKED, due, interruption, is_event, is_result
+from helikon.interpreters._drive import CLOCKED, close_quietly, due, interruption, is_event, is_result
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._perform import (
     approvals,
@@ -319,7 +319,7 @@ class LiveInterpreter:
         cancel = token if deadline is None else token.child(deadline)
         try:
             stream = env.model.invoke(effect.request, cancel)
-            ended = False
+            spent = False  # nothing left to close
             try:
                 async for event in stream:
                     events.append(event)
@@ -332,11 +332,16 @@ class LiveInterpreter:
                         break
                     if deadline is not None and len(events) % 64 == 0 and interruption(env, limit):
                         break
-                else:
-                    ended = True
+                else:  # a spent async generator has nothing left to close
+                    spent = isinstance(stream, AsyncGeneratorType)
+            except GeneratorExit:
+                # The run is closed mid-stream: the model's stream goes with it,
+                # and a failure closing it is no answer (none can be given now).
+                spent = True
+                await close_quietly(stream)
+                raise
             finally:
-                # a spent async generator has nothing left to close
-                if not (ended and isinstance(stream, AsyncGeneratorType)):
+                if not spent:
                     aclose = getattr(stream, "aclose", None)
                     if aclose is not None:
                         await aclose()

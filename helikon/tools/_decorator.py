@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Generic, ParamSpec, TypeVar, final, overload
@@ -64,6 +65,8 @@ class _Plan:
     #: An ``async def`` whose body has no ``await``, ``async with`` or
     #: ``async for`` (read from its bytecode): its coroutine ends at its first step.
     never_awaits: bool = False
+    #: The code object ``never_awaits`` was read from (a reloader may swap it).
+    code: object = None
     #: A call never suspends (an ``async def`` that never awaits, or a
     #: ``def`` called on the event loop): nothing in it can be interrupted.
     at_once: bool = attrs.field(init=False)
@@ -403,6 +406,7 @@ def _build(
         required = tuple(spec.name for spec in fields if spec.required)
         drop_null = frozenset(s.name for s in fields if not s.required and not accepts_none(s.type))
 
+    never_awaits = is_async and _never_awaits(fn)
     plan = _Plan(
         target=fn,
         is_async=is_async,
@@ -413,7 +417,8 @@ def _build(
         required=required,
         drop_null=drop_null,
         args_converter=args_converter,
-        never_awaits=is_async and _never_awaits(fn),
+        never_awaits=never_awaits,
+        code=_code_of(fn) if never_awaits else None,
     )
     try:
         returns = hints.get("return")
@@ -484,21 +489,35 @@ _SUSPENDING = frozenset(
 
 def _never_awaits(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` is an ``async def`` whose body cannot suspend (False
-    when unsure: a callable object, a wrapper, a generator-based coroutine)."""
+    when unsure: a callable object, a wrapper, a generator-based coroutine,
+    a compiled function whose ``__code__`` is not what runs)."""
     import dis
     import inspect
 
-    code = getattr(fn, "__code__", None)
+    code = _code_of(fn)
     if code is None or not code.co_flags & inspect.CO_COROUTINE:
         return False
     return not any(instruction.opname in _SUSPENDING for instruction in dis.get_instructions(code))
 
 
+def _code_of(fn: object) -> types.CodeType | None:
+    """The bytecode a Python function (or a method of one) runs; None for
+    anything else (a compiled function's ``__code__`` is not what runs)."""
+    if type(fn) is types.MethodType:
+        fn = fn.__func__
+    if type(fn) is not types.FunctionType:
+        return None
+    return fn.__code__
+
+
 def at_once(tool: object) -> FunctionTool[..., Any] | None:
     """``tool`` if it is a :class:`FunctionTool` whose call never suspends
-    (see ``_Plan.at_once``), else None."""
-    if type(tool) is FunctionTool and tool._plan.at_once:
-        return tool
+    (see ``_Plan.at_once``; an ``async def`` still runs the code it was read
+    from), else None."""
+    if type(tool) is FunctionTool:
+        plan = tool._plan
+        if plan.at_once and (plan.code is None or _code_of(plan.target) is plan.code):
+            return tool
     return None
 
 

@@ -390,6 +390,79 @@ def test_closing_a_run_mid_turn_closes_the_models_stream_at_once(backend: str) -
         gc.enable()
 
 
+class FailingCloseModel(GatedModel):
+    """A ``GatedModel`` whose stream fails as it is closed (a connection
+    reset while its response is released, say)."""
+
+    async def invoke(self, request: ModelRequest, cancel: Any) -> AsyncIterator[ModelEvent]:
+        try:
+            yield TextChunk("a")
+            assert self.gate is not None
+            await self.gate.wait()
+            yield Finish(FinishReason.STOP)
+        finally:
+            self.closed = True
+            raise OSError("connection reset while closing")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_closed_mid_turn_whose_model_stream_fails_to_close_closes_quietly(backend: str) -> None:
+    # The run is over either way: as when the collector closed the model's
+    # stream, a failure closing it does not become the caller's (it was a
+    # RuntimeError, "async generator ignored GeneratorExit").
+    model = FailingCloseModel()
+
+    async def main() -> None:
+        model.gate = anyio.Event()
+        async with aclosing(LlmAgent(name="g", model=model).run(None, "hi")) as events:
+            async for event in events:
+                if type(event) is TokenDelta:
+                    break
+        assert model.closed
+        with pytest.raises(StopAsyncIteration):
+            await events.__anext__()
+
+    anyio.run(main, backend=backend)
+
+
+class FailsAsClosed:
+    """The live interpreter, whose effect streams fail as they are closed."""
+
+    def __init__(self) -> None:
+        self.inner = LiveInterpreter()
+        self.failed = 0
+
+    def new_run_id(self) -> RunId:
+        return self.inner.new_run_id()
+
+    async def perform(self, effect: Any, env: Any) -> AsyncGenerator[Any, None]:
+        try:
+            async for item in self.inner.perform(effect, env):
+                yield item
+        except GeneratorExit:
+            self.failed += 1
+            raise OSError("failed as closed") from None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_closed_mid_effect_whose_stream_fails_to_close_closes_quietly(
+    backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    model, interpreter = GatedModel(), FailsAsClosed()
+
+    async def main() -> None:
+        model.gate = anyio.Event()
+        run = LlmAgent(name="g", model=model).run(None, "hi", interpreter=interpreter)
+        async with aclosing(run) as events:
+            async for event in events:
+                if type(event) is TokenDelta:
+                    break
+
+    anyio.run(main, backend=backend)
+    assert interpreter.failed == 1 and model.closed
+    assert "OSError: failed as closed" in caplog.text  # logged, as the collector would have
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_run_cancelled_while_it_waits_ends_and_is_over(backend: str) -> None:
     model = GatedModel()

@@ -623,3 +623,67 @@ def test_a_tool_that_cannot_suspend_is_told_apart_from_one_that_can() -> None:
     for may_suspend in (tool(awaits), tool(enters), tool(iterates), tool(plain), obj):
         assert at_once(may_suspend) is None, may_suspend
     assert at_once(len) is None
+
+
+def test_a_function_like_object_whose_code_is_not_what_runs_may_suspend() -> None:
+    # A compiled async function (Cython's kind) looks like a function to
+    # ``inspect``: a ``__code__`` flagged as a coroutine's, for introspection
+    # only (no await in it), while the code that runs awaits. Only a Python
+    # function's own bytecode says it cannot suspend.
+    from helikon.tools._decorator import at_once
+
+    async def stub(a: int) -> int:
+        """Echo a number.
+
+        Args:
+            a: a number.
+        """
+        return a
+
+    class Compiled:
+        __name__ = __qualname__ = "compiled"
+        __defaults__ = __kwdefaults__ = None
+
+        def __init__(self) -> None:
+            self.__code__ = stub.__code__
+            self.__annotations__ = dict(stub.__annotations__)
+            self.__doc__ = stub.__doc__
+
+        async def __call__(self, a: int) -> int:
+            await anyio.sleep(0)
+            return a
+
+    class Methods:
+        async def never(self, a: int) -> int:
+            """Echo a number.
+
+            Args:
+                a: a number.
+            """
+            return a
+
+    assert at_once(tool(Compiled())) is None
+    assert at_once(tool(Methods().never)) is not None  # a bound method: its function's code
+
+
+def test_a_tool_whose_code_was_replaced_since_it_was_decorated_may_suspend() -> None:
+    # A reloader (IPython's autoreload) swaps a function's ``__code__`` in
+    # place: what was read when it was decorated no longer says what runs.
+    from helikon.tools._decorator import at_once
+
+    async def echo(a: int) -> int:
+        """Echo a number.
+
+        Args:
+            a: a number.
+        """
+        return a
+
+    async def edited(a: int) -> int:
+        await anyio.sleep(0)
+        return a
+
+    decorated = tool(echo)
+    assert at_once(decorated) is not None
+    echo.__code__ = edited.__code__
+    assert at_once(decorated) is None
