@@ -20,6 +20,7 @@ from helikon.effects import ApprovalDecision, ApprovalRequest, CallStep, StepRes
 from helikon.ids import CallId
 from helikon.interpreters._env import RunEnv
 from helikon.interpreters._perform import Call, Callbacks, approvals, one_step, run_async
+from helikon.tools._decorator import context_free
 
 
 def callbacks_of(env: RunEnv) -> Callbacks:
@@ -41,6 +42,10 @@ def _callbacks(env: RunEnv) -> Callbacks:
             return None
         # A non-object argument reaches the tool as it is: the machine
         # validated it against the tool's schema, and nothing is made up here.
+        # A function tool that takes no context is given none (its ``invoke``
+        # passes the context to the function only when it takes one).
+        if context_free(implementation):
+            return Call(implementation.invoke, (None, args))
         return Call(implementation.invoke, (_tool_context(env, call_id, actions), args))
 
     def reconcile(call_id: CallId, name: str, args: JsonValue, actions: Actions) -> Call | None:

@@ -521,6 +521,12 @@ def at_once(tool: object) -> FunctionTool[..., Any] | None:
     return None
 
 
+def context_free(tool: object) -> bool:
+    """Whether ``tool`` is a :class:`FunctionTool` whose function takes no
+    :class:`ToolContext` (its ``invoke`` then never reads the one it is given)."""
+    return type(tool) is FunctionTool and not tool._plan.takes_ctx
+
+
 def takes_context(tool: FunctionTool[..., Any]) -> bool:
     """Whether the function reads its :class:`ToolContext` (its first
     parameter); :meth:`FunctionTool.invoke` ignores the context otherwise."""
