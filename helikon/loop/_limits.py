@@ -92,10 +92,13 @@ cache_creation_input_tokens=0, requests=1, tool_calls=0, cost=None)
     return attrs.evolve(priced(reported, price), requests=reported.requests + 1)
 
 
-def spend(total: Usage, reported: Usage, price: ModelPrice | None) -> tuple[Decimal | None, Usage]:
+def spend(
+    total: Usage, reported: Usage, price: ModelPrice | None, tool_calls: int = 0
+) -> tuple[Decimal | None, Usage]:
     """A model call's cost and the run's usage after it: ``(turn.cost, total +
     turn)`` where ``turn = turn_usage(reported, price)``, with one new
-    :class:`~helikon.model.Usage` on the hot path (no price), not two.
+    :class:`~helikon.model.Usage` on the hot path (no price), not two;
+    ``tool_calls`` more tool calls counted in it (the hot path's one call).
 
     >>> spend(Usage(1, 1, requests=1, cost=Decimal(0)), Usage(input_tokens=2), None)
     (None, Usage(input_tokens=3, output_tokens=1, cached_input_tokens=0, reasoning_tokens=0, \
@@ -103,7 +106,10 @@ cache_creation_input_tokens=0, requests=2, tool_calls=0, cost=None))
     """
     if price is not None:
         spent = turn_usage(reported, price)
-        return spent.cost, total + spent
+        after = total + spent
+        if tool_calls:
+            after = attrs.evolve(after, tool_calls=after.tool_calls + tool_calls)
+        return spent.cost, after
     i, o, c, r, w = (
         reported.input_tokens,
         reported.output_tokens,
@@ -120,7 +126,7 @@ cache_creation_input_tokens=0, requests=2, tool_calls=0, cost=None))
         total.reasoning_tokens + r,
         total.cache_creation_input_tokens + w,
         total.requests + reported.requests + 1,
-        total.tool_calls + reported.tool_calls,
+        total.tool_calls + reported.tool_calls + tool_calls,
         cost,
     )
 

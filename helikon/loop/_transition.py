@@ -374,25 +374,8 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     # ``CallId(call_id)``, without the ``NewType`` call
     made: CallId = call_id if call_id else derive_call_id(state.run_id, turn, 0)  # type: ignore[assignment]
     call = ToolCall(made, name, arguments)
-    # ``spend`` then one tool call more (what the general rule makes in two usages), in one
-    total = state.usage
-    i, o, c, r, w = (
-        reported.input_tokens,
-        reported.output_tokens,
-        reported.cached_input_tokens,
-        reported.reasoning_tokens,
-        reported.cache_creation_input_tokens,
-    )
-    usage = Usage(
-        total.input_tokens + i,
-        total.output_tokens + o,
-        total.cached_input_tokens + c,
-        total.reasoning_tokens + r,
-        total.cache_creation_input_tokens + w,
-        total.requests + reported.requests + 1,
-        total.tool_calls + reported.tool_calls + 1,
-        None if (i or o or c or r or w) else total.cost,
-    )
+    # ``spend`` with the one tool call counted (what the general rule makes in two usages)
+    _, usage = spend(state.usage, reported, None, 1)
     appended = (call,)
     running = evolve(
         state,
