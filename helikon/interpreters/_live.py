@@ -89,7 +89,7 @@ from helikon.interpreters._tree_env import child_of, env_at, is_private
 from helikon.loop import Raised
 from helikon.loop._deltas import _MAKERS as _DELTAS
 from helikon.model import ModelEvent, Usage
-from helikon.tools._decorator import FunctionTool, at_once, takes_context
+from helikon.tools._decorator import FunctionTool, at_once, context_free
 
 #: When work is cut short, on the event loop's clock, and the timeout that set it.
 Limit = tuple[float, float] | None
@@ -387,7 +387,7 @@ async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: Run
     checkpoint, so no scope could interrupt it, and with no deadline the
     effective deadline the tool could read is the same. A tool that does not
     read its context gets none (``invoke`` ignores it)."""
-    actions = Actions() if takes_context(tool) else None  # escalating needs the context
+    actions = None if context_free(tool) else Actions()  # escalating needs the context
     ctx: Any = None if actions is None else _tool_context(env, step.call_id, actions)
     try:
         value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it

@@ -527,12 +527,6 @@ def context_free(tool: object) -> bool:
     return type(tool) is FunctionTool and not tool._plan.takes_ctx
 
 
-def takes_context(tool: FunctionTool[..., Any]) -> bool:
-    """Whether the function reads its :class:`ToolContext` (its first
-    parameter); :meth:`FunctionTool.invoke` ignores the context otherwise."""
-    return tool._plan.takes_ctx
-
-
 def _param_field(param: Any, hint: object, docs: Mapping[str, str]) -> FieldSpec:
     name, description = param.name, docs.get(param.name)
     if param.default is param.empty:
