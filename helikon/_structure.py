@@ -470,6 +470,36 @@ def _tagged_union(tp: Any) -> tuple[Any, Quick | None]:
     return union, build
 
 
+def exact(mirror: Any) -> bool:
+    """Whether two values msgspec decoded as ``mirror`` (a type :func:`typed`
+    gave) that are ``==`` always have the same JSON text: no float (``-0.0 ==
+    0.0``), no raw JSON (``true == 1``, ``1 == 1.0``), only strings,
+    integers, booleans, None, tuples of those and mirrors of those (a
+    mirror equals only a mirror of its own class)."""
+    found = _exact.get(mirror)
+    if found is None:
+        _exact[mirror] = False  # a type that contains itself: not known exact
+        found = _exact[mirror] = _is_exact(mirror)
+    return found
+
+
+def _is_exact(mirror: Any) -> bool:
+    if mirror in (str, int, bool, type(None)):
+        return True
+    if isinstance(mirror, type) and issubclass(mirror, msgspec.Struct):
+        return all(exact(f.type) for f in msgspec.structs.fields(mirror))
+    args = typing.get_args(mirror)
+    origin = typing.get_origin(mirror)
+    if origin is tuple:
+        return all(a is Ellipsis or exact(a) for a in args)
+    if origin is typing.Union or isinstance(mirror, types.UnionType):
+        return all(exact(a) for a in args)
+    return False
+
+
+_exact: dict[Any, bool] = {}
+
+
 def _none(value: None) -> None:
     return None
 
@@ -579,4 +609,4 @@ _MISSING: Any = object()
 _FACTORY: Any = attrs.Factory
 _compiled: dict[Any, Quick] = {}
 
-__all__ = ["Quick", "quick", "typed", "typed_member"]
+__all__ = ["Quick", "construction", "exact", "maker", "quick", "typed", "typed_member"]
