@@ -406,6 +406,10 @@ def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
         return typed(supertype)
     if isinstance(tp, type) and attrs.has(tp):
         return _struct(tp, tagged)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum) and all(type(m.value) is str for m in tp):
+        # msgspec reads a member from its value, as :func:`quick` does
+        # (looked up: an alias gives its canonical member).
+        return tp, None
     if codec._is_tuple(tp):
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
@@ -415,7 +419,7 @@ def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
                 return homogeneous, None
             builds = _dispatch.get(build)
             if builds is not None:  # of a union: each member built at once
-                return homogeneous, lambda value: tuple([builds[type(v)](v) for v in value])
+                return homogeneous, _each_of(builds)
             return homogeneous, lambda value: tuple(map(build, value))
         parts = [typed(a) for a in args]
         if all(build is None for _, build in parts):
@@ -429,6 +433,19 @@ def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+
+
+def _each_of(builds: dict[type, Quick]) -> Quick:
+    """The function that builds a tuple of a union's mirrors, each by its
+    class's function (one value, the usual case, with no loop)."""
+
+    def build(value: Any) -> Any:
+        if len(value) == 1:
+            v = value[0]
+            return (builds[type(v)](v),)
+        return tuple([builds[type(v)](v) for v in value])
+
+    return build
 
 
 def typed_member(cls: type) -> tuple[Any, Quick | None]:

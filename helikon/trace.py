@@ -703,7 +703,7 @@ def _typed_step(line: Any, last: dict[_Asker, ModelRequest]) -> TraceStep | None
         if line.kind != "step":
             return None
         path = line.path
-        build = _step_line()
+        build = _step_type
         effect = line.effect
         if type(effect) is _step_type[5]:
             read = _typed_call(effect.request, effect.turn, path, last)
