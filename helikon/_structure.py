@@ -21,6 +21,12 @@ one.
 decodes a line as ``Struct`` mirrors of its carriers, checking every type in
 C, and the carriers are built from them with no check at all; a line it
 refuses is read the quick way (and then the strict way).
+
+Both make a carrier without running its ``__init__`` when attrs generated
+one that only stores its arguments (:func:`construction`, :func:`maker`):
+the instance is made with ``object.__new__`` and its slots or ``__dict__``
+set directly, as that ``__init__`` would (a class with a validator, a
+factory default, a hook or a cached hash is called as usual).
 """
 
 from __future__ import annotations
@@ -437,12 +443,19 @@ _SCALARS = (str, int, float, bool, type(None))
 
 def _each_of(builds: dict[type, Quick]) -> Quick:
     """The function that builds a tuple of a union's mirrors, each by its
-    class's function (one value, the usual case, with no loop)."""
+    class's function (up to three values, the usual case, with no loop)."""
 
     def build(value: Any) -> Any:
-        if len(value) == 1:
+        n = len(value)
+        if n == 1:
             v = value[0]
             return (builds[type(v)](v),)
+        if n == 2:
+            v, w = value
+            return (builds[type(v)](v), builds[type(w)](w))
+        if n == 3:
+            v, w, x = value
+            return (builds[type(v)](v), builds[type(w)](w), builds[type(x)](x))
         return tuple([builds[type(v)](v) for v in value])
 
     return build
