@@ -313,7 +313,7 @@ class Trace:
                 line = line.encode()
             if not line.strip():
                 continue
-            if _REF_START not in line:
+            if b"$" not in line or _REF_START not in line:  # a byte is looked for at memchr speed
                 plain.add(number)
                 if step_decoder is not None and line.startswith(_STEP_START):
                     try:
