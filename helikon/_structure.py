@@ -21,11 +21,20 @@ one.
 decodes a line as ``Struct`` mirrors of its carriers, checking every type in
 C, and the carriers are built from them with no check at all; a line it
 refuses is read the quick way (and then the strict way).
+
+Both make a carrier without running its ``__init__`` when attrs generated
+one that only stores its arguments (:func:`construction`, :func:`maker`):
+the instance is made with ``object.__new__`` and its slots or ``__dict__``
+set directly, as that ``__init__`` would (a class with a validator, a
+factory default, a hook or a cached hash is called as usual).
 """
 
 from __future__ import annotations
 
 import enum
+import inspect
+import re
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -237,10 +246,138 @@ def _carrier(cls: type) -> Quick:
             scope[f"h{n}"] = quick(tp)
             lines.append(f"{indent}{v} = h{n}({v})")
         args.append(f"{field.name}={v}" if field.kw_only else v)
-    lines.append(f"    return _cls({', '.join(args)})")
+    made = construction(cls, [f"v{n}" for n in range(len(fields))], scope, "_m")
+    if made is None:
+        lines.append(f"    return _cls({', '.join(args)})")
+    else:
+        lines.extend(f"    {line}" for line in (*made, "return o"))
     exec("\n".join(lines), scope)  # generated from the class's own fields, as cattrs does
     structure: Quick = scope["structure"]
     return structure
+
+
+def _assignments(cls: type) -> list[tuple[str, str, Any]] | None:
+    """How the attrs-generated ``__init__`` of ``cls`` stores each field, in
+    field order: ``(name, "slot" or "dict", converter or None)``; None when
+    it does anything else (a validator, a factory default, a hook such as
+    ``__attrs_post_init__``, a cached hash, ...) or is not attrs' own.
+
+    Read from the source attrs generated (it keeps it for tracebacks): a
+    statement of a form not listed here means "call the class", so a
+    change in attrs can make building slower, never different.
+    """
+    if "__attrs_attrs__" not in cls.__dict__ or cls.__new__ is not _OBJECT_NEW:
+        return None
+    init = cls.__dict__.get("__init__")
+    code = getattr(init, "__code__", None)
+    if code is None or not code.co_filename.startswith("<attrs generated"):
+        return None
+    scope = init.__globals__  # type: ignore[union-attr]
+    if scope.get("_cached_setattr_get") != _OBJECT_SETATTR_GET:
+        return None
+    try:
+        source = inspect.getsource(init)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return None
+    body = source.splitlines()[1:]
+    fields = attrs.fields(cls)
+    found: list[tuple[str, str, Any]] = []
+    for line in body:
+        statement = line.strip()
+        if statement in ("_setattr = _cached_setattr_get(self)", "_inst_dict = self.__dict__", ""):
+            continue
+        match = _STORE.fullmatch(statement)
+        if match is None:
+            return None
+        name = match["slot"] or match["key"]
+        value = match["value"] or match["value2"]
+        converter = None
+        if value != name:
+            call = _CONVERTED.fullmatch(value)
+            if call is None or call["field"] != name or call["arg"] != name:
+                return None
+            converter = scope.get(f"__attr_converter_{name}")
+            if not callable(converter):
+                return None
+        found.append((name, "slot" if match["slot"] else "dict", converter))
+    if [name for name, _, _ in found] != [f.name for f in fields] or any(
+        f.alias != f.name or not f.init for f in fields
+    ):
+        return None
+    return found
+
+
+_OBJECT_SETATTR_GET: Any = object.__setattr__.__get__
+_OBJECT_NEW: Any = object.__new__
+_STORE = re.compile(
+    r"_setattr\('(?P<slot>\w+)', (?P<value>.+)\)|_inst_dict\['(?P<key>\w+)'\] = (?P<value2>.+)"
+)
+_CONVERTED = re.compile(r"__attr_converter_(?P<field>\w+)\((?P<arg>\w+)\)")
+
+
+def construction(cls: type, values: list[str], scope: dict[str, Any], prefix: str) -> list[str] | None:
+    """Statements that make ``o``, an instance of ``cls`` from the Python
+    expressions ``values`` (one per field, in order), exactly as calling
+    the class would, with no ``__init__`` run (a frame and a call per field
+    less); None if the class's ``__init__`` does more than store its
+    arguments (see :func:`_assignments`). Names it needs go to ``scope``,
+    starting with ``prefix``."""
+    stores = _assignments(cls)
+    if stores is None:
+        return None
+    scope[f"{prefix}cls"] = cls
+    scope["_new"] = object.__new__
+    scope["_osetattr"] = object.__setattr__
+    lines = [f"o = _new({prefix}cls)"]
+    in_dict: list[str] = []
+    for n, ((name, kind, converter), value) in enumerate(zip(stores, values, strict=True)):
+        if converter is not None:
+            scope[f"{prefix}c{n}"] = converter
+            value = f"{prefix}c{n}({value})"
+        if kind == "dict":
+            in_dict.append(f"{name!r}: {value}")
+            continue
+        setter = _slot_setter(cls, name)
+        if setter is None:
+            lines.append(f"_osetattr(o, {name!r}, {value})")
+        else:
+            scope[f"{prefix}s{n}"] = setter
+            lines.append(f"{prefix}s{n}(o, {value})")
+    if in_dict:
+        lines.append(f"_osetattr(o, '__dict__', {{{', '.join(in_dict)}}})")
+    return lines
+
+
+def _slot_setter(cls: type, name: str) -> Any:
+    """The ``__set__`` of the member descriptor ``object.__setattr__`` would
+    find for ``name`` on ``cls`` (a slot), or None (then that is called)."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name)
+        if found is not None:
+            return found.__set__ if type(found) is types.MemberDescriptorType else None
+    return None
+
+
+def maker(cls: type) -> Callable[..., Any]:
+    """A function that takes every field of ``cls`` positionally, in order,
+    and gives what ``cls(*fields)`` gives, without running ``__init__`` when
+    that only stores them (:func:`construction`); else the class itself."""
+    found = _makers.get(cls)
+    if found is None:
+        scope: dict[str, Any] = {}
+        names = [f"a{n}" for n in range(len(attrs.fields(cls)))]
+        lines = construction(cls, names, scope, "_")
+        if lines is None:
+            found = cls
+        else:
+            body = "\n    ".join([*lines, "return o"])
+            exec(f"def make({', '.join(names)}):\n    {body}", scope)  # generated, as in _carrier
+            found = scope["make"]
+        _makers[cls] = found
+    return found
+
+
+_makers: dict[type, Callable[..., Any]] = {}
 
 
 def typed(tp: Any) -> tuple[Any, Quick | None]:
@@ -275,6 +412,10 @@ def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
         return typed(supertype)
     if isinstance(tp, type) and attrs.has(tp):
         return _struct(tp, tagged)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum) and all(type(m.value) is str for m in tp):
+        # msgspec reads a member from its value, as :func:`quick` does
+        # (looked up: an alias gives its canonical member).
+        return tp, None
     if codec._is_tuple(tp):
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
@@ -284,7 +425,7 @@ def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
                 return homogeneous, None
             builds = _dispatch.get(build)
             if builds is not None:  # of a union: each member built at once
-                return homogeneous, lambda value: tuple([builds[type(v)](v) for v in value])
+                return homogeneous, _each_of(builds)
             return homogeneous, lambda value: tuple(map(build, value))
         parts = [typed(a) for a in args]
         if all(build is None for _, build in parts):
@@ -298,6 +439,26 @@ def _build_typed(tp: Any, tagged: bool) -> tuple[Any, Quick | None]:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+
+
+def _each_of(builds: dict[type, Quick]) -> Quick:
+    """The function that builds a tuple of a union's mirrors, each by its
+    class's function (up to three values, the usual case, with no loop)."""
+
+    def build(value: Any) -> Any:
+        n = len(value)
+        if n == 1:
+            v = value[0]
+            return (builds[type(v)](v),)
+        if n == 2:
+            v, w = value
+            return (builds[type(v)](v), builds[type(w)](w))
+        if n == 3:
+            v, w, x = value
+            return (builds[type(v)](v), builds[type(w)](w), builds[type(x)](x))
+        return tuple([builds[type(v)](v) for v in value])
+
+    return build
 
 
 def typed_member(cls: type) -> tuple[Any, Quick | None]:
@@ -339,6 +500,36 @@ def _tagged_union(tp: Any) -> tuple[Any, Quick | None]:
     return union, build
 
 
+def exact(mirror: Any) -> bool:
+    """Whether two values msgspec decoded as ``mirror`` (a type :func:`typed`
+    gave) that are ``==`` always have the same JSON text: no float (``-0.0 ==
+    0.0``), no raw JSON (``true == 1``, ``1 == 1.0``), only strings,
+    integers, booleans, None, tuples of those and mirrors of those (a
+    mirror equals only a mirror of its own class)."""
+    found = _exact.get(mirror)
+    if found is None:
+        _exact[mirror] = False  # a type that contains itself: not known exact
+        found = _exact[mirror] = _is_exact(mirror)
+    return found
+
+
+def _is_exact(mirror: Any) -> bool:
+    if mirror in (str, int, bool, type(None)):
+        return True
+    if isinstance(mirror, type) and issubclass(mirror, msgspec.Struct):
+        return all(exact(f.type) for f in msgspec.structs.fields(mirror))
+    args = typing.get_args(mirror)
+    origin = typing.get_origin(mirror)
+    if origin is tuple:
+        return all(a is Ellipsis or exact(a) for a in args)
+    if origin is typing.Union or isinstance(mirror, types.UnionType):
+        return all(exact(a) for a in args)
+    return False
+
+
+_exact: dict[Any, bool] = {}
+
+
 def _none(value: None) -> None:
     return None
 
@@ -357,6 +548,7 @@ def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
     specs: list[tuple[str, Any, Any]] = []
     scope: dict[str, Any] = {"_cls": cls}
     args: list[str] = []
+    reads: list[str] = []
     for n, field in enumerate(fields):
         mirror, build = typed(hints[field.name])
         read = f"value.{field.name}"
@@ -382,6 +574,7 @@ def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
                 scope[f"d{n}"] = field.default
                 read = f"(d{n} if (v := {read}) is d{n} else b{n}(v))"
         args.append(f"{field.name}={read}" if field.kw_only else read)
+        reads.append(read)
     try:
         struct = msgspec.defstruct(
             f"{cls.__name__}Mirror",
@@ -394,7 +587,11 @@ def _struct(cls: type, tagged: bool) -> tuple[Any, Quick | None]:
         msgspec.json.Decoder(struct)  # a field type msgspec refuses shows here
     except (TypeError, ValueError):
         return Any, quick(cls)
-    exec(f"def build(value): return _cls({', '.join(args)})", scope)  # generated, as in _carrier
+    made = construction(cls, reads, scope, "_m")
+    if made is None:
+        exec(f"def build(value): return _cls({', '.join(args)})", scope)  # generated, as in _carrier
+    else:
+        exec("def build(value):\n    " + "\n    ".join([*made, "return o"]), scope)
     built: Quick = scope["build"]
     return struct, built
 
@@ -442,4 +639,4 @@ _MISSING: Any = object()
 _FACTORY: Any = attrs.Factory
 _compiled: dict[Any, Quick] = {}
 
-__all__ = ["Quick", "quick", "typed", "typed_member"]
+__all__ = ["Quick", "construction", "exact", "maker", "quick", "typed", "typed_member"]

@@ -39,7 +39,7 @@ import msgspec
 from helikon import codec
 from helikon._conversation import _SHIFT, CHUNK, Conversation
 from helikon._normal import normal_form
-from helikon._structure import Quick, quick, typed, typed_member
+from helikon._structure import Quick, exact, maker, quick, typed, typed_member
 from helikon.agents import Member, TreeSpec, WorkflowSpec
 from helikon.effects import AtPath, CallModel, Effect, EffectResult, PerformAll
 from helikon.errors import HelikonError, NormalFormError
@@ -313,7 +313,7 @@ class Trace:
                 line = line.encode()
             if not line.strip():
                 continue
-            if _REF_MARKS[0] not in line and _REF_MARKS[1] not in line:
+            if b"$" not in line or _REF_START not in line:  # a byte is looked for at memchr speed
                 plain.add(number)
                 if step_decoder is not None and line.startswith(_STEP_START):
                     try:
@@ -445,7 +445,10 @@ class Trace:
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<trace>") -> Trace:
-        return cls.from_lines(data.splitlines(), source)
+        # With no carriage return a line ends only at a line feed, and a
+        # split there is ``splitlines`` (but for a last empty line, which
+        # is skipped as blank) at a fraction of its cost.
+        return cls.from_lines(data.split(b"\n") if b"\r" not in data else data.splitlines(), source)
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
@@ -494,6 +497,9 @@ _CARRIED: Final[dict[str, Any]] = {
 }
 _AT: Any = tuple[str, ...]
 _ITEMS: Any = tuple[Item, ...]
+#: What a whole model request that leaves out its tools, settings or
+#: instructions has (the class's defaults, as reading it the quick way gives).
+_REQUEST_DEFAULTS: Final = tuple(getattr(attrs.fields(ModelRequest), n).default for n in _CARRIED)
 
 #: Which agent asked: the step's path, and the path inside an agent tree's wave.
 _Asker = tuple[tuple[str | int, ...], tuple[str, ...]]
@@ -697,10 +703,10 @@ def _typed_step(line: Any, last: dict[_Asker, ModelRequest]) -> TraceStep | None
         if line.kind != "step":
             return None
         path = line.path
-        build = _step_line()
+        build = _step_type
         effect = line.effect
-        if type(effect) is _CallLine:
-            read = _fast_call(effect.request, effect.turn, path, last)
+        if type(effect) is _step_type[5]:
+            read = _typed_call(effect.request, effect.turn, path, last)
             if read is None:
                 return None
         else:
@@ -712,11 +718,17 @@ def _typed_step(line: Any, last: dict[_Asker, ModelRequest]) -> TraceStep | None
             live: tuple[AgentEvent, ...] = ()
         else:
             tail = len(raw_live)
-            if tail <= len(events) and _plain.encode(raw_live) == _plain.encode(line.events[-tail:]):
+            ending = line.events[-tail:]
+            # Equal mirrors of classes whose equal values have the same JSON
+            # are the same JSON: compared in C, not encoded twice.
+            if tail <= len(events) and (
+                (ending == raw_live and _step_type[7].issuperset(map(type, raw_live)))
+                or _plain.encode(raw_live) == _plain.encode(ending)
+            ):
                 live = events[-tail:]
             else:
                 live = build[2](raw_live)
-        step = TraceStep(line.index, read[0], result, events, path, live, line.now)
+        step: TraceStep = _made[0](line.index, read[0], result, events, path, live, line.now)
     except Exception:
         return None
     if read[1] is not None:
@@ -747,6 +759,8 @@ def _fast_call(
     if type(turn) is not int or type(fields) is not dict:
         return None
     quick_of = _fast_quick or _fast_setup()
+    if not _made:
+        _made.extend(map(maker, (TraceStep, CallModel, ModelRequest)))
     asker = (path, ())
     previous = last.get(asker)
     request: ModelRequest
@@ -756,7 +770,7 @@ def _fast_call(
             return None
         messages = _continued(previous.messages, kept, quick_of[2](fields.get("messages")))
         if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
-            request = ModelRequest(messages, previous.tools, previous.settings, previous.instructions)
+            request = _made[2](messages, previous.tools, previous.settings, previous.instructions)
         else:
             carried = {
                 name: quick(tp)(fields[name]) if name in fields else getattr(previous, name)
@@ -767,15 +781,7 @@ def _fast_call(
         request = quick_of[3](fields)
         if previous is not None:
             request = _sharing(request, previous)
-    return CallModel(request, turn), asker
-
-
-class _CallLine(msgspec.Struct, tag="CallModel", tag_field="type", kw_only=True, gc=False):
-    """A model call as a step line holds it: its request is read by
-    :func:`_fast_call` (whole, or what is new since its path's previous one)."""
-
-    request: Any
-    turn: int
+    return _made[1](request, turn), asker
 
 
 def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
@@ -787,7 +793,18 @@ def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
     if not _step_type:
         events, build_events = typed(_EVENTS)
         result, build_result = typed(EffectResult)
-        effects: list[Any] = [_CallLine]
+        request, build_request = _request_line()
+        # A model call as a step line holds it: its request is read by
+        # :func:`_typed_call` (whole, or what is new since its path's previous one).
+        call = msgspec.defstruct(
+            "CallLine",
+            [("request", request), ("turn", int)],
+            tag="CallModel",
+            tag_field="type",
+            kw_only=True,
+            gc=False,
+        )
+        effects: list[Any] = [call]
         build_effect: dict[type, Quick] = {}
         for member in typing.get_args(Effect):
             mirror, build = typed_member(member)
@@ -810,8 +827,19 @@ def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
             gc=False,
         )
         _step_type.extend(
-            (line, build_result or _same, build_events or _same, build_effect, msgspec.json.Decoder(line))
+            (
+                line,
+                build_result or _same,
+                build_events or _same,
+                build_effect,
+                msgspec.json.Decoder(line),
+                call,
+                build_request,
+                frozenset(m for m in _members(events) if exact(m)),
+            )
         )
+        if not _made:
+            _made.extend(map(maker, (TraceStep, CallModel, ModelRequest)))
     return _step_type[0], _step_type[1], _step_type[2], _step_type[3]
 
 
@@ -819,8 +847,71 @@ def _same(value: Any) -> Any:
     return value
 
 
+def _members(events: Any) -> tuple[Any, ...]:
+    """The classes of the events mirror type ``events`` (a tuple of a union
+    of mirrors), or none (a type :func:`typed` has no mirror for)."""
+    args = typing.get_args(events)
+    return typing.get_args(args[0]) if len(args) == 2 and args[1] is Ellipsis else ()
+
+
+def _request_line() -> tuple[Any, tuple[Quick, ...]]:
+    """The msgspec type of a step line's model request, whole or continuing
+    its path's previous one (``kept`` and the new messages; the tools,
+    settings or instructions only when they changed: absent, they are
+    ``UNSET``), and the functions that build its messages, tools and
+    settings (see :func:`_typed_call`)."""
+    items, build_items = typed(_ITEMS)
+    fields: list[tuple[str, Any, Any]] = [("kept", int | msgspec.UnsetType, msgspec.UNSET)]
+    fields.append(("messages", items, msgspec.NODEFAULT))
+    builds: list[Quick] = [build_items or _same]
+    for name in ("tools", "settings"):
+        mirror, build = typed(_CARRIED[name])
+        fields.append((name, mirror if mirror is Any else mirror | msgspec.UnsetType, msgspec.UNSET))
+        builds.append(build or _same)
+    fields.append(("instructions", str | None | msgspec.UnsetType, msgspec.UNSET))
+    line = msgspec.defstruct("RequestLine", fields, kw_only=True, gc=False)
+    return line, tuple(builds)
+
+
+def _typed_call(
+    fields: Any, turn: int, path: tuple[str | int, ...], last: dict[_Asker, ModelRequest]
+) -> tuple[Effect, _Asker | None] | None:
+    """:func:`_fast_call` of a model call msgspec decoded (and so checked):
+    its values are built with no check. An absent field is ``UNSET``: a
+    whole request's takes :class:`~helikon.model.ModelRequest`'s default, a
+    continuing one's its path's previous request's."""
+    build = _step_type[6]
+    asker = (path, ())
+    previous = last.get(asker)
+    added = build[0](fields.messages)
+    tools, settings, instructions = fields.tools, fields.settings, fields.instructions
+    kept = fields.kept
+    if kept is not msgspec.UNSET:
+        if previous is None or not 0 <= kept <= len(previous.messages):
+            return None
+        request = _made[2](
+            _continued(previous.messages, kept, added),
+            previous.tools if tools is msgspec.UNSET else build[1](tools),
+            previous.settings if settings is msgspec.UNSET else build[2](settings),
+            previous.instructions if instructions is msgspec.UNSET else instructions,
+        )
+    else:
+        defaults = _REQUEST_DEFAULTS
+        request = _made[2](
+            added,
+            defaults[0] if tools is msgspec.UNSET else build[1](tools),
+            defaults[1] if settings is msgspec.UNSET else build[2](settings),
+            defaults[2] if instructions is msgspec.UNSET else instructions,
+        )
+        if previous is not None:
+            request = _sharing(request, previous)
+    return _made[1](request, turn), asker
+
+
 #: :func:`_step_line`'s type, builders and decoder (made once).
 _step_type: list[Any] = []
+#: :func:`~helikon._structure.maker` of a step, a model call and a model request (made once).
+_made: list[Any] = []
 
 
 def _continued(before: Sequence[Item], kept: int, added: tuple[Item, ...]) -> Sequence[Item]:
@@ -921,6 +1012,9 @@ _LITERAL_KEY: Final = "$object"
 #: How a reference or a wrapper starts on a line (inside a JSON string a
 #: quote is escaped, so these bytes occur only as the objects themselves).
 _REF_MARKS: Final = (b'{"$text":', b'{"$object":')
+#: How both of them start (one look for either: a line that has it and
+#: neither is read the general way, which gives the same value).
+_REF_START: Final = b'{"$'
 #: How a step line starts (its keys are sorted).
 _STEP_START: Final = b'{"effect":'
 

@@ -10,17 +10,19 @@ one value replaced by a value of another JSON type (or removed).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import pickle
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import msgspec
 import pytest
 
 from helikon import codec, trace
-from helikon._structure import quick, typed
+from helikon._structure import exact, maker, quick, typed, typed_member
 from helikon.effects import CallModel, Effect, EffectResult
-from helikon.events import AgentEvent
+from helikon.events import AgentEvent, RunCompleted, TokenDelta
 from helikon.items import Item
 from helikon.model import ModelRequest
 from helikon.trace import Trace, TraceHeader
@@ -199,3 +201,164 @@ def test_a_trace_reads_the_same_the_quick_way_and_the_strict_way(
     assert quickly == strictly
     assert quickly.header.definition == strictly.header.definition  # not part of ==
     assert quickly.to_bytes() == strictly.to_bytes()
+
+
+def _strict_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the reader take every step line the strict way."""
+
+    def refuse(value: Any, as_type: Any, field: str) -> Any:
+        raise RuntimeError("strict way only")
+
+    monkeypatch.setattr(trace, "_fast_step", lambda record, last: None)
+    monkeypatch.setattr(trace, "_typed_step", lambda line, last: None)
+    monkeypatch.setattr(trace, "_quick_read", refuse)
+
+
+def _outcome(data: bytes) -> tuple[str, Any]:
+    """What reading ``data`` gives: the trace (with its bytes and the types
+    of its requests' messages) or the error's words."""
+    try:
+        read = Trace.from_bytes(data, "t.jsonl")
+    except trace.TraceFormatError as exc:
+        return "error", str(exc)
+    kinds = [type(s.effect.request.messages) for s in read.steps if type(s.effect) is CallModel]
+    return "trace", (read, read.to_bytes(), kinds)
+
+
+def _corrupted_lines(data: bytes) -> Iterator[bytes]:
+    """``data`` with one value of a step line's model request (or of its
+    live events) replaced by a value of another JSON type, or removed: a
+    sample of places of each shape."""
+    lines = data.split(b"\n")
+    seen: set[str] = set()
+    for n, line in enumerate(lines):
+        if not line.startswith(b'{"effect":{"request":') and b'"live":[{' not in line:
+            continue
+        record = msgspec.json.decode(line)
+        for key in ("effect", "live"):
+            shape = repr((key, _skeleton(record[key])))
+            if shape in seen:
+                continue
+            seen.add(shape)
+            places = [(key, *p) for p in _places(record[key])]
+            for where in places[:: max(1, len(places) // 12)]:
+                variants = [_replaced(record, where, other) for other in OTHERS]
+                if type(where[-1]) is str:
+                    variants.append(_removed(record, where))
+                for variant in variants:
+                    changed = msgspec.json.encode(variant, order="sorted")
+                    yield b"\n".join([*lines[:n], changed, *lines[n + 1 :]])
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in TRACES if b'"kept":' in p.read_bytes()][:4], ids=lambda p: p.name
+)
+def test_a_corrupted_step_line_reads_as_the_strict_way(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The typed way (a model request decoded as a Struct, live events
+    compared in C, carriers made without ``__init__``) takes only what the
+    strict way takes, as the same trace, and a line it refuses gets the
+    strict way's error."""
+    variants = list(_corrupted_lines(path.read_bytes()))
+    assert variants
+    fast = [_outcome(v) for v in variants]
+    _strict_only(monkeypatch)
+    strict = [_outcome(v) for v in variants]
+    for got, expected in zip(fast, strict, strict=True):
+        assert got[0] == expected[0], (got, expected)
+        if got[0] == "error":
+            assert got[1] == expected[1]
+        else:
+            assert got[1][0] == expected[1][0]
+            assert got[1][1:] == expected[1][1:]
+    kinds = {kind for kind, _ in fast}
+    assert kinds == {"error", "trace"}, kinds
+
+
+@pytest.mark.parametrize("path", TRACES[:6], ids=lambda p: p.name)
+def test_line_ends_do_not_change_what_a_trace_reads(path: Path) -> None:
+    """A file split at line feeds (no carriage return) reads as one split
+    the general way (``splitlines``), with CRLF, with blank lines, without
+    its last newline."""
+    data = path.read_bytes()
+    expected = Trace.from_lines(data.splitlines())
+    for variant in (data, data.replace(b"\n", b"\r\n"), data.replace(b"\n", b"\n\n"), data.rstrip(b"\n")):
+        assert Trace.from_bytes(variant) == expected
+        assert Trace.from_bytes(variant).to_bytes() == expected.to_bytes()
+
+
+def _carriers(value: Any, found: dict[type, Any]) -> None:
+    """One instance of each attrs class inside ``value`` (the first met)."""
+    if attrs.has(type(value)):
+        found.setdefault(type(value), value)
+        for field in attrs.fields(type(value)):
+            _carriers(getattr(value, field.name), found)
+    elif isinstance(value, Sequence) and not isinstance(value, str):
+        for item in value:
+            _carriers(item, found)
+
+
+def test_a_carrier_made_without_init_is_the_one_the_class_makes() -> None:
+    """:func:`maker` gives, for every carrier class a trace holds, an
+    instance that equals, hashes, prints and pickles as calling the class
+    does; for a class whose ``__init__`` does more, the class itself."""
+    found: dict[type, Any] = {}
+    for path in TRACES:
+        _carriers(Trace.from_bytes(path.read_bytes()), found)
+    bare = 0
+    for cls, instance in found.items():
+        values = [getattr(instance, f.name) for f in attrs.fields(cls)]
+        made = maker(cls)(*values)
+        called = cls(
+            *[v for v, f in zip(values, attrs.fields(cls), strict=True) if not f.kw_only],
+            **{f.name: v for v, f in zip(values, attrs.fields(cls), strict=True) if f.kw_only},
+        )
+        assert type(made) is cls
+        assert made == called and repr(made) == repr(called)
+        assert pickle.dumps(made) == pickle.dumps(called)
+        assert getattr(made, "__dict__", None) == getattr(called, "__dict__", None)
+        assert list(getattr(made, "__dict__", {})) == list(getattr(called, "__dict__", {}))
+        try:
+            expected_hash: Any = hash(called)
+        except TypeError:  # a field holds raw JSON (a dict): neither hashes
+            expected_hash = None
+        if expected_hash is not None:
+            assert hash(made) == expected_hash
+        bare += maker(cls) is not cls
+    assert bare > 20 and maker(TraceHeader) is TraceHeader  # a factory default: the class
+
+
+def test_a_class_whose_init_does_more_is_called() -> None:
+    @attrs.frozen
+    class Checked:
+        n: int = attrs.field(validator=attrs.validators.instance_of(int))
+
+    @attrs.frozen
+    class Hooked:
+        n: int
+
+        def __attrs_post_init__(self) -> None:
+            pass
+
+    @attrs.frozen(cache_hash=True)
+    class Cached:
+        n: int
+
+    @attrs.frozen
+    class Converted:
+        n: int = attrs.field(converter=int)
+
+    @attrs.frozen
+    class Private:
+        _n: int
+
+    for cls in (Checked, Hooked, Cached, Private):
+        assert maker(cls) is cls
+    assert maker(Converted) is not Converted
+    assert maker(Converted)("3") == Converted("3") == Converted(3)
+
+
+def test_exact_mirrors() -> None:
+    """Only mirrors whose equal values have one JSON text are compared with ``==``."""
+    assert exact(str) and exact(tuple[int | str, ...]) and exact(str | None)
+    assert not exact(float) and not exact(Any) and not exact(tuple[float, ...])
+    assert exact(typed_member(TokenDelta)[0]) and not exact(typed_member(RunCompleted)[0])
