@@ -16,11 +16,14 @@ from collections.abc import Callable
 from typing import Final, TypeAlias, final
 
 from helikon._json import JsonValue
+from helikon.effects import CallModel, ExecuteTools, InvokeTool
 from helikon.governance import Allow, Decided
-from helikon.loop._calls import argument_free_fold
+from helikon.loop._calls import ToolCallState, argument_free_fold
+from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec
+from helikon.loop._states import CallingModel, ExecutingTools, RunState
 from helikon.loop._validate import surely_valid
-from helikon.model import ModelSettings, ToolChoiceNamed, ToolChoiceRequired, ToolDef
+from helikon.model import ModelRequest, ModelSettings, ToolChoiceNamed, ToolChoiceRequired, ToolDef, Usage
 
 #: A quick test of a tool's arguments (see :func:`~helikon.loop._validate.surely_valid`).
 Fits: TypeAlias = Callable[[JsonValue], bool]
@@ -104,4 +107,29 @@ def check_of(hot: Facts, name: str) -> Fits:
 _by_identity: dict[int, Facts] = {}
 _IDENTITIES: Final = 256
 
-__all__ = ["Facts", "Fits", "check_of", "facts"]
+#: The memo by the spec's ``id``, for the hot paths to read a hit inline:
+#: ``memo.get(id(spec))`` is the spec's facts when its ``spec()`` is the spec
+#: (else :func:`facts` makes them).
+memo: Final = _by_identity
+
+#: The carriers the hot paths build without calling their ``__init__``: a new
+#: instance (``object.__new__``) whose ``__dict__`` gets every field, in field
+#: order, as given. That is all their ``__init__`` does, for classes like these:
+#: dict classes (``slots=False``) with no converter (but ``RunState``'s, given a
+#: :class:`~helikon.Conversation`, which it returns as it is), no validator, no
+#: ``__attrs_pre_init__`` or ``__attrs_post_init__`` (``tests/unit/test_loop_hot_paths.py``
+#: checks each still is one).
+BUILT_RAW: Final = (
+    CallModel,
+    CallingModel,
+    ExecuteTools,
+    ExecutingTools,
+    InvokeTool,
+    ModelRequest,
+    Outcome,
+    RunState,
+    ToolCallState,
+    Usage,
+)
+
+__all__ = ["BUILT_RAW", "Facts", "Fits", "check_of", "facts", "memo"]
