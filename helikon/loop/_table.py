@@ -29,7 +29,7 @@ from helikon.effects import (
 from helikon.errors import StepError
 from helikon.loop import _transition as rules
 from helikon.loop._model_form import model_answer, model_form_problem
-from helikon.loop._outcome import Outcome
+from helikon.loop._outcome import Outcome, set_inner
 from helikon.loop._round import Step, answered_before, on_approvals_given, on_tools_executed, settle_one
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
@@ -118,7 +118,7 @@ def transition(state: RunState, result: EffectResult, spec: AgentSpec) -> Result
             fast = one_call_turn(state, phase.turn, result, spec)
             if fast is not None:
                 made: Success[Outcome] = _new(Success)  # ``ok(fast)``, inline
-                _set(made, "_inner_value", fast)
+                set_inner(made, fast)
                 return made
         if model_form_problem(result.events) is not None:
             result = model_answer(result)  # a model's values enter in normal form, or fail the call
@@ -126,7 +126,7 @@ def transition(state: RunState, result: EffectResult, spec: AgentSpec) -> Result
         fast = settle_one(state, phase, result, spec)
         if fast is not None:
             made = _new(Success)  # ``ok(fast)``, inline
-            _set(made, "_inner_value", fast)
+            set_inner(made, fast)
             return made
     handler = TABLE.get((type(state.phase), type(result)))
     if handler is None and type(result) is ApprovalsGiven and answered_before(state, result):
@@ -141,6 +141,5 @@ def transition(state: RunState, result: EffectResult, spec: AgentSpec) -> Result
 
 one_call_turn = rules.one_call_turn
 _new = object.__new__
-_set = object.__setattr__
 
 __all__ = ["TABLE", "transition"]
