@@ -396,14 +396,9 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     usage: Usage = _new(Usage)
     fields = usage.__dict__
     if reported is None:  # the answer's usage is ``Usage()``: the tokens and the cost as they are
-        fields["input_tokens"] = total.input_tokens
-        fields["output_tokens"] = total.output_tokens
-        fields["cached_input_tokens"] = total.cached_input_tokens
-        fields["reasoning_tokens"] = total.reasoning_tokens
-        fields["cache_creation_input_tokens"] = total.cache_creation_input_tokens
+        fields.update(total.__dict__)  # a ``Usage``'s fields, in order (a dict class: nothing else)
         fields["requests"] = total.requests + 1
         fields["tool_calls"] = total.tool_calls + 1
-        fields["cost"] = total.cost
     else:
         i, o, c, r, w = (
             reported.input_tokens,
