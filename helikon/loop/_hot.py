@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Final, TypeAlias, final
+from typing import Final, TypeAlias, TypeVar, final
 
 from helikon._json import JsonValue
 from helikon.effects import CallModel, ExecuteTools, InvokeTool
@@ -26,6 +26,7 @@ from helikon.loop._states import CallingModel, ExecutingTools, RunState
 from helikon.loop._validate import surely_valid
 from helikon.model import ModelRequest, ModelSettings, ToolChoiceNamed, ToolChoiceRequired, ToolDef, Usage
 
+T = TypeVar("T")
 #: A quick test of a tool's arguments (see :func:`~helikon.loop._validate.surely_valid`).
 Fits: TypeAlias = Callable[[JsonValue], bool]
 
@@ -129,9 +130,25 @@ _TURNS_KEPT: Final = 4096
 #: (else :func:`facts` makes them).
 memo: Final = _by_identity
 
+def _dict_setter(cls: type[T]) -> Callable[[T, dict[str, object]], None]:
+    """What sets the ``__dict__`` of an instance of dict class ``cls``: the
+    ``__set__`` of its ``__dict__`` descriptor, called straight."""
+    descriptor = next(c.__dict__["__dict__"] for c in cls.__mro__ if "__dict__" in c.__dict__)
+    setter: Callable[[T, dict[str, object]], None] = descriptor.__set__
+    return setter
+
+
+#: A new run state's fields at once: ``set_state(new, {**old.__dict__, "phase": ...})``,
+#: with the copy a ``dict.copy()`` of the old state's fields (several times
+#: cheaper than filling a new instance's dict field by field).
+set_state: Final = _dict_setter(RunState)
+#: A new usage's fields at once (as :data:`set_state`).
+set_usage: Final = _dict_setter(Usage)
+
 #: The carriers the hot paths build without calling their ``__init__``: a new
 #: instance (``object.__new__``) whose ``__dict__`` gets every field, in field
-#: order, as given. That is all their ``__init__`` does, for classes like these:
+#: order, as given (or is set at once, a copy of an instance's of the same
+#: class with some fields changed: :data:`set_state`, :data:`set_usage`). That is all their ``__init__`` does, for classes like these:
 #: dict classes (``slots=False``) with no converter (but ``RunState``'s, given a
 #: :class:`~helikon.Conversation`, which it returns as it is), no validator, no
 #: ``__attrs_pre_init__`` or ``__attrs_post_init__`` (``tests/unit/test_loop_hot_paths.py``
@@ -149,4 +166,15 @@ BUILT_RAW: Final = (
     Usage,
 )
 
-__all__ = ["BUILT_RAW", "Facts", "Fits", "check_of", "facts", "memo", "openings", "turn_opening"]
+__all__ = [
+    "BUILT_RAW",
+    "Facts",
+    "Fits",
+    "check_of",
+    "facts",
+    "memo",
+    "openings",
+    "set_state",
+    "set_usage",
+    "turn_opening",
+]

@@ -45,7 +45,7 @@ from helikon.loop._calls import (
     resumed_step,
     waits_on_step,
 )
-from helikon.loop._hot import facts, memo, openings, turn_opening
+from helikon.loop._hot import facts, memo, openings, set_state, turn_opening
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._states import CallingModel, ExecutingTools, NeedsApproval, RunState
@@ -203,11 +203,11 @@ def settle_one(
     conversation = state.conversation.append(appended)
     # ``evolve(state, phase=..., conversation=..., strikes=...)``
     next_state: RunState = _new(RunState)
-    fields = next_state.__dict__
-    fields.update(state.__dict__)
+    fields = state.__dict__.copy()
     fields["phase"] = calling
     fields["conversation"] = conversation
     fields["strikes"] = state.strikes + 1 if phase.invalid_args else 0
+    set_state(next_state, fields)
     request: ModelRequest = _new(ModelRequest)
     fields = request.__dict__
     fields["messages"] = conversation

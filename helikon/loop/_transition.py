@@ -92,7 +92,7 @@ from helikon.items import (
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._calls import RUNNING, ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
-from helikon.loop._hot import check_of, facts, memo
+from helikon.loop._hot import check_of, facts, memo, set_state, set_usage
 from helikon.loop._limits import exceeded, spend, turn_usage
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._round import advance_round, round_effect
@@ -394,9 +394,8 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     # ``spend`` with the one tool call counted (what the general rule makes in two usages)
     total = state.usage
     usage: Usage = _new(Usage)
-    fields = usage.__dict__
+    fields = total.__dict__.copy()  # a ``Usage``'s fields (a dict class: nothing else), in order
     if reported is None:  # the answer's usage is ``Usage()``: the tokens and the cost as they are
-        fields.update(total.__dict__)  # a ``Usage``'s fields, in order (a dict class: nothing else)
         fields["requests"] = total.requests + 1
         fields["tool_calls"] = total.tool_calls + 1
     else:
@@ -415,7 +414,9 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
         fields["requests"] = total.requests + reported.requests + 1
         fields["tool_calls"] = total.tool_calls + reported.tool_calls + 1
         # ``total + turn``'s cost: the turn is unpriced as soon as it spent tokens
-        fields["cost"] = None if (i or o or c or r or w) else total.cost
+        if i or o or c or r or w:
+            fields["cost"] = None
+    set_usage(usage, fields)
     appended = (call,)
     # ``ToolCallState(call, args, RUNNING)`` and ``ExecutingTools(turn, (that,))``
     opened: ToolCallState = _new(ToolCallState)
@@ -431,11 +432,11 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     fields["invalid_args"] = False
     # ``evolve(state, phase=..., conversation=..., usage=...)``
     running: RunState = _new(RunState)
-    fields = running.__dict__
-    fields.update(state.__dict__)
+    fields = state.__dict__.copy()
     fields["phase"] = phase
     fields["conversation"] = state.conversation.append(appended)
     fields["usage"] = usage
+    set_state(running, fields)
     # ``ExecuteTools((InvokeTool(made, name, args),))``
     invoke: InvokeTool = _new(InvokeTool)
     fields = invoke.__dict__
