@@ -148,7 +148,8 @@ set_usage: Final = _dict_setter(Usage)
 #: The carriers the hot paths build without calling their ``__init__``: a new
 #: instance (``object.__new__``) whose ``__dict__`` gets every field, in field
 #: order, as given (or is set at once, a copy of an instance's of the same
-#: class with some fields changed: :data:`set_state`, :data:`set_usage`). That is all their ``__init__`` does, for classes like these:
+#: class with some fields changed: :data:`set_state`, :data:`set_usage`).
+#: That is all their ``__init__`` does, for classes like these:
 #: dict classes (``slots=False``) with no converter (but ``RunState``'s, given a
 #: :class:`~helikon.Conversation`, which it returns as it is), no validator, no
 #: ``__attrs_pre_init__`` or ``__attrs_post_init__`` (``tests/unit/test_loop_hot_paths.py``
