@@ -17,7 +17,6 @@ from typing import Final, TypeAlias, TypeVar, final
 
 from helikon._json import JsonValue
 from helikon.effects import CallModel, ExecuteTools, InvokeTool
-from helikon.events import TurnStarted
 from helikon.governance import Allow, Decided
 from helikon.loop._calls import ToolCallState, argument_free_fold
 from helikon.loop._outcome import Outcome
@@ -109,22 +108,6 @@ def check_of(hot: Facts, name: str) -> Fits:
 _by_identity: dict[int, Facts] = {}
 _IDENTITIES: Final = 256
 
-def turn_opening(turn: int) -> tuple[CallingModel, TurnStarted]:
-    """``(CallingModel(turn), TurnStarted(turn))``: the phase and the event
-    that open model turn ``turn``, kept for the first :data:`_TURNS_KEPT`
-    turns (see :data:`openings`)."""
-    made = (CallingModel(turn), TurnStarted(turn))
-    if 0 < turn <= _TURNS_KEPT:
-        openings[turn] = made
-    return made
-
-
-#: What opens each model turn, by turn (see :func:`turn_opening`): frozen
-#: values, equal whoever makes them, so every run shares one of each instead
-#: of making two objects a turn (read inline: ``openings.get(turn)``).
-openings: Final[dict[int, tuple[CallingModel, TurnStarted]]] = {}
-_TURNS_KEPT: Final = 4096
-
 #: The memo by the spec's ``id``, for the hot paths to read a hit inline:
 #: ``memo.get(id(spec))`` is the spec's facts when its ``spec()`` is the spec
 #: (else :func:`facts` makes them).
@@ -174,8 +157,6 @@ __all__ = [
     "check_of",
     "facts",
     "memo",
-    "openings",
     "set_state",
     "set_usage",
-    "turn_opening",
 ]

@@ -31,7 +31,7 @@ from helikon.effects import (
     ToolsExecuted,
 )
 from helikon.errors import AgentError, InvalidToolArgs, StepError
-from helikon.events import AgentEvent, ApprovalRequested, ToolOutputItem
+from helikon.events import AgentEvent, ApprovalRequested, ToolOutputItem, TurnStarted
 from helikon.items import Item, ToolCall, ToolResult, system_text
 from helikon.loop._calls import (
     Running,
@@ -45,7 +45,7 @@ from helikon.loop._calls import (
     resumed_step,
     waits_on_step,
 )
-from helikon.loop._hot import facts, memo, openings, set_state, turn_opening
+from helikon.loop._hot import facts, memo, set_state
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._states import CallingModel, ExecutingTools, NeedsApproval, RunState
@@ -196,9 +196,11 @@ def settle_one(
         )
         return begin_turn(state, spec, [ToolOutputItem(item)], [item])
     # ``begin_turn``'s hot path and ``request``, inline; the carriers built
-    # straight into their ``__dict__`` (see :data:`~helikon.loop._hot.BUILT_RAW`),
-    # the turn's phase and event shared (see :data:`~helikon.loop._hot.openings`)
-    calling, started = openings.get(turn) or turn_opening(turn)
+    # straight into their ``__dict__`` (see :data:`~helikon.loop._hot.BUILT_RAW`)
+    calling: CallingModel = _new(CallingModel)
+    fields = calling.__dict__
+    fields["turn"] = turn
+    fields["rendered"] = True
     appended = (item,)
     conversation = state.conversation.append(appended)
     # ``evolve(state, phase=..., conversation=..., strikes=...)``
@@ -221,7 +223,7 @@ def settle_one(
     outcome: Outcome = _new(Outcome)
     fields = outcome.__dict__
     fields["state"] = next_state
-    fields["events"] = (ToolOutputItem(item), started)
+    fields["events"] = (ToolOutputItem(item), TurnStarted(turn))
     fields["effect"] = effect
     fields["appended"] = appended
     return outcome
