@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Final, TypeAlias, final
+from typing import Final, TypeAlias, TypeVar, final
 
 from helikon._json import JsonValue
+from helikon.effects import CallModel, ExecuteTools, InvokeTool
 from helikon.governance import Allow, Decided
-from helikon.loop._calls import argument_free_fold
+from helikon.loop._calls import ToolCallState, argument_free_fold
+from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec
+from helikon.loop._states import CallingModel, ExecutingTools, RunState
 from helikon.loop._validate import surely_valid
-from helikon.model import ModelSettings, ToolChoiceNamed, ToolChoiceRequired, ToolDef
+from helikon.model import ModelRequest, ModelSettings, ToolChoiceNamed, ToolChoiceRequired, ToolDef, Usage
 
+T = TypeVar("T")
 #: A quick test of a tool's arguments (see :func:`~helikon.loop._validate.surely_valid`).
 Fits: TypeAlias = Callable[[JsonValue], bool]
 
@@ -104,4 +108,55 @@ def check_of(hot: Facts, name: str) -> Fits:
 _by_identity: dict[int, Facts] = {}
 _IDENTITIES: Final = 256
 
-__all__ = ["Facts", "Fits", "check_of", "facts"]
+#: The memo by the spec's ``id``, for the hot paths to read a hit inline:
+#: ``memo.get(id(spec))`` is the spec's facts when its ``spec()`` is the spec
+#: (else :func:`facts` makes them).
+memo: Final = _by_identity
+
+def _dict_setter(cls: type[T]) -> Callable[[T, dict[str, object]], None]:
+    """What sets the ``__dict__`` of an instance of dict class ``cls``: the
+    ``__set__`` of its ``__dict__`` descriptor, called straight."""
+    descriptor = next(c.__dict__["__dict__"] for c in cls.__mro__ if "__dict__" in c.__dict__)
+    setter: Callable[[T, dict[str, object]], None] = descriptor.__set__
+    return setter
+
+
+#: A new run state's fields at once: ``set_state(new, {**old.__dict__, "phase": ...})``,
+#: with the copy a ``dict.copy()`` of the old state's fields (several times
+#: cheaper than filling a new instance's dict field by field).
+set_state: Final = _dict_setter(RunState)
+#: A new usage's fields at once (as :data:`set_state`).
+set_usage: Final = _dict_setter(Usage)
+
+#: The carriers the hot paths build without calling their ``__init__``: a new
+#: instance (``object.__new__``) whose ``__dict__`` gets every field, in field
+#: order, as given (or is set at once, a copy of an instance's of the same
+#: class with some fields changed: :data:`set_state`, :data:`set_usage`).
+#: That is all their ``__init__`` does, for classes like these:
+#: dict classes (``slots=False``) with no converter (but ``RunState``'s, given a
+#: :class:`~helikon.Conversation`, which it returns as it is), no validator, no
+#: ``__attrs_pre_init__`` or ``__attrs_post_init__`` (``tests/unit/test_loop_hot_paths.py``
+#: checks each still is one).
+BUILT_RAW: Final = (
+    CallModel,
+    CallingModel,
+    ExecuteTools,
+    ExecutingTools,
+    InvokeTool,
+    ModelRequest,
+    Outcome,
+    RunState,
+    ToolCallState,
+    Usage,
+)
+
+__all__ = [
+    "BUILT_RAW",
+    "Facts",
+    "Fits",
+    "check_of",
+    "facts",
+    "memo",
+    "set_state",
+    "set_usage",
+]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Final
+
 import attrs
 from returns.result import Success
 
@@ -37,11 +40,14 @@ def ok(outcome: Outcome) -> Success[Outcome]:
     True
     """
     made: Success[Outcome] = _new(Success)
-    _set(made, "_inner_value", outcome)
+    set_inner(made, outcome)
     return made
 
 
 _new = object.__new__
-_set = object.__setattr__
+#: Sets a container's value: the ``__set__`` of the slot ``_inner_value``, all
+#: that ``BaseContainer.__init__``'s ``object.__setattr__`` does (straight,
+#: without looking the slot up again).
+set_inner: Final[Callable[[Success[Outcome], Outcome], None]] = getattr(Success, "_inner_value").__set__  # noqa: B009
 
-__all__ = ["Outcome", "ok"]
+__all__ = ["Outcome", "ok", "set_inner"]

@@ -45,7 +45,7 @@ from helikon.loop._calls import (
     resumed_step,
     waits_on_step,
 )
-from helikon.loop._hot import facts
+from helikon.loop._hot import facts, memo, set_state
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._spec import AgentSpec, ApprovalRoute
 from helikon.loop._states import CallingModel, ExecutingTools, NeedsApproval, RunState
@@ -185,17 +185,51 @@ def settle_one(
         return None
     item = ToolResult(call.call_id, call.name, output_text(answer.output, governance))
     turn = phase.turn + 1
-    strikes = state.strikes + 1 if phase.invalid_args else 0
-    state = evolve(
-        state, phase=CallingModel(turn), conversation=state.conversation.append((item,)), strikes=strikes
-    )
-    hot = facts(spec)
+    hot = memo.get(id(spec))  # ``facts(spec)``, its hit inline
+    if hot is None or hot.spec() is not spec:
+        hot = facts(spec)
     settings = hot.settings
     if not hot.begins or settings is None:
+        strikes = state.strikes + 1 if phase.invalid_args else 0
+        state = evolve(
+            state, phase=CallingModel(turn), conversation=state.conversation.append((item,)), strikes=strikes
+        )
         return begin_turn(state, spec, [ToolOutputItem(item)], [item])
-    # ``begin_turn``'s hot path and ``request``, inline
-    request = ModelRequest(state.conversation, hot.model_tools, settings, state.instructions)
-    return Outcome(state, (ToolOutputItem(item), TurnStarted(turn)), CallModel(request, turn), (item,))
+    # ``begin_turn``'s hot path and ``request``, inline; the carriers built
+    # straight into their ``__dict__`` (see :data:`~helikon.loop._hot.BUILT_RAW`)
+    calling: CallingModel = _new(CallingModel)
+    fields = calling.__dict__
+    fields["turn"] = turn
+    fields["rendered"] = True
+    appended = (item,)
+    conversation = state.conversation.append(appended)
+    # ``evolve(state, phase=..., conversation=..., strikes=...)``
+    next_state: RunState = _new(RunState)
+    fields = state.__dict__.copy()
+    fields["phase"] = calling
+    fields["conversation"] = conversation
+    fields["strikes"] = state.strikes + 1 if phase.invalid_args else 0
+    set_state(next_state, fields)
+    request: ModelRequest = _new(ModelRequest)
+    fields = request.__dict__
+    fields["messages"] = conversation
+    fields["tools"] = hot.model_tools
+    fields["settings"] = settings
+    fields["instructions"] = state.instructions
+    effect: CallModel = _new(CallModel)
+    fields = effect.__dict__
+    fields["request"] = request
+    fields["turn"] = turn
+    outcome: Outcome = _new(Outcome)
+    fields = outcome.__dict__
+    fields["state"] = next_state
+    fields["events"] = (ToolOutputItem(item), TurnStarted(turn))
+    fields["effect"] = effect
+    fields["appended"] = appended
+    return outcome
+
+
+_new = object.__new__
 
 
 def on_approvals_given(state: RunState, result: ApprovalsGiven, spec: AgentSpec) -> Step:

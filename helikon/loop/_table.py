@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final, TypeAlias, TypeVar, cast
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from helikon.effects import (
     ApprovalsGiven,
@@ -29,7 +29,7 @@ from helikon.effects import (
 from helikon.errors import StepError
 from helikon.loop import _transition as rules
 from helikon.loop._model_form import model_answer, model_form_problem
-from helikon.loop._outcome import Outcome, ok
+from helikon.loop._outcome import Outcome, set_inner
 from helikon.loop._round import Step, answered_before, on_approvals_given, on_tools_executed, settle_one
 from helikon.loop._spec import AgentSpec
 from helikon.loop._states import (
@@ -115,15 +115,19 @@ def transition(state: RunState, result: EffectResult, spec: AgentSpec) -> Result
     # The hot paths of a tool loop first: each gives what its rule would, or None.
     if type(result) is ModelResponded:
         if type(phase) is CallingModel and phase.rendered:
-            fast = rules.one_call_turn(state, phase.turn, result, spec)
+            fast = one_call_turn(state, phase.turn, result, spec)
             if fast is not None:
-                return ok(fast)
+                made: Success[Outcome] = _new(Success)  # ``ok(fast)``, inline
+                set_inner(made, fast)
+                return made
         if model_form_problem(result.events) is not None:
             result = model_answer(result)  # a model's values enter in normal form, or fail the call
     elif type(result) is ToolsExecuted and type(phase) is ExecutingTools:
         fast = settle_one(state, phase, result, spec)
         if fast is not None:
-            return ok(fast)
+            made = _new(Success)  # ``ok(fast)``, inline
+            set_inner(made, fast)
+            return made
     handler = TABLE.get((type(state.phase), type(result)))
     if handler is None and type(result) is ApprovalsGiven and answered_before(state, result):
         # The same answers delivered again change nothing: consumed once.
@@ -134,5 +138,8 @@ def transition(state: RunState, result: EffectResult, spec: AgentSpec) -> Result
         )
     return handler(state, result, spec)
 
+
+one_call_turn = rules.one_call_turn
+_new = object.__new__
 
 __all__ = ["TABLE", "transition"]

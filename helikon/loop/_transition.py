@@ -92,7 +92,7 @@ from helikon.items import (
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._calls import RUNNING, ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
-from helikon.loop._hot import check_of, facts
+from helikon.loop._hot import check_of, facts, memo, set_state, set_usage
 from helikon.loop._limits import exceeded, spend, turn_usage
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._round import advance_round, round_effect
@@ -333,20 +333,35 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
 def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: AgentSpec) -> Outcome | None:
     """:func:`on_model_responded` for the commonest answer, or None for any other.
 
-    The answer is one whole tool call (a single :class:`~helikon.model.ToolCallChunk`),
-    its usage and its finish, in normal form; the agent has no handoffs, no
-    price, no usage limit and no hooks, the call's tool exists, its arguments
-    fit, and the rules allow it whatever its arguments. The outcome is the one
-    the general rule gives (the same state, events, effect and items), made
-    without aggregating a response or stepping through the round: the hot path
-    of a tool loop. ``turn`` is the state's turn (its phase a rendered
-    :class:`CallingModel`).
+    The answer is one whole tool call (a single :class:`~helikon.model.ToolCallChunk`)
+    and its finish, with the usage the model reported (one
+    :class:`~helikon.model.Usage`, before or after the chunk) or none (a model
+    that reports none, a replayed one), in normal form; the agent has no
+    handoffs, no price, no usage limit and no hooks, the call's tool exists,
+    its arguments fit, and the rules allow it whatever its arguments. The
+    outcome is the one the general rule gives (the same state, events, effect
+    and items), made without aggregating a response or stepping through the
+    round: the hot path of a tool loop. ``turn`` is the state's turn (its
+    phase a rendered :class:`CallingModel`).
+
+    Its carriers are built straight into their ``__dict__`` (see
+    :data:`~helikon.loop._hot.BUILT_RAW`): what their ``__init__`` does, one
+    Python call fewer each.
     """
     events = result.events
-    if len(events) != 3:
+    size = len(events)
+    if size == 3:
+        chunk, reported, finish = events
+        if type(chunk) is Usage:  # the usage first: the same response
+            chunk, reported = reported, chunk
+        if type(reported) is not Usage:
+            return None
+    elif size == 2:
+        chunk, finish = events
+        reported = None
+    else:
         return None
-    chunk, reported, finish = events
-    if type(chunk) is not ToolCallChunk or type(reported) is not Usage or type(finish) is not Finish:
+    if type(chunk) is not ToolCallChunk or type(finish) is not Finish:
         return None
     call_id, name, arguments = chunk.call_id, chunk.name, chunk.arguments
     rid = finish.response_id
@@ -357,7 +372,9 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
         and (rid is None or rid.isascii())
     ):
         return None
-    hot = facts(spec)  # no handoffs, price, usage limit or tool hooks, if it has calls
+    hot = memo.get(id(spec))  # ``facts(spec)``, its hit inline
+    if hot is None or hot.spec() is not spec:
+        hot = facts(spec)  # no handoffs, price, usage limit or tool hooks, if it has calls
     name = name or ""
     entry = hot.calls.get(name)  # the tool, if the rules allow a call of it whatever its arguments
     if entry is None or turn >= hot.max_turns:
@@ -375,16 +392,69 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     made: CallId = call_id if call_id else derive_call_id(state.run_id, turn, 0)  # type: ignore[assignment]
     call = ToolCall(made, name, arguments)
     # ``spend`` with the one tool call counted (what the general rule makes in two usages)
-    _, usage = spend(state.usage, reported, None, 1)
+    total = state.usage
+    usage: Usage = _new(Usage)
+    fields = total.__dict__.copy()  # a ``Usage``'s fields (a dict class: nothing else), in order
+    if reported is None:  # the answer's usage is ``Usage()``: the tokens and the cost as they are
+        fields["requests"] = total.requests + 1
+        fields["tool_calls"] = total.tool_calls + 1
+    else:
+        i, o, c, r, w = (
+            reported.input_tokens,
+            reported.output_tokens,
+            reported.cached_input_tokens,
+            reported.reasoning_tokens,
+            reported.cache_creation_input_tokens,
+        )
+        fields["input_tokens"] = total.input_tokens + i
+        fields["output_tokens"] = total.output_tokens + o
+        fields["cached_input_tokens"] = total.cached_input_tokens + c
+        fields["reasoning_tokens"] = total.reasoning_tokens + r
+        fields["cache_creation_input_tokens"] = total.cache_creation_input_tokens + w
+        fields["requests"] = total.requests + reported.requests + 1
+        fields["tool_calls"] = total.tool_calls + reported.tool_calls + 1
+        # ``total + turn``'s cost: the turn is unpriced as soon as it spent tokens
+        if i or o or c or r or w:
+            fields["cost"] = None
+    set_usage(usage, fields)
     appended = (call,)
-    running = evolve(
-        state,
-        phase=ExecutingTools(turn, (ToolCallState(call, args, RUNNING),)),
-        conversation=state.conversation.append(appended),
-        usage=usage,
-    )
-    effect = ExecuteTools((InvokeTool(made, name, args),))
-    return Outcome(running, (ToolCallItem(call),), effect, appended)
+    # ``ToolCallState(call, args, RUNNING)`` and ``ExecutingTools(turn, (that,))``
+    opened: ToolCallState = _new(ToolCallState)
+    fields = opened.__dict__
+    fields["call"] = call
+    fields["args"] = args
+    fields["stage"] = RUNNING
+    fields["injected"] = ()
+    phase: ExecutingTools = _new(ExecutingTools)
+    fields = phase.__dict__
+    fields["turn"] = turn
+    fields["calls"] = (opened,)
+    fields["invalid_args"] = False
+    # ``evolve(state, phase=..., conversation=..., usage=...)``
+    running: RunState = _new(RunState)
+    fields = state.__dict__.copy()
+    fields["phase"] = phase
+    fields["conversation"] = state.conversation.append(appended)
+    fields["usage"] = usage
+    set_state(running, fields)
+    # ``ExecuteTools((InvokeTool(made, name, args),))``
+    invoke: InvokeTool = _new(InvokeTool)
+    fields = invoke.__dict__
+    fields["call_id"] = made
+    fields["tool"] = name
+    fields["args"] = args
+    effect: ExecuteTools = _new(ExecuteTools)
+    effect.__dict__["steps"] = (invoke,)
+    outcome: Outcome = _new(Outcome)
+    fields = outcome.__dict__
+    fields["state"] = running
+    fields["events"] = (ToolCallItem(call),)
+    fields["effect"] = effect
+    fields["appended"] = appended
+    return outcome
+
+
+_new = object.__new__
 
 
 def _hand_off(

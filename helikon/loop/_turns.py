@@ -15,6 +15,7 @@ from helikon.effects import CallModel, CheckGuardrails, Effect, RenderInstructio
 from helikon.errors import AgentError
 from helikon.events import AgentEvent, RunCompleted, RunFailed, TurnStarted
 from helikon.items import Item, ToolCall, UserMessage
+from helikon.loop._hot import set_state
 from helikon.loop._limits import exceeded
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import AgentSpec
@@ -61,10 +62,8 @@ def evolve(
     :class:`RunState` has."""
     # A copy of the state's fields, then the changed ones: what ``RunState.__init__``
     # gives (the conversation is one already: its converter would return it as it is),
-    # in one dict update (``RunState`` is a dict class for this).
-    new: RunState = _new(RunState)
-    fields = new.__dict__
-    fields.update(state.__dict__)
+    # set at once (``RunState`` is a dict class for this: see ``_hot.set_state``).
+    fields = state.__dict__.copy()
     if phase is not None:
         fields["phase"] = phase
     if conversation is not None:
@@ -73,6 +72,8 @@ def evolve(
         fields["usage"] = usage
     if strikes is not None:
         fields["strikes"] = strikes
+    new: RunState = _new(RunState)
+    set_state(new, fields)
     return new
 
 

@@ -177,7 +177,7 @@ hot_names = st.sampled_from(["add", "add", *NAMES[1:], "pick"])
 
 @st.composite
 def answers(draw: st.DrawFn) -> ModelResponded:
-    """Mostly one whole call, its usage and its finish; now and then not quite."""
+    """Mostly one whole call, its usage (or none, or first) and its finish; now and then not quite."""
     hot = not draw(ONE_IN_FOUR)  # the call the hot path takes, or any
     chunk = ToolCallChunk(
         draw(st.sampled_from([0, None])),
@@ -192,7 +192,14 @@ def answers(draw: st.DrawFn) -> ModelResponded:
     response_id = draw(st.sampled_from([None, "r1", "r\u00e9"]))
     finish = Finish(reason, response_id, draw(st.sampled_from([None, "m\u00e9"])))
     events: list[object] = [chunk, usage, finish]
-    match draw(st.sampled_from(["as is"] * 12 + ["reversed", "with text", "short", "two calls"])):
+    shapes = ["as is"] * 8 + ["no usage"] * 4 + ["usage first"] * 2
+    match draw(st.sampled_from([*shapes, "reversed", "with text", "short", "two calls", "two usages"])):
+        case "no usage":  # a model that reports none (a replayed one)
+            events.remove(usage)
+        case "usage first":
+            events[:2] = [usage, chunk]
+        case "two usages":
+            events.insert(draw(st.integers(0, 2)), Usage(1, 2))
         case "reversed":
             events.reverse()
         case "with text":
