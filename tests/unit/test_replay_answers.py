@@ -84,12 +84,14 @@ def test_a_model_step_whose_deltas_differ_from_the_recording_diverges(
     steps = list(trace.steps)
     first = steps[0]
     changed = tuple(
-        attrs.evolve(e, args_delta=e.args_delta + " ") if type(e) is ToolCallDelta else e for e in first.events
+        attrs.evolve(e, args_delta=e.args_delta + " ") if type(e) is ToolCallDelta else e
+        for e in first.events
     )
     steps[0] = attrs.evolve(first, events=changed, live=tuple(e for e in changed if type(e) is ToolCallDelta))
 
     with pytest.raises(ReplayDivergence) as info:
-        run(make_agent(MockModel([])), ReplayInterpreter(Trace(trace.header, tuple(steps), trace.final_events)))
+        tampered = Trace(trace.header, tuple(steps), trace.final_events)
+        run(make_agent(MockModel([])), ReplayInterpreter(tampered))
 
     assert "the run's events differ from the recording" in str(info.value)
     assert any(".args_delta" in d for d in info.value.differences)
@@ -111,7 +113,8 @@ def test_a_later_request_whose_earlier_message_differs_diverges(
     steps[index] = attrs.evolve(steps[index], effect=other)
 
     with pytest.raises(ReplayDivergence) as info:
-        run(make_agent(MockModel([])), ReplayInterpreter(Trace(trace.header, tuple(steps), trace.final_events)))
+        tampered = Trace(trace.header, tuple(steps), trace.final_events)
+        run(make_agent(MockModel([])), ReplayInterpreter(tampered))
 
     assert info.value.step == index
     assert "effect CallModel differs from the recording" in str(info.value)
