@@ -356,12 +356,18 @@ class ReplayInterpreter:
         result = step.result
         kind = type(result)
         if kind is ModelResponded or kind is ModelCallFailed:
-            live = tuple([delta for delta in map(delta_event, result.events) if delta is not None])  # type: ignore[union-attr]
-        else:
-            live = step.live
-        if live:
-            self._events += live
-        return live, result
+            deltas: list[AgentEvent] = []
+            for event in result.events:  # type: ignore[union-attr]
+                delta = delta_event(event)
+                if delta is not None:
+                    deltas.append(delta)
+            if not deltas:
+                return (), result
+            self._events += deltas
+            return tuple(deltas), result
+        if step.live:
+            self._events += step.live
+        return step.live, result
 
     def _check(self, effect: Effect, env: RunEnv, step: TraceStep, index: int) -> None:
         """Raise :class:`ReplayDivergence` unless ``effect`` is step ``index``'s."""
@@ -372,7 +378,13 @@ class ReplayInterpreter:
         else:
             # The recording holds tool rounds scrubbed of secrets: compare what it would hold.
             secrets = self._secrets_of(env)
-            same = (scrubbed_step(effect, step.result, secrets)[0] if secrets else effect) == step.effect
+            if secrets:
+                same = scrubbed_step(effect, step.result, secrets)[0] == step.effect
+            elif type(effect) is ExecuteTools and type(step.effect) is ExecuteTools:
+                # ``==`` of a dict class's one field, without attrs' Python ``__eq__`` frame
+                same = effect.__dict__ == step.effect.__dict__
+            else:
+                same = effect == step.effect
         if not same:
             differences = diff(codec.unstructure(step.effect, Effect), codec.unstructure(effect, Effect))
             expected_kind, kind = type(step.effect).__name__, type(effect).__name__
