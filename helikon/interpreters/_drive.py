@@ -73,7 +73,12 @@ class Interpreter(Protocol):
     :mod:`helikon.interpreters._waves`). One
     that defines ``result_of(effect, env)`` returns an awaitable of the
     result of an effect that streams no events (or None, then :func:`drive`
-    iterates ``perform``), which spares an async generator per effect.
+    iterates ``perform``), which spares an async generator per effect. One
+    that defines ``answer_of(effect, env)`` knows an effect's live events
+    and result at once (a replay: the recorded ones) and returns them as a
+    pair (or None, then ``result_of`` and ``perform`` are asked): the live
+    events come as one step, before the machine's next events, as
+    ``perform``'s would.
     """
 
     def new_run_id(self) -> RunId:
@@ -199,6 +204,8 @@ async def drive_batches(
     observed = False
     # an interpreter may perform an effect that streams nothing as one awaitable
     plain = getattr(interpreter, "result_of", None)
+    # or know an effect's live events and result at once (a replay)
+    known = getattr(interpreter, "answer_of", None)
     while True:
         if not observed:
             if observe is not None:
@@ -230,8 +237,12 @@ async def drive_batches(
             observed = True
             continue
         result: EffectResult | None = None
-        awaitable = plain(effect, env) if plain is not None else None
-        if awaitable is not None:
+        answer = known(effect, env) if known is not None else None
+        if answer is not None:
+            live, result = answer
+            if live:
+                yield live  # the live events, as one step
+        elif (awaitable := plain(effect, env) if plain is not None else None) is not None:
             result = await awaitable
         else:
             stream = interpreter.perform(effect, env)

@@ -15,10 +15,12 @@ result that differs from the recorded one is a divergence naming the tool.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Generator
+from collections.abc import AsyncIterator, Awaitable, Generator, Sequence
+from itertools import chain
 from typing import Any, Final, final
 
 from helikon import codec
+from helikon._conversation import Conversation
 from helikon.diff import diff
 from helikon.effects import (
     AllPerformed,
@@ -51,6 +53,7 @@ from helikon.interpreters._live import LiveInterpreter
 from helikon.interpreters._machine import OutcomeLike
 from helikon.interpreters._recording import scrubbed, scrubbed_step, secrets_of, tree_of
 from helikon.interpreters._tree_env import env_at
+from helikon.items import Item
 from helikon.loop import delta_event
 from helikon.model import ModelRequest
 from helikon.trace import Trace, TraceStep, _pathless, _same_head, _since, tree_definition, without_paths
@@ -146,8 +149,8 @@ class ReplayInterpreter:
         self._checked = False
         self._events: list[AgentEvent] = []
         self._last: tuple[ModelRequest, ModelRequest] = (_NO_REQUEST, _NO_REQUEST)
-        #: The recording's events and whether it is pathless (read once).
-        self._expected: tuple[tuple[AgentEvent, ...], bool] | None = None
+        #: The recording's events (read once).
+        self._expected: tuple[AgentEvent, ...] | None = None
         #: The secrets of the environment last asked about (its spec and machine, by identity).
         self._secrets: tuple[object, object, tuple[str, ...]] = (None, None, ())
 
@@ -155,14 +158,20 @@ class ReplayInterpreter:
         """``actual == recorded``, comparing only what is new since the last
         model call: a conversation only grows, so when both requests start
         with the previous pair's (already compared) messages, equality of
-        the rest is equality of the whole. The prefix checks are cheap: the
+        the rest is equality of the whole (with :func:`_grown`, or
+        :func:`~helikon.trace._same_head` for requests that are not
+        conversations). The prefix checks are cheap: the
         run reuses its message objects and the trace shares them between
         steps, so ``==`` mostly meets identical objects; tools and settings
         the previous pair held (the same objects) were compared then."""
         a, b = actual.request, recorded.request
-        if actual.turn != recorded.turn or len(a.messages) != len(b.messages):
-            return False
         last_a, last_b = self._last
+        if actual.turn != recorded.turn:
+            return False
+        new_a = _grown(a.messages, last_a.messages)
+        new_b = _grown(b.messages, last_b.messages) if new_a is not None else None
+        if new_b is None and len(a.messages) != len(b.messages):
+            return False
         if (a.tools is not last_a.tools or b.tools is not last_b.tools) and a.tools != b.tools:
             return False
         if (
@@ -171,6 +180,12 @@ class ReplayInterpreter:
             return False
         if a.instructions != b.instructions:
             return False
+        if new_b is not None:
+            # both grew the (equal) previous pair: equal whole iff equal growth
+            if new_a != new_b:
+                return False
+            self._last = (a, b)
+            return True
         prev_a, prev_b = last_a.messages, last_b.messages
         n = min(len(prev_a), len(a.messages))
         start = n if _same_head(a.messages, prev_a, n) and _same_head(b.messages, prev_b, n) else 0
@@ -283,7 +298,7 @@ class ReplayInterpreter:
         if not self._checked and not env.path:
             self._checked = True
             self._check_definition(env)
-        self._events.extend(outcome.events)
+        self._events += outcome.events
         if type(outcome.effect) is not Terminate:
             return
         if self._next < len(self.trace.steps):
@@ -293,11 +308,13 @@ class ReplayInterpreter:
                 [],
             )
         if self._expected is None:
-            events = self.trace.events
-            self._expected = (events, _pathless(self.trace, events))
-        expected, pathless = self._expected
+            self._expected = self.trace.events
+        expected = self._expected
         actual = tuple(self._events)
-        if pathless:
+        if actual == expected:
+            # equal events: equal without paths too (the recording's have none then)
+            return
+        if _pathless(self.trace, expected):
             # Recorded before events carried the path that emitted them (a
             # format-4 trace, or one upgraded from it): compared without it.
             actual = without_paths(actual)
@@ -322,6 +339,36 @@ class ReplayInterpreter:
         self._next = index + 1
         return _Ready(result)
 
+    def answer_of(self, effect: Effect, env: RunEnv) -> tuple[tuple[AgentEvent, ...], EffectResult] | None:
+        """The live events and recorded result of the next step, checked as
+        :meth:`perform` checks it, at once (no generator, no awaitable): a
+        model call's deltas made from the recorded chunks as :meth:`perform`
+        makes them, a step's forwarded events as recorded. None when the
+        recording has ended or tools run live (drive then asks
+        :meth:`result_of`, then iterates :meth:`perform`)."""
+        index = self._next
+        steps = self.trace.steps
+        if index >= len(steps) or self.live_tools:
+            return None
+        step = steps[index]
+        self._check(effect, env, step, index)
+        self._next = index + 1
+        result = step.result
+        kind = type(result)
+        if kind is ModelResponded or kind is ModelCallFailed:
+            deltas: list[AgentEvent] = []
+            for event in result.events:  # type: ignore[union-attr]
+                delta = delta_event(event)
+                if delta is not None:
+                    deltas.append(delta)
+            if not deltas:
+                return (), result
+            self._events += deltas
+            return tuple(deltas), result
+        if step.live:
+            self._events += step.live
+        return step.live, result
+
     def _check(self, effect: Effect, env: RunEnv, step: TraceStep, index: int) -> None:
         """Raise :class:`ReplayDivergence` unless ``effect`` is step ``index``'s."""
         if not self.strict:
@@ -331,7 +378,13 @@ class ReplayInterpreter:
         else:
             # The recording holds tool rounds scrubbed of secrets: compare what it would hold.
             secrets = self._secrets_of(env)
-            same = (scrubbed_step(effect, step.result, secrets)[0] if secrets else effect) == step.effect
+            if secrets:
+                same = scrubbed_step(effect, step.result, secrets)[0] == step.effect
+            elif type(effect) is ExecuteTools and type(step.effect) is ExecuteTools:
+                # ``==`` of a dict class's one field, without attrs' Python ``__eq__`` frame
+                same = effect.__dict__ == step.effect.__dict__
+            else:
+                same = effect == step.effect
         if not same:
             differences = diff(codec.unstructure(step.effect, Effect), codec.unstructure(effect, Effect))
             expected_kind, kind = type(step.effect).__name__, type(effect).__name__
@@ -387,6 +440,29 @@ class _Ready:
     def __await__(self) -> Generator[Any, None, EffectResult]:
         return self.value
         yield  # a generator that returns at once: nothing is awaited
+
+
+def _grown(messages: Sequence[Item], previous: Sequence[Item]) -> tuple[Item, ...] | None:
+    """The items ``messages`` holds after all of ``previous``'s, when both
+    are conversations and ``messages`` starts with ``previous``, found as
+    :func:`~helikon.trace._same_head` finds it (the previous chunks, then the
+    previous open chunk, by identity first); None otherwise. It reads no
+    ``len`` of a conversation (each a Python call) and copies only the
+    growth, so a replay's check of a request costs what its turn added."""
+    if type(messages) is not Conversation or type(previous) is not Conversation:
+        return None
+    chunks, before = messages._chunks, previous._chunks
+    k = len(before)
+    if chunks is not before and (len(chunks) < k or (k and chunks[:k] != before)):
+        return None
+    tail = previous._tail
+    n = len(tail)
+    if len(chunks) == k:  # the previous open chunk is still open: the hot path
+        own = messages._tail
+        return own[n:] if not n or own[:n] == tail else None
+    if n and chunks[k][:n] != tail:
+        return None
+    return tuple(chain(chunks[k][n:], *chunks[k + 1 :], messages._tail))
 
 
 #: The previous request of a replay that has compared none yet.

@@ -329,13 +329,16 @@ LOOKS_EXCEPTIONS = {
     },
     # recording scrubs secrets from each kind of result it was given
     "helikon.interpreters._recording": {"AllPerformed"},
-    # replay compares the result it recorded with the one it got
+    # replay compares the result it recorded with the one it got, and a
+    # request's messages by the growth of a conversation (a container's
+    # type, not a result's)
     "helikon.interpreters._replay": {
         "AllPerformed",
         "ModelResponded",
         "ModelCallFailed",
         "InstructionsRendered",
         "ToolsExecuted",
+        "Conversation",
     },
     # drive hands a step's events on as one tuple, whatever sequence the
     # machine's outcome holds them in (a container's type, not a result's)
