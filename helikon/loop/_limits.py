@@ -26,6 +26,7 @@ import attrs
 
 from helikon.config import UsageLimits
 from helikon.errors import UsageLimitExceeded
+from helikon.loop._hot import set_usage
 from helikon.model import Usage
 from helikon.pricing import ModelPrice, priced
 
@@ -117,18 +118,35 @@ cache_creation_input_tokens=0, requests=2, tool_calls=0, cost=None))
         reported.reasoning_tokens,
         reported.cache_creation_input_tokens,
     )
-    # ``total + turn``'s cost: the turn is unpriced as soon as it spent tokens.
-    cost = None if (i or o or c or r or w) else total.cost
-    return None, Usage(
-        total.input_tokens + i,
-        total.output_tokens + o,
-        total.cached_input_tokens + c,
-        total.reasoning_tokens + r,
-        total.cache_creation_input_tokens + w,
-        total.requests + reported.requests + 1,
-        total.tool_calls + reported.tool_calls + tool_calls,
-        cost,
-    )
+    if type(total) is not Usage:  # a subclass's instance: made the general way
+        after = Usage(
+            total.input_tokens + i,
+            total.output_tokens + o,
+            total.cached_input_tokens + c,
+            total.reasoning_tokens + r,
+            total.cache_creation_input_tokens + w,
+            total.requests + reported.requests + 1,
+            total.tool_calls + reported.tool_calls + tool_calls,
+            None if (i or o or c or r or w) else total.cost,
+        )
+        return None, after
+    # ``Usage(...)`` of the sums, its ``__dict__`` set at once (see
+    # :data:`~helikon.loop._hot.BUILT_RAW`): a copy of ``total``'s fields, in order.
+    fields = total.__dict__.copy()
+    if i or o or c or r or w:
+        fields["input_tokens"] = total.input_tokens + i
+        fields["output_tokens"] = total.output_tokens + o
+        fields["cached_input_tokens"] = total.cached_input_tokens + c
+        fields["reasoning_tokens"] = total.reasoning_tokens + r
+        fields["cache_creation_input_tokens"] = total.cache_creation_input_tokens + w
+        fields["cost"] = None  # ``total + turn``'s cost: the turn is unpriced as soon as it spent tokens
+    fields["requests"] = total.requests + reported.requests + 1
+    fields["tool_calls"] = total.tool_calls + reported.tool_calls + tool_calls
+    after = _new(Usage)
+    set_usage(after, fields)
+    return None, after
 
+
+_new: Final = object.__new__
 
 __all__ = ["ORDER", "exceeded", "spend", "turn_usage"]

@@ -26,6 +26,8 @@ The rules, after the book:
 
 from __future__ import annotations
 
+from typing import Final
+
 import attrs
 import msgspec
 from returns.result import Failure, Result, Success
@@ -92,7 +94,7 @@ from helikon.items import (
 from helikon.loop._aggregate import Response, aggregate
 from helikon.loop._calls import RUNNING, ToolCallState, open_call, settled
 from helikon.loop._check import state_problems
-from helikon.loop._hot import check_of, facts, memo, set_state, set_usage
+from helikon.loop._hot import check_of, facts, memo, set_state
 from helikon.loop._limits import exceeded, spend, turn_usage
 from helikon.loop._outcome import Outcome, ok
 from helikon.loop._round import advance_round, round_effect
@@ -392,31 +394,7 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     made: CallId = call_id if call_id else derive_call_id(state.run_id, turn, 0)  # type: ignore[assignment]
     call = ToolCall(made, name, arguments)
     # ``spend`` with the one tool call counted (what the general rule makes in two usages)
-    total = state.usage
-    usage: Usage = _new(Usage)
-    fields = total.__dict__.copy()  # a ``Usage``'s fields (a dict class: nothing else), in order
-    if reported is None:  # the answer's usage is ``Usage()``: the tokens and the cost as they are
-        fields["requests"] = total.requests + 1
-        fields["tool_calls"] = total.tool_calls + 1
-    else:
-        i, o, c, r, w = (
-            reported.input_tokens,
-            reported.output_tokens,
-            reported.cached_input_tokens,
-            reported.reasoning_tokens,
-            reported.cache_creation_input_tokens,
-        )
-        fields["input_tokens"] = total.input_tokens + i
-        fields["output_tokens"] = total.output_tokens + o
-        fields["cached_input_tokens"] = total.cached_input_tokens + c
-        fields["reasoning_tokens"] = total.reasoning_tokens + r
-        fields["cache_creation_input_tokens"] = total.cache_creation_input_tokens + w
-        fields["requests"] = total.requests + reported.requests + 1
-        fields["tool_calls"] = total.tool_calls + reported.tool_calls + 1
-        # ``total + turn``'s cost: the turn is unpriced as soon as it spent tokens
-        if i or o or c or r or w:
-            fields["cost"] = None
-    set_usage(usage, fields)
+    _, usage = spend(state.usage, _NO_USAGE if reported is None else reported, None, 1)
     appended = (call,)
     # ``ToolCallState(call, args, RUNNING)`` and ``ExecutingTools(turn, (that,))``
     opened: ToolCallState = _new(ToolCallState)
@@ -455,6 +433,8 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
 
 
 _new = object.__new__
+#: The usage of an answer that reports none (the general rule counts it as this).
+_NO_USAGE: Final = Usage()
 
 
 def _hand_off(

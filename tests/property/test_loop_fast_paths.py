@@ -39,6 +39,7 @@ from helikon.errors import StepError, ToolCrashed
 from helikon.ids import CallId, RunId
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec
+from helikon.loop._limits import spend, turn_usage
 from helikon.loop._model_form import model_answer, model_form_problem
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import Governance, HandoffSpec, OutputSchema
@@ -338,3 +339,34 @@ def test_the_quick_argument_test_says_valid_only_of_valid_arguments(schema: Json
     assert (schema_errors(value, schema) == ()) == valid
     if _fast_check(schema) is not None:
         assert quick == valid
+
+
+_counts = st.integers(min_value=0, max_value=2**40)
+_usages = st.builds(
+    Usage,
+    _counts,
+    _counts,
+    _counts,
+    _counts,
+    _counts,
+    _counts,
+    _counts,
+    st.none() | st.decimals(min_value=0, max_value=10**6, places=6, allow_nan=False),
+)
+
+
+@given(_usages, _usages | st.just(Usage()), st.integers(min_value=0, max_value=3))
+def test_spend_without_a_price_is_the_sum_it_stands_for(
+    total: Usage, reported: Usage, tool_calls: int
+) -> None:
+    # ``spend`` builds its usage straight into its ``__dict__`` (the hot path):
+    # it must be what ``total + turn_usage(reported)`` is, made the usual way.
+    cost, after = spend(total, reported, None, tool_calls)
+    summed = total + turn_usage(reported, None)
+    expected = attrs.evolve(summed, tool_calls=summed.tool_calls + tool_calls)
+
+    assert cost is None
+    assert type(after) is Usage
+    assert after == expected
+    assert list(after.__dict__.items()) == list(expected.__dict__.items())  # same fields, same order
+    assert [type(v) for v in after.__dict__.values()] == [type(v) for v in expected.__dict__.values()]
