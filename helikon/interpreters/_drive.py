@@ -241,7 +241,7 @@ async def drive_batches(
         if answer is not None:
             live, result = answer
             if live:
-                yield live  # the live events, as one step
+                yield live if type(live) is tuple else tuple(live)  # the live events, as one step (a tuple)
         elif (awaitable := plain(effect, env) if plain is not None else None) is not None:
             result = await awaitable
         else:

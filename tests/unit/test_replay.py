@@ -441,3 +441,21 @@ def test_grown_is_none_unless_the_conversation_starts_with_the_previous_one() ->
     assert _grown(other_chunk, long_before) is None
     assert _grown(tuple(items[:12]), before) is None  # not a conversation: compared the slow way
     assert _grown(before, tuple(items[:5])) is None
+
+
+def test_a_step_whose_live_events_are_a_list_replays_them_one_by_one(
+    recorded: tuple[Trace, list[AgentEvent]],
+) -> None:
+    # A trace built in code may hold a step's live events (a child agent's
+    # forwarded ones) in a list: each is still an event of the run, in its place.
+    trace, _ = recorded
+    steps = list(trace.steps)
+    at = next(n for n, s in enumerate(steps) if type(s.effect) is not CallModel)
+    forwarded = ToolCallDelta(call_id="c9", name="add", args_delta="{}", index=0)
+    steps[at] = attrs.evolve(steps[at], events=(*steps[at].events, forwarded), live=[forwarded])
+    tampered = Trace(trace.header, tuple(steps), trace.final_events)
+
+    replayed = run(make_agent(MockModel([])), ReplayInterpreter(tampered))
+
+    assert replayed == list(tampered.events)
+    assert all(type(e) is not list for e in replayed)
