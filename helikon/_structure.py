@@ -279,6 +279,8 @@ def _assignments(cls: type) -> list[tuple[str, str, Any]] | None:
         source = inspect.getsource(init)  # type: ignore[arg-type]
     except (OSError, TypeError):
         return None
+    if not _same_code(source, code):
+        return None  # the text read is not this ``__init__``'s (a stale line cache)
     body = source.splitlines()[1:]
     fields = attrs.fields(cls)
     found: list[tuple[str, str, Any]] = []
@@ -305,6 +307,25 @@ def _assignments(cls: type) -> list[tuple[str, str, Any]] | None:
     ):
         return None
     return found
+
+
+def _same_code(source: str, code: types.CodeType) -> bool:
+    """Whether ``source`` compiles to ``code``: the text the line cache gave
+    for an ``__init__`` is the one it runs (attrs may reuse a file name for a
+    class defined again with the same name)."""
+    try:
+        compiled = compile(source, code.co_filename, "exec")
+    except (SyntaxError, ValueError):
+        return False
+    for const in compiled.co_consts:
+        if isinstance(const, types.CodeType) and const.co_name == code.co_name:
+            return (const.co_code, const.co_names, const.co_varnames, const.co_consts) == (
+                code.co_code,
+                code.co_names,
+                code.co_varnames,
+                code.co_consts,
+            )
+    return False
 
 
 _OBJECT_SETATTR_GET: Any = object.__setattr__.__get__

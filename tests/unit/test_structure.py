@@ -10,6 +10,7 @@ one value replaced by a value of another JSON type (or removed).
 from __future__ import annotations
 
 import copy
+import linecache
 import pickle
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -355,6 +356,35 @@ def test_a_class_whose_init_does_more_is_called() -> None:
         assert maker(cls) is cls
     assert maker(Converted) is not Converted
     assert maker(Converted)("3") == Converted("3") == Converted(3)
+
+
+def test_a_stale_line_cache_never_stands_for_an_init() -> None:
+    # The line cache is cleared and a class of the same name defined again:
+    # attrs may give its ``__init__`` the same file name, so the text read
+    # for the first class's ``__init__`` is the second's, which only stores.
+    def define(checked: bool) -> type:
+        if checked:
+
+            @attrs.frozen
+            class Twin:
+                n: int = attrs.field(validator=attrs.validators.instance_of(int))
+
+        else:
+
+            @attrs.frozen  # type: ignore[no-redef]
+            class Twin:
+                n: int
+
+        return Twin
+
+    first = define(checked=True)
+    linecache.clearcache()
+    second = define(checked=False)
+
+    assert maker(first) is first  # its validator runs
+    with pytest.raises(TypeError):
+        maker(first)("3")
+    assert maker(second) is not second
 
 
 def test_exact_mirrors() -> None:
