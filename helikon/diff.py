@@ -8,6 +8,7 @@ expected and actual values. Pure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from helikon._json import JsonValue
 
@@ -78,16 +79,33 @@ def same(expected: JsonValue, actual: JsonValue) -> bool:
     >>> same({"a": [1, 2]}, {"a": (1, 2)}), same({"a": 1}, {"a": 1.0})
     (True, False)
     """
-    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
-        return expected.keys() == actual.keys() and all(same(expected[k], actual[k]) for k in expected)
+    kind, other = type(expected), type(actual)
+    if kind in _ATOMS or other in _ATOMS:  # a leaf (or a leaf against a container): compared
+        return kind is other and expected == actual
+    if (kind is dict and other is dict) or (isinstance(expected, Mapping) and isinstance(actual, Mapping)):
+        if expected.keys() != actual.keys():  # type: ignore[union-attr]
+            return False
+        for key, value in expected.items():  # type: ignore[union-attr]  # noqa: SIM110 (a loop: no generator frame)
+            if not same(value, actual[key]):  # type: ignore[index]
+                return False
+        return True
     if (
         isinstance(expected, Sequence)
         and isinstance(actual, Sequence)
         and not isinstance(expected, str)
         and not isinstance(actual, str)
     ):
-        return len(expected) == len(actual) and all(same(e, a) for e, a in zip(expected, actual, strict=True))
-    return type(expected) is type(actual) and expected == actual
+        if len(expected) != len(actual):
+            return False
+        for before, after in zip(expected, actual, strict=True):  # noqa: SIM110 (as above)
+            if not same(before, after):
+                return False
+        return True
+    return kind is other and expected == actual
+
+
+#: Leaf types :func:`same` compares at once (no container is one of them).
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
 
 
 __all__ = ["diff", "same"]
