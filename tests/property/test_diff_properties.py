@@ -26,18 +26,25 @@ _values = st.recursive(
 )
 
 
-def _alike(value: Any, draw: Any) -> Any:
-    """A value equal to ``value`` as ``diff`` sees it, or nearly (one leaf or shape changed)."""
+@st.composite
+def _alike(draw: st.DrawFn, value: Any) -> Any:
+    """A value equal to ``value`` as ``diff`` sees it, or nearly (a leaf or a shape changed)."""
     if isinstance(value, dict):
-        return {k: _alike(v, draw) for k, v in value.items()}
+        return {k: draw(_alike(v)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        items = [_alike(v, draw) for v in value]
+        items = [draw(_alike(v)) for v in value]
         return tuple(items) if draw(st.booleans()) else items
     return draw(st.sampled_from([value, value, value, 1, 1.0, True, "1", None]))
 
 
 @given(st.data(), _values)
 def test_same_is_diff_finding_nothing(data: st.DataObject, expected: Any) -> None:
-    actual = data.draw(st.one_of(st.just(expected), _values, st.builds(lambda: _alike(expected, data.draw))))
+    actual = data.draw(st.one_of(st.just(expected), _values, _alike(expected)))
 
     assert same(expected, actual) == (diff(expected, actual) == [])
+
+
+def test_same_tells_leaves_of_other_types_apart() -> None:
+    assert not same(1, 1.0) and not same(True, 1) and not same([0], [False])
+    assert not same({"a": "1"}, {"a": 1})
+    assert same({"a": [1, {"b": None}]}, {"a": (1, {"b": None})})
