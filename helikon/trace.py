@@ -759,8 +759,7 @@ def _fast_call(
     if type(turn) is not int or type(fields) is not dict:
         return None
     quick_of = _fast_quick or _fast_setup()
-    if not _made:
-        _made.extend(map(maker, (TraceStep, CallModel, ModelRequest)))
+    _makers()
     asker = (path, ())
     previous = last.get(asker)
     request: ModelRequest
@@ -838,8 +837,7 @@ def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
                 frozenset(m for m in _members(events) if exact(m)),
             )
         )
-        if not _made:
-            _made.extend(map(maker, (TraceStep, CallModel, ModelRequest)))
+        _makers()
     return _step_type[0], _step_type[1], _step_type[2], _step_type[3]
 
 
@@ -912,6 +910,12 @@ def _typed_call(
 _step_type: list[Any] = []
 #: :func:`~helikon._structure.maker` of a step, a model call and a model request (made once).
 _made: list[Any] = []
+
+
+def _makers() -> None:
+    """Fill :data:`_made` (once)."""
+    if not _made:
+        _made.extend(map(maker, (TraceStep, CallModel, ModelRequest)))
 
 
 def _continued(before: Sequence[Item], kept: int, added: tuple[Item, ...]) -> Sequence[Item]:
@@ -1009,11 +1013,10 @@ def _encode(value: object) -> bytes:
 #: happens to use one of these two keys (so nothing is ever misread).
 _TEXT_KEY: Final = "$text"
 _LITERAL_KEY: Final = "$object"
-#: How a reference or a wrapper starts on a line (inside a JSON string a
-#: quote is escaped, so these bytes occur only as the objects themselves).
-_REF_MARKS: Final = (b'{"$text":', b'{"$object":')
-#: How both of them start (one look for either: a line that has it and
-#: neither is read the general way, which gives the same value).
+#: How a reference (``{"$text":``) or a wrapper (``{"$object":``) starts on a
+#: line: inside a JSON string a quote is escaped, so these bytes occur only
+#: as an object with a ``$`` key; a line that has one and neither of the two
+#: is read the general way, which gives the same value.
 _REF_START: Final = b'{"$'
 #: How a step line starts (its keys are sorted).
 _STEP_START: Final = b'{"effect":'
