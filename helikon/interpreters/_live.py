@@ -55,6 +55,7 @@ from helikon.effects import (
     RunAgents,
     RunHooks,
     RunInterrupted,
+    StepResult,
     StoreOutput,
     Terminate,
     ToolsExecuted,
@@ -203,12 +204,15 @@ class LiveInterpreter:
                 return stopped
         match effect:
             case ExecuteTools(steps=steps):
-                if limit is None and token.deadline is None and len(steps) == 1:
-                    step = steps[0]  # a round of one call of a tool that cannot suspend?
-                    if type(step) is InvokeTool:
-                        found = _quick_tool(env, step.tool)
+                if len(steps) == 1 and type(steps[0]) is InvokeTool:
+                    step = steps[0]  # a round of one call of a function tool (the common round)
+                    if limit is None and token.deadline is None:
+                        found = _quick_tool(env, step.tool)  # one that cannot suspend?
                         if found is not None:
                             return await _call_at_once(step, found, env)
+                    tool = env.tools.get(step.tool)
+                    if type(tool) is FunctionTool:
+                        return await _call_scoped(step, tool, env, limit)
                 most = env.spec.config.parallel_tool_call_limit
                 return await _interruptible(run_tool_round(steps, callbacks_of(env), most), env, limit)
             case AskApprovals(requests=requests):
@@ -397,6 +401,33 @@ async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: Run
         result = tool_answered(step.call_id, value)
     if env.ctx.cancel.cancelled:  # the tool fired the token itself
         return _cancelled()
+    return ToolsExecuted((result,), actions is not None and actions.escalated)
+
+
+async def _call_scoped(
+    step: InvokeTool, tool: FunctionTool[..., Any], env: RunEnv, limit: Limit
+) -> EffectResult:
+    """What ``_interruptible(run_tool_round((step,), ...), env, limit)``
+    gives for a round of one call of a function tool (one that can suspend,
+    or any in a run with a deadline): the tool's own coroutine awaited in the
+    round's cancel scope, with no plan, call record or answer in between."""
+    token = env.ctx.cancel
+    actions = None if context_free(tool) else Actions()
+    ctx: Any = None if actions is None else _tool_context(env, step.call_id, actions)
+    result: StepResult | None = None
+    deadline = limit[0] if limit is not None else token.deadline
+    with _cancel_scope(env, math.inf if deadline is None else deadline) as scope:
+        remove = token.on_cancel(scope.cancel)
+        try:
+            value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it
+        except Exception as exc:
+            result = step_result(step, Raised(exc))
+        else:
+            result = tool_answered(step.call_id, value)
+        finally:
+            remove()
+    if result is None or token.cancelled:
+        return interruption(env, limit) or _cancelled()
     return ToolsExecuted((result,), actions is not None and actions.escalated)
 
 

@@ -340,6 +340,9 @@ LOOKS_EXCEPTIONS = {
         "ToolsExecuted",
         "Conversation",
     },
+    # the live interpreter awaits a function tool's own coroutine in a round
+    # of one call (how it performs the call, not what the call's answer means)
+    "helikon.interpreters._live": {"FunctionTool"},
     # drive hands a step's events on as one tuple, whatever sequence the
     # machine's outcome holds them in (a container's type, not a result's)
     "helikon.interpreters._drive": {"tuple"},
