@@ -331,8 +331,7 @@ class Trace:
             if len(records) == 1:
                 first = records[0][1]
                 if type(first) is dict and first.get("kind") == "header" and first.get("version") == VERSION:
-                    _step_line()
-                    step_decoder = _step_type[4]
+                    step_decoder = _step_types().decoder
         if not records or not isinstance(records[0][1], dict) or records[0][1].get("kind") != "header":
             raise TraceFormatError(f"{source}:1: not a helikon trace (no header line)")
         head = records[0][1]
@@ -698,21 +697,21 @@ def _fast_step(record: dict[str, Any], last: dict[_Asker, ModelRequest]) -> Trac
 
 def _typed_step(line: Any, last: dict[_Asker, ModelRequest]) -> TraceStep | None:
     """:func:`_fast_step` of a line msgspec decoded (and so checked) as a
-    step (see :func:`_step_line`): its values are built with no check."""
+    step (see :func:`_step_types`): its values are built with no check."""
     try:
         if line.kind != "step":
             return None
         path = line.path
-        build = _step_type
+        types = _made_types[0]
         effect = line.effect
-        if type(effect) is _step_type[5]:
+        if type(effect) is types.call:
             read = _typed_call(effect.request, effect.turn, path, last)
             if read is None:
                 return None
         else:
-            read = build[3][type(effect)](effect), None
-        result = build[1](line.result)
-        events = build[2](line.events)
+            read = types.build_effect[type(effect)](effect), None
+        result = types.build_result(line.result)
+        events = types.build_events(line.events)
         raw_live = line.live
         if not raw_live:
             live: tuple[AgentEvent, ...] = ()
@@ -722,12 +721,12 @@ def _typed_step(line: Any, last: dict[_Asker, ModelRequest]) -> TraceStep | None
             # Equal mirrors of classes whose equal values have the same JSON
             # are the same JSON: compared in C, not encoded twice.
             if tail <= len(events) and (
-                (ending == raw_live and _step_type[7].issuperset(map(type, raw_live)))
+                (ending == raw_live and types.exact_events.issuperset(map(type, raw_live)))
                 or _plain.encode(raw_live) == _plain.encode(ending)
             ):
                 live = events[-tail:]
             else:
-                live = build[2](raw_live)
+                live = types.build_events(raw_live)
         step: TraceStep = _made[0](line.index, read[0], result, events, path, live, line.now)
     except Exception:
         return None
@@ -765,17 +764,14 @@ def _fast_call(
     request: ModelRequest
     if _KEPT in fields:
         kept = fields[_KEPT]
-        if previous is None or type(kept) is not int or not 0 <= kept <= len(previous.messages):
+        if type(kept) is not int:
             return None
-        messages = _continued(previous.messages, kept, quick_of[2](fields.get("messages")))
-        if len(fields) == 2:  # ``kept`` and ``messages``: nothing else changed
-            request = _made[2](messages, previous.tools, previous.settings, previous.instructions)
-        else:
-            carried = {
-                name: quick(tp)(fields[name]) if name in fields else getattr(previous, name)
-                for name, tp in _CARRIED.items()
-            }
-            request = ModelRequest(messages, **carried)
+        unset = msgspec.UNSET
+        carried = [quick(tp)(fields[name]) if name in fields else unset for name, tp in _CARRIED.items()]
+        continued = _continuing(previous, kept, quick_of[2](fields.get("messages")), *carried)
+        if continued is None:
+            return None
+        request = continued
     else:
         request = quick_of[3](fields)
         if previous is not None:
@@ -783,13 +779,31 @@ def _fast_call(
     return _made[1](request, turn), asker
 
 
-def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
-    """The msgspec type a step line of the current version decodes as (its
-    result, events and effect as checked mirrors of their carriers, see
-    :func:`~helikon._structure.typed`; a model call as a :class:`_CallLine`;
-    a wave has none: its line is read the general way), and the functions
-    that build its result, its events and (by mirror type) its effect."""
-    if not _step_type:
+@attrs.frozen
+class _StepTypes:
+    """The msgspec type a step line of the current version decodes as, and
+    what builds its carriers from it (see :func:`_step_types`)."""
+
+    #: The line: its result, events and effect as checked mirrors of their
+    #: carriers (see :func:`~helikon._structure.typed`); a model call as :attr:`call`.
+    line: Any
+    build_result: Quick
+    build_events: Quick
+    #: The builder of an effect other than a model call, by mirror type.
+    build_effect: dict[type, Quick]
+    decoder: msgspec.json.Decoder[Any]
+    #: A model call as a step line holds it (read by :func:`_typed_call`).
+    call: Any
+    #: The builders of a model request's messages, tools and settings (see :func:`_request_line`).
+    build_request: tuple[Quick, ...]
+    #: The event mirrors whose equal values have the same JSON.
+    exact_events: frozenset[type]
+
+
+def _step_types() -> _StepTypes:
+    """The step line's types and builders (made once; a wave has no mirror:
+    its line is read the general way)."""
+    if not _made_types:
         events, build_events = typed(_EVENTS)
         result, build_result = typed(EffectResult)
         request, build_request = _request_line()
@@ -825,8 +839,9 @@ def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
             kw_only=True,
             gc=False,
         )
-        _step_type.extend(
-            (
+        _makers()
+        _made_types.append(
+            _StepTypes(
                 line,
                 build_result or _same,
                 build_events or _same,
@@ -837,8 +852,7 @@ def _step_line() -> tuple[Any, Quick, Quick, dict[type, Quick]]:
                 frozenset(m for m in _members(events) if exact(m)),
             )
         )
-        _makers()
-    return _step_type[0], _step_type[1], _step_type[2], _step_type[3]
+    return _made_types[0]
 
 
 def _same(value: Any) -> Any:
@@ -878,36 +892,58 @@ def _typed_call(
     its values are built with no check. An absent field is ``UNSET``: a
     whole request's takes :class:`~helikon.model.ModelRequest`'s default, a
     continuing one's its path's previous request's."""
-    build = _step_type[6]
+    build = _made_types[0].build_request
     asker = (path, ())
     previous = last.get(asker)
     added = build[0](fields.messages)
+    unset = msgspec.UNSET
     tools, settings, instructions = fields.tools, fields.settings, fields.instructions
+    tools = tools if tools is unset else build[1](tools)
+    settings = settings if settings is unset else build[2](settings)
     kept = fields.kept
-    if kept is not msgspec.UNSET:
-        if previous is None or not 0 <= kept <= len(previous.messages):
+    request: ModelRequest | None
+    if kept is not unset:
+        request = _continuing(previous, kept, added, tools, settings, instructions)
+        if request is None:
             return None
-        request = _made[2](
-            _continued(previous.messages, kept, added),
-            previous.tools if tools is msgspec.UNSET else build[1](tools),
-            previous.settings if settings is msgspec.UNSET else build[2](settings),
-            previous.instructions if instructions is msgspec.UNSET else instructions,
-        )
     else:
         defaults = _REQUEST_DEFAULTS
         request = _made[2](
             added,
-            defaults[0] if tools is msgspec.UNSET else build[1](tools),
-            defaults[1] if settings is msgspec.UNSET else build[2](settings),
-            defaults[2] if instructions is msgspec.UNSET else instructions,
+            defaults[0] if tools is unset else tools,
+            defaults[1] if settings is unset else settings,
+            defaults[2] if instructions is unset else instructions,
         )
         if previous is not None:
             request = _sharing(request, previous)
     return _made[1](request, turn), asker
 
 
-#: :func:`_step_line`'s type, builders and decoder (made once).
-_step_type: list[Any] = []
+def _continuing(
+    previous: ModelRequest | None,
+    kept: int,
+    added: tuple[Item, ...],
+    tools: Any,
+    settings: Any,
+    instructions: Any,
+) -> ModelRequest | None:
+    """The request a line that continues its path's ``previous`` request
+    gives: ``kept`` of its messages, then ``added``; its tools, settings and
+    instructions where the line leaves them out (``UNSET``). None when
+    there is no previous request or it has fewer than ``kept`` messages."""
+    if previous is None or not 0 <= kept <= len(previous.messages):
+        return None
+    unset = msgspec.UNSET
+    return _made[2](  # type: ignore[no-any-return]
+        _continued(previous.messages, kept, added),
+        previous.tools if tools is unset else tools,
+        previous.settings if settings is unset else settings,
+        previous.instructions if instructions is unset else instructions,
+    )
+
+
+#: :func:`_step_types`'s record (made once).
+_made_types: list[_StepTypes] = []
 #: :func:`~helikon._structure.maker` of a step, a model call and a model request (made once).
 _made: list[Any] = []
 

@@ -113,6 +113,7 @@ _IDENTITIES: Final = 256
 #: (else :func:`facts` makes them).
 memo: Final = _by_identity
 
+
 def _dict_setter(cls: type[T]) -> Callable[[T, dict[str, object]], None]:
     """What sets the ``__dict__`` of an instance of dict class ``cls``: the
     ``__set__`` of its ``__dict__`` descriptor, called straight."""
