@@ -393,12 +393,7 @@ async def _call_at_once(step: InvokeTool, tool: FunctionTool[..., Any], env: Run
     read its context gets none (``invoke`` ignores it)."""
     actions = None if context_free(tool) else Actions()  # escalating needs the context
     ctx: Any = None if actions is None else _tool_context(env, step.call_id, actions)
-    try:
-        value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it
-    except Exception as exc:
-        result = step_result(step, Raised(exc))
-    else:
-        result = tool_answered(step.call_id, value)
+    result = await _answer(step, tool, ctx)
     if env.ctx.cancel.cancelled:  # the tool fired the token itself
         return _cancelled()
     return ToolsExecuted((result,), actions is not None and actions.escalated)
@@ -419,16 +414,22 @@ async def _call_scoped(
     with _cancel_scope(env, math.inf if deadline is None else deadline) as scope:
         remove = token.on_cancel(scope.cancel)
         try:
-            value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it
-        except Exception as exc:
-            result = step_result(step, Raised(exc))
-        else:
-            result = tool_answered(step.call_id, value)
+            result = await _answer(step, tool, ctx)
         finally:
             remove()
     if result is None or token.cancelled:
         return interruption(env, limit) or _cancelled()
     return ToolsExecuted((result,), actions is not None and actions.escalated)
+
+
+async def _answer(step: InvokeTool, tool: FunctionTool[..., Any], ctx: Any) -> StepResult:
+    """The step result of the tool's own call (what ``answer_async`` of the
+    tool's :class:`Call` and ``step_result`` give); a cancellation propagates."""
+    try:
+        value = await tool.invoke(ctx, step.args)  # type: ignore[arg-type]  # as the tool's Call passes it
+    except Exception as exc:
+        return step_result(step, Raised(exc))
+    return tool_answered(step.call_id, value)
 
 
 async def _interruptible(work: Awaitable[EffectResult], env: RunEnv, limit: Limit) -> EffectResult:
