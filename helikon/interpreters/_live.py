@@ -405,7 +405,8 @@ async def _call_scoped(
     """What ``_interruptible(run_tool_round((step,), ...), env, limit)``
     gives for a round of one call of a function tool (one that can suspend,
     or any in a run with a deadline): the tool's own coroutine awaited in the
-    round's cancel scope, with no plan, call record or answer in between."""
+    round's cancel scope, with no call record or answer in between (the
+    live interpreter's waves make each call of a turn a round of its own)."""
     token = env.ctx.cancel
     actions = None if context_free(tool) else Actions()
     ctx: Any = None if actions is None else _tool_context(env, step.call_id, actions)
