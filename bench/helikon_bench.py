@@ -112,6 +112,11 @@ _TOOL_KINDS = {
 }
 
 
+#: ``BENCH_SPLIT=1`` streams each tool call as live providers do: a start
+#: chunk (id and name, no arguments), then its arguments in two pieces.
+_SPLIT = os.environ.get("BENCH_SPLIT", "") == "1"
+
+
 def next_turn(request: ModelRequest) -> int:
     """The turn index, read from the last message (no state kept between calls)."""
     last = request.messages[-1]
@@ -146,7 +151,12 @@ class ScriptedModel:
         if self.checkpoint:
             await anyio.lowlevel.checkpoint()
         if k < self.turns - 1:
-            yield ToolCallChunk(0, f"call_{k}", "add", '{"a": 1, "b": 2}')
+            if _SPLIT:  # as live providers stream a call: its start, then its arguments in pieces
+                yield ToolCallChunk(0, f"call_{k}", "add", "")
+                yield ToolCallChunk(0, None, None, '{"a": 1, ')
+                yield ToolCallChunk(0, None, None, '"b": 2}')
+            else:
+                yield ToolCallChunk(0, f"call_{k}", "add", '{"a": 1, "b": 2}')
             yield Usage(1, 1)
             yield Finish(FinishReason.TOOL_CALLS)
         else:

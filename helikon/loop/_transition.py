@@ -115,7 +115,7 @@ from helikon.loop._states import (
 )
 from helikon.loop._turns import begin_turn, complete, evolve, fail, request, turn_effect
 from helikon.loop._validate import decode, parse_json, schema_errors
-from helikon.model import Finish, ToolCallChunk, ToolDef, Usage
+from helikon.model import Finish, ModelEvent, ToolCallChunk, ToolDef, Usage
 
 #: Asked after a plain-text answer when the agent has an output schema.
 FINALIZE_PROMPT = (
@@ -332,10 +332,52 @@ def on_model_responded(state: RunState, result: ModelResponded, spec: AgentSpec)
     return ok(advance_round(state, spec, turn, tuple(calls), invalid, events, appended, usage))
 
 
+def in_pieces(
+    events: tuple[ModelEvent, ...],
+) -> tuple[str | None, str, str, Usage | None, Finish] | None:
+    """One tool call streamed in pieces, as live providers stream it (a chunk
+    with its id and name, then its arguments chunk by chunk, all of one
+    index), with at most one usage, then the finish: the call's id, name and
+    arguments as :func:`~helikon.loop._aggregate.aggregate` merges them (the
+    first id given, the first name given, the arguments joined), the usage
+    and the finish; None for any other answer."""
+    finish = events[-1]
+    first = events[0]
+    if type(finish) is not Finish:
+        return None
+    if type(first) is Usage:  # the usage first: the call from the next event
+        first = events[1]
+    if type(first) is not ToolCallChunk or first.index is None:
+        return None
+    index = first.index
+    call_id: str | None = None
+    name = ""
+    arguments: list[str] = []
+    reported: Usage | None = None
+    for event in events[:-1]:
+        kind = type(event)
+        if kind is ToolCallChunk:
+            piece: ToolCallChunk = event  # type: ignore[assignment]
+            if piece.index != index:
+                return None  # another call (or one found by its id): the general rule
+            if call_id is None:
+                call_id = piece.call_id
+            if not name and piece.name:
+                name = piece.name
+            if piece.arguments:
+                arguments.append(piece.arguments)
+        elif kind is Usage and reported is None:
+            reported = event  # type: ignore[assignment]
+        else:
+            return None
+    return call_id, name, "".join(arguments), reported, finish
+
+
 def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: AgentSpec) -> Outcome | None:
     """:func:`on_model_responded` for the commonest answer, or None for any other.
 
-    The answer is one whole tool call (a single :class:`~helikon.model.ToolCallChunk`)
+    The answer is one tool call (a single :class:`~helikon.model.ToolCallChunk`,
+    or one streamed in pieces as live providers stream it: see :func:`in_pieces`)
     and its finish, with the usage the model reported (one
     :class:`~helikon.model.Usage`, before or after the chunk) or none (a model
     that reports none, a replayed one), in normal form; the agent has no
@@ -352,20 +394,27 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     """
     events = result.events
     size = len(events)
+    chunk: object = None
+    reported: object = None
+    finish: object = None
     if size == 3:
         chunk, reported, finish = events
         if type(chunk) is Usage:  # the usage first: the same response
             chunk, reported = reported, chunk
         if type(reported) is not Usage:
-            return None
+            chunk = None  # a call in pieces, maybe
     elif size == 2:
         chunk, finish = events
-        reported = None
+    call_id: str | None
+    name: str | None
+    if type(chunk) is ToolCallChunk and type(finish) is Finish:
+        call_id, name, arguments = chunk.call_id, chunk.name, chunk.arguments
     else:
-        return None
-    if type(chunk) is not ToolCallChunk or type(finish) is not Finish:
-        return None
-    call_id, name, arguments = chunk.call_id, chunk.name, chunk.arguments
+        pieces = in_pieces(events) if size > 2 else None
+        if pieces is None:
+            return None
+        call_id, name, arguments, reported, finish = pieces
+    assert type(finish) is Finish
     rid = finish.response_id
     if not (  # in normal form (see ``_model_form``): ASCII text is
         (call_id is None or call_id.isascii())
@@ -394,7 +443,7 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     made: CallId = call_id if call_id else derive_call_id(state.run_id, turn, 0)  # type: ignore[assignment]
     call = ToolCall(made, name, arguments)
     # ``spend`` with the one tool call counted (what the general rule makes in two usages)
-    _, usage = spend(state.usage, _NO_USAGE if reported is None else reported, None, 1)
+    _, usage = spend(state.usage, _NO_USAGE if reported is None else reported, None, 1)  # type: ignore[arg-type]
     appended = (call,)
     # ``ToolCallState(call, args, RUNNING)`` and ``ExecutingTools(turn, (that,))``
     opened: ToolCallState = _new(ToolCallState)

@@ -36,20 +36,22 @@ from helikon.effects import (
     ToolsExecuted,
 )
 from helikon.errors import StepError, ToolCrashed
-from helikon.ids import CallId, RunId
+from helikon.ids import CallId, RunId, derive_call_id
 from helikon.items import AgentInput
 from helikon.loop import AgentSpec
+from helikon.loop._aggregate import aggregate
 from helikon.loop._limits import spend, turn_usage
 from helikon.loop._model_form import model_answer, model_form_problem
 from helikon.loop._outcome import Outcome
 from helikon.loop._spec import Governance, HandoffSpec, OutputSchema
 from helikon.loop._states import ExecutingTools
 from helikon.loop._table import TABLE, transition
-from helikon.loop._transition import start
+from helikon.loop._transition import in_pieces, start
 from helikon.loop._validate import _fast_check, schema_errors, surely_valid
 from helikon.model import (
     Finish,
     FinishReason,
+    ModelEvent,
     ModelSettings,
     TextChunk,
     ToolCallChunk,
@@ -176,6 +178,16 @@ arguments = st.sampled_from(
 hot_names = st.sampled_from(["add", "add", *NAMES[1:], "pick"])
 
 
+late_ids = st.sampled_from([None, None, None, None, "c3"])
+
+
+def first_arguments(head: str) -> st.SearchStrategy[str]:
+    """What the first piece of a call in pieces carries: mostly nothing."""
+    return st.sampled_from(["", "", "", head])
+
+late_names = st.sampled_from([None, None, None, None, "", "echo", "add"])
+
+
 @st.composite
 def answers(draw: st.DrawFn) -> ModelResponded:
     """Mostly one whole call, its usage (or none, or first) and its finish; now and then not quite."""
@@ -193,8 +205,24 @@ def answers(draw: st.DrawFn) -> ModelResponded:
     response_id = draw(st.sampled_from([None, "r1", "r\u00e9"]))
     finish = Finish(reason, response_id, draw(st.sampled_from([None, "m\u00e9"])))
     events: list[object] = [chunk, usage, finish]
-    shapes = ["as is"] * 8 + ["no usage"] * 4 + ["usage first"] * 2
+    shapes = ["as is"] * 8 + ["no usage"] * 4 + ["usage first"] * 2 + ["in pieces"] * 10
     match draw(st.sampled_from([*shapes, "reversed", "with text", "short", "two calls", "two usages"])):
+        case "in pieces":  # as live providers stream a call: its start, then its arguments
+            text = chunk.arguments
+            cut = draw(st.integers(0, len(text)))
+            index = chunk.index if chunk.index is not None else draw(st.sampled_from([0, None]))
+            later = draw(st.sampled_from([index, index, index, index, index, None, 1]))
+            pieces = [
+                ToolCallChunk(index, chunk.call_id, chunk.name, draw(first_arguments(text[:cut]))),
+                # now and then an id or a name in a later piece (the first given is the call's)
+                ToolCallChunk(later, draw(late_ids), draw(late_names), text[:cut]),
+                ToolCallChunk(later, None, None, text[cut:]),
+            ]
+            events[:1] = pieces[: draw(st.integers(2, 3))]
+            if draw(ONE_IN_FOUR):  # the usage between two pieces, or none
+                events.remove(usage)
+                if draw(st.booleans()):
+                    events.insert(draw(st.integers(0, len(events) - 1)), usage)
         case "no usage":  # a model that reports none (a replayed one)
             events.remove(usage)
         case "usage first":
@@ -210,6 +238,50 @@ def answers(draw: st.DrawFn) -> ModelResponded:
         case "two calls":
             events.insert(1, ToolCallChunk(1, "c2", "add", '{"a": 2}'))
     return ModelResponded(tuple(events))  # type: ignore[arg-type]
+
+
+piece_ids = st.sampled_from([None, None, "", "c1", "c2"])
+piece_names = st.sampled_from([None, None, "", "add", "echo"])
+
+
+@st.composite
+def calls_in_pieces(draw: st.DrawFn) -> tuple[ModelEvent, ...]:
+    """A model answer that is, or is nearly, one call in pieces: chunks of
+    one index (now and then another, or none), ids and names in any of them,
+    at most a usage (now and then two, or text), then a finish."""
+    index = draw(st.sampled_from([0, 0, 0, 2, None]))
+    pieces: list[ModelEvent] = [
+        ToolCallChunk(
+            draw(st.sampled_from([index, index, index, index, None, 1])) if n else index,
+            draw(piece_ids),
+            draw(piece_names),
+            draw(st.sampled_from(["", '{"a"', ": 1", "}", "\u00e9"])),
+        )
+        for n in range(draw(st.integers(1, 5)))
+    ]
+    extras = draw(st.lists(st.sampled_from([Usage(1, 2), Usage(), TextChunk("hm")]), max_size=2))
+    for extra in extras:
+        pieces.insert(draw(st.integers(0, len(pieces))), extra)
+    return (*pieces, Finish(FinishReason.TOOL_CALLS))
+
+
+@given(calls_in_pieces())
+def test_a_call_in_pieces_is_the_call_aggregate_makes(events: tuple[ModelEvent, ...]) -> None:
+    pieces = in_pieces(events)
+    response = aggregate(events, RunId("r"), 1)
+    calls = [e for e in events if type(e) is ToolCallChunk]
+    usages = [e for e in events if type(e) is Usage]
+    indexes = {e.index for e in calls}
+    one = indexes != {None} and len(indexes) == 1 and len(usages) <= 1
+    if not one or any(type(e) is TextChunk for e in events):
+        assert pieces is None
+        return
+    assert pieces is not None
+    call_id, name, arguments, reported, finish = pieces
+    (call,) = response.calls
+    made = call_id or derive_call_id(RunId("r"), 1, 0)
+    assert (made, name, arguments) == (call.call_id, call.name, call.arguments)
+    assert (reported or Usage()) == response.usage and finish == events[-1]
 
 
 outputs = st.one_of(
