@@ -340,7 +340,9 @@ def in_pieces(
     index), with at most one usage, then the finish: the call's id, name and
     arguments as :func:`~helikon.loop._aggregate.aggregate` merges them (the
     first id given, the first name given, the arguments joined), the usage
-    and the finish; None for any other answer."""
+    and the finish; None for any other answer, and for one with an id or a
+    name that is not ASCII in any piece (the general rule checks every
+    piece's for normal form, the ids and names it drops included)."""
     finish = events[-1]
     first = events[0]
     if type(finish) is not Finish:
@@ -360,6 +362,11 @@ def in_pieces(
             piece: ToolCallChunk = event  # type: ignore[assignment]
             if piece.index != index:
                 return None  # another call (or one found by its id): the general rule
+            given_id, given_name = piece.call_id, piece.name
+            if (given_id is not None and not given_id.isascii()) or (
+                given_name is not None and not given_name.isascii()
+            ):
+                return None  # maybe not in normal form: the general rule reads every piece's
             if call_id is None:
                 call_id = piece.call_id
             if not name and piece.name:
@@ -379,7 +386,7 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     The answer is one tool call (a single :class:`~helikon.model.ToolCallChunk`,
     or one streamed in pieces as live providers stream it: see :func:`in_pieces`)
     and its finish, with the usage the model reported (one
-    :class:`~helikon.model.Usage`, before or after the chunk) or none (a model
+    :class:`~helikon.model.Usage`, before, between or after the chunks) or none (a model
     that reports none, a replayed one), in normal form; the agent has no
     handoffs, no price, no usage limit and no hooks, the call's tool exists,
     its arguments fit, and the rules allow it whatever its arguments. The

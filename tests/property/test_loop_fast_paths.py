@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 import jsonschema
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from returns.result import Failure, Result
@@ -46,7 +47,7 @@ from helikon.loop._outcome import Outcome
 from helikon.loop._spec import Governance, HandoffSpec, OutputSchema
 from helikon.loop._states import ExecutingTools
 from helikon.loop._table import TABLE, transition
-from helikon.loop._transition import in_pieces, start
+from helikon.loop._transition import in_pieces, one_call_turn, start
 from helikon.loop._validate import _fast_check, schema_errors, surely_valid
 from helikon.model import (
     Finish,
@@ -185,6 +186,7 @@ def first_arguments(head: str) -> st.SearchStrategy[str]:
     """What the first piece of a call in pieces carries: mostly nothing."""
     return st.sampled_from(["", "", "", head])
 
+
 late_names = st.sampled_from([None, None, None, None, "", "echo", "add"])
 
 
@@ -240,8 +242,9 @@ def answers(draw: st.DrawFn) -> ModelResponded:
     return ModelResponded(tuple(events))  # type: ignore[arg-type]
 
 
-piece_ids = st.sampled_from([None, None, "", "c1", "c2"])
-piece_names = st.sampled_from([None, None, "", "add", "echo"])
+# now and then one that is not ASCII, or not in normal form (a lone surrogate)
+piece_ids = st.sampled_from([None, None, "", "c1", "c2", "c\u00e9", "\ud800"])
+piece_names = st.sampled_from([None, None, "", "add", "echo", "x\udc00"])
 
 
 @st.composite
@@ -272,7 +275,8 @@ def test_a_call_in_pieces_is_the_call_aggregate_makes(events: tuple[ModelEvent, 
     calls = [e for e in events if type(e) is ToolCallChunk]
     usages = [e for e in events if type(e) is Usage]
     indexes = {e.index for e in calls}
-    one = indexes != {None} and len(indexes) == 1 and len(usages) <= 1
+    plain = all((e.call_id or "").isascii() and (e.name or "").isascii() for e in calls)
+    one = indexes != {None} and len(indexes) == 1 and len(usages) <= 1 and plain
     if not one or any(type(e) is TextChunk for e in events):
         assert pieces is None
         return
@@ -282,6 +286,56 @@ def test_a_call_in_pieces_is_the_call_aggregate_makes(events: tuple[ModelEvent, 
     made = call_id or derive_call_id(RunId("r"), 1, 0)
     assert (made, name, arguments) == (call.call_id, call.name, call.arguments)
     assert (reported or Usage()) == response.usage and finish == events[-1]
+
+
+def _calling(spec: AgentSpec) -> Any:
+    """The state of ``spec``'s run as it asks its first model call."""
+    first = start(spec, AgentInput.from_user_text("hi"), RunId("r"))
+    while type(first.effect) is not CallModel:  # the turn's hooks, its instructions
+        given_ = HooksRan() if type(first.effect) is RunHooks else InstructionsRendered("be brief")
+        first = transition(first.state, given_, spec).unwrap()
+    return first.state
+
+
+#: Answers in pieces the fast path must leave to the general rule.
+LEFT_TO_THE_GENERAL_RULE = {
+    "a later id not in normal form": (
+        ToolCallChunk(0, "c1", "add", ""),
+        ToolCallChunk(0, "\ud800", None, '{"a": 1}'),
+        Finish(FinishReason.TOOL_CALLS),
+    ),
+    "a later name not in normal form": (
+        ToolCallChunk(0, "c1", "add", '{"a": '),
+        ToolCallChunk(0, None, "x\udc00", "1}"),
+        Usage(1, 1),
+        Finish(FinishReason.TOOL_CALLS),
+    ),
+    "an empty id, then one not in normal form": (
+        ToolCallChunk(0, "", "add", ""),
+        ToolCallChunk(0, "\ud800", None, '{"a": 1}'),
+        Finish(FinishReason.TOOL_CALLS),
+    ),
+    "no finish at the end": (
+        ToolCallChunk(0, "c1", "add", '{"a": '),
+        ToolCallChunk(0, None, None, "1}"),
+        Usage(1, 1),
+    ),
+    "a finish before the last piece": (
+        ToolCallChunk(0, "c1", "add", '{"a": '),
+        Finish(FinishReason.TOOL_CALLS),
+        ToolCallChunk(0, None, None, "1}"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LEFT_TO_THE_GENERAL_RULE))
+def test_an_answer_in_pieces_the_fast_path_leaves_goes_as_the_general_rule_says(case: str) -> None:
+    spec = AgentSpec("a", tools=(ToolDef("add", "Add.", SCHEMA),))
+    state = _calling(spec)
+    answer = ModelResponded(LEFT_TO_THE_GENERAL_RULE[case])  # type: ignore[arg-type]
+
+    assert one_call_turn(state, state.phase.turn, answer, spec) is None
+    same(transition(state, answer, spec), general(state, answer, spec))
 
 
 outputs = st.one_of(
