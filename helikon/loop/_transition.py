@@ -402,13 +402,15 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     events = result.events
     size = len(events)
     chunk: object = None
-    reported: object = None
+    reported: Usage | None = None
     finish: object = None
     if size == 3:
-        chunk, reported, finish = events
+        chunk, second, finish = events
         if type(chunk) is Usage:  # the usage first: the same response
-            chunk, reported = reported, chunk
-        if type(reported) is not Usage:
+            chunk, second = second, chunk
+        if type(second) is Usage:
+            reported = second
+        else:
             chunk = None  # a call in pieces, maybe
     elif size == 2:
         chunk, finish = events
@@ -450,7 +452,7 @@ def one_call_turn(state: RunState, turn: int, result: ModelResponded, spec: Agen
     made: CallId = call_id if call_id else derive_call_id(state.run_id, turn, 0)  # type: ignore[assignment]
     call = ToolCall(made, name, arguments)
     # ``spend`` with the one tool call counted (what the general rule makes in two usages)
-    _, usage = spend(state.usage, _NO_USAGE if reported is None else reported, None, 1)  # type: ignore[arg-type]
+    _, usage = spend(state.usage, _NO_USAGE if reported is None else reported, None, 1)
     appended = (call,)
     # ``ToolCallState(call, args, RUNNING)`` and ``ExecutingTools(turn, (that,))``
     opened: ToolCallState = _new(ToolCallState)

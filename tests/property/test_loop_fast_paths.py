@@ -356,11 +356,7 @@ outputs = st.one_of(
 def test_a_model_turn_and_its_round_go_as_the_general_rules_say(
     spec: AgentSpec, answer: ModelResponded, data: st.DataObject
 ) -> None:
-    first = start(spec, AgentInput.from_user_text("hi"), RunId("r"))
-    while type(first.effect) is not CallModel:  # the turn's hooks, its instructions
-        given_ = HooksRan() if type(first.effect) is RunHooks else InstructionsRendered("be brief")
-        first = transition(first.state, given_, spec).unwrap()
-    state = first.state
+    state = _calling(spec)
     if data.draw(st.booleans()):
         cost = data.draw(st.sampled_from([None, Decimal(1)]))
         state = attrs.evolve(state, usage=Usage(2, 3, requests=1, cost=cost))
